@@ -1,0 +1,186 @@
+"""The plain data objects passed between KernelVault's packages.
+
+Every arrow in the architecture map carries one of these: a `Task` goes from the loaders to the
+pipeline, a `Candidate` from a candidate source (bundled examples, later the LLM agents) to the
+toolchain, and a `Verdict` from the toolchain to the reward, the corpus writer and the agents'
+feedback. They are frozen dataclasses of plain values so they pickle across process boundaries and
+serialise to JSON without custom code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Target = Literal["triton", "hip"]
+Platform = Literal["cpu", "cuda", "rocm"]
+StageName = Literal["parse", "static", "compile", "check", "time", "reward"]
+StageOutcome = Literal["passed", "failed", "skipped"]
+
+TARGETS: tuple[str, ...] = ("triton", "hip")
+PLATFORMS: tuple[str, ...] = ("cpu", "cuda", "rocm")
+STAGES: tuple[str, ...] = ("parse", "static", "compile", "check", "time", "reward")
+
+# Stable names used in the corpus and in reports. Never rename one: published shards carry them.
+FAILURE_KINDS: tuple[str, ...] = (
+    "parse_error",  # the answer held no usable code block
+    "static_reject",  # code that is not a candidate (no ModelNew, no kernel, forbidden construct)
+    "compile_error",  # the kernel (or the Python around it) does not compile for the target
+    "interface_error",  # ModelNew cannot be built with the task's arguments, or returns the wrong shape/dtype
+    "runtime_error",  # an exception or a crash while running the candidate
+    "timeout",  # the candidate did not finish within the wall-clock limit
+    "mismatch",  # ran, but the values differ from the reference beyond tolerance
+    "integrity_reject",  # the result was obtained without doing the work (reward hacking)
+    "infrastructure_error",  # our side failed (worker could not start, bad task); not the candidate's fault
+    "provider_error",  # the model endpoint failed; the attempt is to be retried by a later run
+)
+
+
+def content_hash(text: str) -> str:
+    """Short, stable identifier of a piece of source code (sha256, 16 hex digits)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class TaskCase:
+    """One input configuration of a task: overrides of the task module's size globals.
+
+    `overrides` maps module-level names (`batch`, `dim`, ...) to new values; the harness assigns them
+    before calling `get_init_inputs()` and `get_inputs()`. An empty mapping means the module's own
+    defaults, which is how a plain KernelBench file gets its single case.
+    """
+
+    name: str
+    kind: Literal["correctness", "performance"]
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Task:
+    """A PyTorch reference program in KernelBench form, with the optional KernelVault extras."""
+
+    task_id: str  # content_hash(source): the same program has the same id wherever it comes from
+    name: str
+    source: str
+    origin: str  # "bundled", "folder:<path>", "kernelbench:<level>", "hub:<repo>"
+    category: str | None = None
+    correctness_cases: tuple[TaskCase, ...] = ()
+    performance_cases: tuple[TaskCase, ...] = ()
+    atol: float | None = None  # None: the default for the output dtype (fp32 1e-4, fp16/bf16 1e-2)
+    rtol: float | None = None
+    allow_tf32: bool = False
+    dtype: str | None = None  # informational: the dtype the task's inputs use
+    provenance: str | None = None
+    license: str | None = None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A proposed kernel for one task: the model's raw answer or a ready source file."""
+
+    task_id: str
+    target: Target
+    text: str  # raw answer (markdown with a fenced block) or plain Python source
+    origin: str  # "example:<path>", "model:<name>", "file:<path>"
+    expected_failure: str | None = None  # set on deliberately broken examples, for tests and summaries
+
+
+@dataclass(frozen=True)
+class StageRecord:
+    name: StageName
+    outcome: StageOutcome
+    seconds: float
+    log: str = ""
+
+
+@dataclass(frozen=True)
+class CaseCheck:
+    """Correctness evidence for one case and one seed."""
+
+    case: str
+    seed: int
+    passed: bool
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class CaseTiming:
+    """Latency of candidate and reference on one performance case, measured the same way in one process."""
+
+    case: str
+    candidate_ms: float  # median over `repetitions`
+    reference_ms: float
+    candidate_spread: float  # (p75 - p25) / median, a dimensionless spread
+    reference_spread: float
+    repetitions: int
+
+
+@dataclass(frozen=True)
+class RunEnvironment:
+    """Where a verdict was obtained. Every corpus row carries it; nothing claims more than was measured."""
+
+    platform: Platform
+    device: str  # "cpu (Triton interpreter)", "NVIDIA H200", "AMD Instinct MI300X"
+    arch: str  # the compile target: "gfx942", "sm_90", ...
+    versions: dict[str, str] = field(default_factory=dict)  # python, torch, triton, hipcc, nvcc
+
+
+@dataclass(frozen=True)
+class RewardBreakdown:
+    compile: float
+    correct: float
+    speed: float
+    total: float
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Everything the toolchain learned about one candidate. Failures are values, never exceptions."""
+
+    task_id: str
+    target: Target
+    candidate_hash: str  # content_hash of the extracted code ("" when nothing could be extracted)
+    code: str  # the extracted candidate code that was verified
+    compiled: bool
+    correct: bool | None  # None: this platform cannot run the candidate (so correctness is unknown)
+    failure_kind: str | None
+    failure_message: str | None
+    stages: tuple[StageRecord, ...]
+    checks: tuple[CaseCheck, ...] = ()
+    timings: tuple[CaseTiming, ...] = ()
+    speedup: float | None = None  # sum(reference_ms) / sum(candidate_ms) over the performance cases
+    kernels: tuple[str, ...] = ()  # names of the kernels the candidate launched
+    compile_log: str = ""
+    environment: RunEnvironment | None = None
+    reward: RewardBreakdown | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def verdict_from_dict(data: dict[str, Any]) -> Verdict:
+    """Inverse of `Verdict.to_dict` (used for worker results and `--json` round trips)."""
+    env = data.get("environment")
+    reward = data.get("reward")
+    return Verdict(
+        task_id=data["task_id"],
+        target=data["target"],
+        candidate_hash=data["candidate_hash"],
+        code=data["code"],
+        compiled=data["compiled"],
+        correct=data["correct"],
+        failure_kind=data["failure_kind"],
+        failure_message=data["failure_message"],
+        stages=tuple(StageRecord(**s) for s in data["stages"]),
+        checks=tuple(CaseCheck(**c) for c in data.get("checks", ())),
+        timings=tuple(CaseTiming(**t) for t in data.get("timings", ())),
+        speedup=data.get("speedup"),
+        kernels=tuple(data.get("kernels", ())),
+        compile_log=data.get("compile_log", ""),
+        environment=RunEnvironment(**env) if env else None,
+        reward=RewardBreakdown(**reward) if reward else None,
+    )

@@ -1,0 +1,77 @@
+"""Compare a candidate's output with the reference's: structure first, then values.
+
+Structure (not a tensor, wrong shape, wrong dtype) is an interface error; values outside
+`|out - ref| <= atol + rtol * |ref|`, or NaN/Inf where the reference has none, are a mismatch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+DEFAULT_TOLERANCE = {torch.float32: 1e-4, torch.float64: 1e-6, torch.float16: 1e-2, torch.bfloat16: 1e-2}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    failure_kind: str | None  # None, "interface_error" or "mismatch"
+    message: str
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+
+
+def _flatten(output: object) -> list[object]:
+    if isinstance(output, (tuple, list)):
+        return [leaf for item in output for leaf in _flatten(item)]
+    return [output]
+
+
+def default_tolerance(dtype: torch.dtype) -> float:
+    return DEFAULT_TOLERANCE.get(dtype, 0.0)  # integer and bool outputs must match exactly
+
+
+def compare_outputs(reference: object, candidate: object, atol: float | None, rtol: float | None) -> Comparison:
+    ref_leaves, out_leaves = _flatten(reference), _flatten(candidate)
+    if len(ref_leaves) != len(out_leaves):
+        return Comparison("interface_error", f"expected {len(ref_leaves)} output tensor(s), got {len(out_leaves)}")
+    worst_abs, worst_rel = 0.0, 0.0
+    for index, (ref, out) in enumerate(zip(ref_leaves, out_leaves, strict=True)):
+        where = f"output {index}" if len(ref_leaves) > 1 else "output"
+        if not isinstance(out, torch.Tensor):
+            return Comparison("interface_error", f"{where} is {type(out).__name__}, expected a torch.Tensor")
+        if type(out) is not torch.Tensor and not isinstance(out, torch.nn.Parameter):
+            return Comparison("interface_error", f"{where} is a tensor subclass ({type(out).__name__})")
+        if out.shape != ref.shape:
+            return Comparison("interface_error", f"{where} has shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
+        if out.dtype != ref.dtype:
+            return Comparison("interface_error", f"{where} has dtype {out.dtype}, expected {ref.dtype}")
+        if out.device != ref.device:
+            return Comparison("interface_error", f"{where} is on {out.device}, expected {ref.device}")
+        if ref.numel() == 0:
+            continue
+        a_tol = default_tolerance(ref.dtype) if atol is None else atol
+        r_tol = default_tolerance(ref.dtype) if rtol is None else rtol
+        ref64, out64 = ref.detach().to(torch.float64), out.detach().to(torch.float64)
+        ref_bad, out_bad = ~torch.isfinite(ref64), ~torch.isfinite(out64)
+        if not torch.equal(ref_bad, out_bad) or not torch.equal(ref64[ref_bad], out64[out_bad]):
+            count = int((ref_bad != out_bad).sum())
+            return Comparison("mismatch", f"{where}: NaN/Inf at {count} position(s) where the reference differs")
+        finite = ~ref_bad
+        diff = (out64[finite] - ref64[finite]).abs()
+        if diff.numel():
+            scale = ref64[finite].abs()
+            worst_abs = max(worst_abs, float(diff.max()))
+            worst_rel = max(worst_rel, float((diff / scale.clamp_min(1e-12)).max()))
+            over = diff > a_tol + r_tol * scale
+            if bool(over.any()):
+                first = int(over.nonzero()[0, 0])
+                return Comparison(
+                    "mismatch",
+                    f"{where}: {int(over.sum())} of {diff.numel()} elements outside atol={a_tol:g} rtol={r_tol:g}; "
+                    f"max abs error {float(diff.max()):.3g} (e.g. flat index {first}: "
+                    f"got {float(out64[finite][first]):.6g}, expected {float(ref64[finite][first]):.6g})",
+                    worst_abs,
+                    worst_rel,
+                )
+    return Comparison(None, "within tolerance", worst_abs, worst_rel)

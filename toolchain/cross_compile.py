@@ -1,0 +1,138 @@
+"""Worker process: prove that the kernels a candidate launched compile for a real GPU target.
+
+Run as `python -m toolchain.cross_compile JOB.json` in a sandbox WITHOUT `TRITON_INTERPRET` (an
+interpreted process cannot also compile). It imports the candidate, looks each launched kernel up by
+name, rebuilds the compile signature from the argument types and constexpr values recorded at launch
+(`launches.jsonl`, written by `toolchain.triton_worker`), and calls `triton.compile` for the target
+(default AMD CDNA3: `GPUTarget("hip", "gfx942", 64)`). No GPU is needed: the Triton wheel ships the
+LLVM backends, LLD and ptxas. Writes `compile_result.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+
+def unwrap_jit(obj: Any) -> Any:
+    """Autotuner and Heuristics wrap the JITFunction in `.fn`; peel them off."""
+    from triton.runtime.jit import JITFunction
+
+    seen = 0
+    while not isinstance(obj, JITFunction) and hasattr(obj, "fn") and seen < 8:
+        obj, seen = obj.fn, seen + 1
+    return obj if isinstance(obj, JITFunction) else None
+
+
+def _scalar_type(description: dict[str, Any]) -> str:
+    kind = description["kind"]
+    if kind == "tensor":
+        return "*" + description["dtype"]
+    if kind == "bool":
+        return "i1"
+    if kind == "int":
+        value = description["value"]
+        if -(2**31) <= value < 2**31:
+            return "i32"
+        return "i64" if -(2**63) <= value < 2**63 else "u64"
+    if kind == "float":
+        return "fp32"
+    raise ValueError(f"cannot pass a {kind} argument at run time")
+
+
+def _constexpr_value(description: dict[str, Any]) -> Any:
+    import triton.language as tl
+
+    kind = description["kind"]
+    if kind == "none":
+        return None
+    if kind == "tl_dtype":
+        return getattr(tl, description["value"])
+    if kind in ("int", "float", "bool", "str"):
+        return description["value"]
+    raise ValueError(f"cannot rebuild a constexpr from {description}")
+
+
+def build_signature(kernel: Any, arguments: dict[str, dict[str, Any]]) -> tuple[dict[str, str], dict[str, Any]]:
+    """The (signature, constexprs) pair that `triton.compiler.ASTSource` takes, from recorded arguments."""
+    signature: dict[str, str] = {}
+    constexprs: dict[str, Any] = {}
+    for param in kernel.params:
+        if param.name in arguments:
+            description = arguments[param.name]
+        elif param.has_default:
+            description = {"kind": "default"}
+        else:
+            raise ValueError(f"argument {param.name} was not passed")
+        if param.is_constexpr or description["kind"] in ("none", "tl_dtype", "str", "default"):
+            signature[param.name] = "constexpr"
+            constexprs[param.name] = param.default if description["kind"] == "default" else _constexpr_value(description)
+        else:
+            signature[param.name] = _scalar_type(description)
+    return signature, constexprs
+
+
+def compile_launches(job: dict[str, Any]) -> dict[str, Any]:
+    import importlib.util
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    target = GPUTarget(job["backend"], job["arch"], job["warp_size"])
+    spec = importlib.util.spec_from_file_location("kv_candidate", job["candidate_path"])
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["kv_candidate"] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as error:  # noqa: BLE001 - the candidate's failure, reported as such
+        return {"ok": False, "kernels": [], "log": f"candidate failed to import: {type(error).__name__}: {error}"}
+
+    launches = [json.loads(line) for line in Path(job["launches_path"]).read_text().splitlines() if line.strip()]
+    kernels, failures = [], []
+    compiled_keys: set[str] = set()
+    for launch in launches:
+        name = launch["kernel"]
+        kernel = unwrap_jit(getattr(module, name, None))
+        started = time.perf_counter()
+        entry: dict[str, Any] = {"kernel": name, "ok": False, "seconds": 0.0, "log": ""}
+        if kernel is None:
+            entry["log"] = f"kernel {name} is not a module-level @triton.jit function"
+        else:
+            try:
+                signature, constexprs = build_signature(kernel, launch["args"])
+                options = {key: value for key, value in launch.get("options", {}).items() if key in ("num_warps", "num_stages")}
+                # Launches that differ only in runtime scalar values share one binary: compile it once.
+                key = json.dumps([name, signature, constexprs, options], sort_keys=True, default=str)
+                if key in compiled_keys:
+                    continue
+                compiled_keys.add(key)
+                source = triton.compiler.ASTSource(fn=kernel, signature=signature, constexprs=constexprs)
+                compiled = triton.compile(source, target=target, options=options)
+                entry.update(ok=True, log=f"{len(compiled.asm.get('hsaco', compiled.asm.get('cubin', b'')))} bytes of code")
+            except Exception as error:  # noqa: BLE001 - compiler errors are the result we want
+                entry["log"] = f"{type(error).__name__}: {error}"[-6000:]
+        entry["seconds"] = time.perf_counter() - started
+        kernels.append(entry)
+        if not entry["ok"]:
+            failures.append(f"{name}: {entry['log']}")
+    return {"ok": not failures and bool(kernels), "kernels": kernels, "log": "\n".join(failures)}
+
+
+def main(argv: list[str]) -> int:
+    job = json.loads(Path(argv[1]).read_text())
+    try:
+        result = compile_launches(job)
+    except BaseException as error:  # noqa: BLE001 - a harness bug must still leave a result
+        result = {"ok": False, "kernels": [], "log": f"cross-compile worker error: {error}", "harness_error": True,
+                  "traceback": traceback.format_exc()[-4000:]}  # fmt: skip
+    Path(job["result_path"]).write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

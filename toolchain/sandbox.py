@@ -1,0 +1,118 @@
+"""Run untrusted candidate code in a separate process, with limits, and report what happened.
+
+What this protects against: a candidate that crashes (segfault, abort, illegal memory access), hangs,
+exhausts memory (on CPU, through an address-space limit), fills the disk (file-size limit), prints
+without end (output goes to files, read back trimmed), or reads credentials from the environment
+(the child gets an allow-listed environment: no API keys, no Hub tokens). It runs in its own
+temporary directory and its own process group, which is killed whole on timeout.
+
+What it does NOT protect against (yet): reading files the user can read, network access, or a
+candidate that patches the harness inside its own worker process to fake a result. The integrity
+checks catch the common forms of the last; containers or namespaces are the answer to the first two.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+# Variables a worker may inherit. Everything else (OPENAI_API_KEY, HF_TOKEN, AWS_*, ...) is dropped.
+_ALLOWED_ENV = (
+    "PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV", "LD_LIBRARY_PATH",
+    "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_HOME", "ROCM_PATH",
+    "HIP_PLATFORM", "TRITON_PTXAS_PATH", "TRITON_HIP_LLD_PATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+    "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
+)  # fmt: skip
+_TAIL_BYTES = 8000
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    timeout_s: float = 120.0
+    memory_bytes: int | None = 8 << 30  # address-space limit; must be None for CUDA/ROCm (they map huge ranges)
+    file_bytes: int = 1 << 30
+    cpu_threads: int = 1  # torch/OpenMP threads inside the worker: pools run one worker per core
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    returncode: int | None  # None on timeout
+    signal_name: str | None  # "SIGSEGV" when killed by a signal
+    timed_out: bool
+    seconds: float
+    stdout_tail: str
+    stderr_tail: str
+
+
+def worker_environment(extra: Mapping[str, str] | None = None, threads: int = 1) -> dict[str, str]:
+    env = {key: os.environ[key] for key in _ALLOWED_ENV if key in os.environ}
+    env.update({"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"})
+    env.update(extra or {})
+    return env
+
+
+def _tail(path: Path) -> str:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - _TAIL_BYTES))
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def run_sandboxed(
+    argv: Sequence[str], workdir: Path, limits: SandboxLimits, env_extra: Mapping[str, str] | None = None
+) -> SandboxResult:
+    """Run argv in workdir under limits; never raises for anything the child does."""
+
+    def apply_limits() -> None:  # runs in the child between fork and exec
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+        if limits.memory_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+
+    env = worker_environment(env_extra, limits.cpu_threads)
+    env["HOME"] = str(workdir)
+    env["TMPDIR"] = str(workdir)
+    stdout_path, stderr_path = workdir / "stdout.log", workdir / "stderr.log"
+    started = time.monotonic()
+    with stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
+        process = subprocess.Popen(
+            list(argv), cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+            start_new_session=True, preexec_fn=apply_limits,
+        )  # fmt: skip
+        timed_out = False
+        try:
+            process.wait(timeout=limits.timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            # Kill the whole group: the candidate may have started children of its own.
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            process.wait()
+    returncode = None if timed_out else process.returncode
+    signal_name = None
+    if returncode is not None and returncode < 0:
+        try:
+            signal_name = signal.Signals(-returncode).name
+        except ValueError:
+            signal_name = f"signal {-returncode}"
+    return SandboxResult(
+        returncode=returncode,
+        signal_name=signal_name,
+        timed_out=timed_out,
+        seconds=time.monotonic() - started,
+        stdout_tail=_tail(stdout_path),
+        stderr_tail=_tail(stderr_path),
+    )

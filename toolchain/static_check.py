@@ -1,0 +1,58 @@
+"""The static stage: decide from the syntax tree alone whether code is a candidate at all.
+
+Cheap checks that need no execution: the code parses, defines `ModelNew`, and (for Triton) defines at
+least one `@triton.jit` kernel at module level. Kernels must be at module level because compilation
+is proven in a separate process that looks kernels up by name. The deeper anti-gaming checks
+(integrity) look at what the candidate does when it runs, not here.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StaticResult:
+    failure_kind: str | None  # None, "compile_error" (Python syntax) or "static_reject"
+    message: str
+    kernels: tuple[str, ...] = ()  # module-level @triton.jit function names
+
+
+def _is_triton_jit(decorator: ast.expr) -> bool:
+    """True for @triton.jit, @jit, @triton.jit(...), and the autotune/heuristics wrappers' inner jit."""
+    node = decorator.func if isinstance(decorator, ast.Call) else decorator
+    if isinstance(node, ast.Attribute):
+        return node.attr == "jit"
+    return isinstance(node, ast.Name) and node.id == "jit"
+
+
+def check_triton_candidate(code: str) -> StaticResult:
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as error:
+        return StaticResult("compile_error", f"SyntaxError: {error.msg} (line {error.lineno})")
+
+    has_model_new = any(isinstance(node, ast.ClassDef) and node.name == "ModelNew" for node in tree.body)
+    if not has_model_new:
+        return StaticResult("static_reject", "the code defines no module-level class ModelNew")
+
+    module_kernels = tuple(
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and any(_is_triton_jit(d) for d in node.decorator_list)
+    )
+    nested_kernels = [
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+        and node.name not in module_kernels
+        and any(_is_triton_jit(d) for d in node.decorator_list)
+    ]
+    if nested_kernels:
+        return StaticResult(
+            "static_reject", f"Triton kernels must be defined at module level; nested: {', '.join(nested_kernels)}"
+        )
+    if not module_kernels:
+        return StaticResult("static_reject", "the code defines no @triton.jit kernel")
+    return StaticResult(None, f"ModelNew and {len(module_kernels)} kernel(s)", module_kernels)

@@ -1,0 +1,214 @@
+"""Task loaders: a folder of task files, a KernelBench-layout tree, or a Hugging Face dataset.
+
+Task files are read, never executed, here: the structure and the optional `KERNELVAULT` extras are
+taken from the syntax tree (`ast.literal_eval`), so a broken or hostile task file cannot affect the
+pipeline's own process. References run only inside worker processes (see `toolchain.sandbox`).
+A malformed task is reported with a one-line reason and skipped; the other tasks still load.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelvault.contracts import Task, TaskCase, content_hash
+
+BUNDLED_TASKS = Path(__file__).resolve().parents[1] / "tasks"
+REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
+EXTRAS_NAME = "KERNELVAULT"
+_EXTRAS_KEYS = {
+    "category", "dtype", "atol", "rtol", "allow_tf32", "correctness_cases", "performance_cases",
+    "source", "license",
+}  # fmt: skip
+_CODE_COLUMNS = ("code", "pytorch_code", "reference", "source", "program")
+_LEVEL_DIR = re.compile(r"^level[_-]?\d+$")
+
+
+class TaskFormatError(ValueError):
+    """A task file that is not a valid KernelBench program (one-line message)."""
+
+
+@dataclass
+class LoadedTasks:
+    tasks: list[Task] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)  # (where, one-line reason)
+
+
+def _module_globals(tree: ast.Module) -> dict[str, ast.expr]:
+    names: dict[str, ast.expr] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    names[target.id] = node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            names[node.target.id] = node.value
+    return names
+
+
+def _cases(raw: Any, kind: str, settable: set[str]) -> tuple[TaskCase, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(case, dict) for case in raw):
+        raise TaskFormatError(f"{EXTRAS_NAME}['{kind}_cases'] must be a list of dicts")
+    cases = []
+    for index, overrides in enumerate(raw):
+        unknown = sorted(set(overrides) - settable)
+        if unknown:
+            raise TaskFormatError(f"{kind} case {index} overrides names the module does not define: {unknown}")
+        label = ",".join(f"{key}={value}" for key, value in overrides.items()) or "defaults"
+        cases.append(TaskCase(name=f"{kind[0]}{index}:{label}", kind=kind, overrides=dict(overrides)))
+    return tuple(cases)
+
+
+def parse_task(source: str, name: str, origin: str) -> Task:
+    """Build a `Task` from source text, or raise `TaskFormatError` with a one-line reason."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as error:
+        raise TaskFormatError(f"not valid Python: {error.msg} (line {error.lineno})") from None
+    defined = {
+        node.name for node in tree.body if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    module_globals = _module_globals(tree)
+    missing = [required for required in REQUIRED_NAMES if required not in defined | set(module_globals)]
+    if missing:
+        raise TaskFormatError(f"missing {', '.join(missing)} (a KernelBench task defines Model, get_inputs, get_init_inputs)")
+
+    extras: dict[str, Any] = {}
+    if EXTRAS_NAME in module_globals:
+        try:
+            extras = ast.literal_eval(module_globals[EXTRAS_NAME])
+        except (ValueError, SyntaxError, TypeError):
+            raise TaskFormatError(f"{EXTRAS_NAME} must be a literal dict (numbers, strings, lists, dicts)") from None
+        if not isinstance(extras, dict):
+            raise TaskFormatError(f"{EXTRAS_NAME} must be a dict")
+        unknown = sorted(set(extras) - _EXTRAS_KEYS)
+        if unknown:
+            raise TaskFormatError(f"unknown {EXTRAS_NAME} keys {unknown}; known: {sorted(_EXTRAS_KEYS)}")
+
+    settable = set(module_globals) - {EXTRAS_NAME}
+    correctness = _cases(extras.get("correctness_cases"), "correctness", settable)
+    performance = _cases(extras.get("performance_cases"), "performance", settable)
+    if not correctness:
+        correctness = (TaskCase(name="c0:defaults", kind="correctness", overrides={}),)
+    if not performance:
+        performance = (TaskCase(name="p0:defaults", kind="performance", overrides={}),)
+    for key in ("atol", "rtol"):
+        if key in extras and not (isinstance(extras[key], (int, float)) and extras[key] >= 0):
+            raise TaskFormatError(f"{EXTRAS_NAME}['{key}'] must be a non-negative number")
+    return Task(
+        task_id=content_hash(source),
+        name=name,
+        source=source,
+        origin=origin,
+        category=extras.get("category"),
+        correctness_cases=correctness,
+        performance_cases=performance,
+        atol=extras.get("atol"),
+        rtol=extras.get("rtol"),
+        allow_tf32=bool(extras.get("allow_tf32", False)),
+        dtype=extras.get("dtype"),
+        provenance=extras.get("source"),
+        license=extras.get("license"),
+    )
+
+
+def load_task_file(path: Path, name: str | None = None, origin: str | None = None) -> Task:
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise TaskFormatError(f"cannot read {path}: {error}") from None
+    return parse_task(source, name or path.stem, origin or f"file:{path}")
+
+
+def _collect(items: Iterable[tuple[str, str, str]]) -> LoadedTasks:
+    """items: (name, origin, source); parse each and keep errors beside the tasks."""
+    loaded = LoadedTasks()
+    seen: set[str] = set()
+    for name, origin, source in items:
+        try:
+            task = parse_task(source, name, origin)
+        except TaskFormatError as error:
+            loaded.errors.append((name, str(error)))
+            continue
+        if task.task_id in seen:  # identical programs under two names are one task
+            continue
+        seen.add(task.task_id)
+        loaded.tasks.append(task)
+    return loaded
+
+
+def _read_files(paths: Iterable[Path], root: Path, origin: str) -> Iterable[tuple[str, str, str]]:
+    for path in paths:
+        name = path.relative_to(root).with_suffix("").as_posix()
+        try:
+            yield name, origin, path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            yield name, origin, f"# unreadable: {error}\n"
+
+
+def load_folder(folder: Path) -> LoadedTasks:
+    """A flat folder of task files, or a KernelBench tree whose level folders hold them."""
+    level_dirs = sorted(d for d in folder.iterdir() if d.is_dir() and _LEVEL_DIR.match(d.name))
+    if level_dirs:
+        files = [path for level in level_dirs for path in sorted(level.glob("*.py"), key=_kernelbench_order)]
+        return _collect(_read_files(files, folder, f"kernelbench:{folder}"))
+    files = sorted(path for path in folder.glob("*.py") if not path.name.startswith("_"))
+    origin = "bundled" if folder.resolve() == BUNDLED_TASKS else f"folder:{folder}"
+    return _collect(_read_files(files, folder, origin))
+
+
+def _kernelbench_order(path: Path) -> tuple[int, str]:
+    number = path.name.split("_", 1)[0]
+    return (int(number) if number.isdigit() else 1 << 30, path.name)
+
+
+def load_hub_dataset(repo: str, split: str | None = None, column: str | None = None) -> LoadedTasks:
+    """A Hugging Face dataset (Hub repo id or local dataset folder) with one task program per row."""
+    try:
+        import datasets
+    except ImportError:  # pragma: no cover - datasets is a core dependency
+        raise TaskFormatError("loading tasks from a dataset needs the 'datasets' package") from None
+    dataset = datasets.load_dataset(repo, split=split) if split else datasets.load_dataset(repo)
+    if isinstance(dataset, datasets.DatasetDict):
+        splits = list(dataset.values())
+    else:
+        splits = [dataset]
+    items = []
+    for part in splits:
+        code_column = column or next((c for c in _CODE_COLUMNS if c in part.column_names), None)
+        if code_column is None:
+            raise TaskFormatError(f"no code column in {repo}: columns are {part.column_names}; name one with #COLUMN")
+        for index, row in enumerate(part):
+            name = str(row.get("name") or row.get("task_name") or f"row{index}")
+            level = row.get("level")
+            if level is not None:
+                name = f"level{level}/{name}"
+            items.append((name, f"hub:{repo}", row[code_column]))
+    return _collect(items)
+
+
+def load_tasks(spec: str | Path | None = None) -> LoadedTasks:
+    """Load tasks from `spec`: None (bundled), a file, a folder or KernelBench tree, or `hub:REPO[:SPLIT][#COLUMN]`."""
+    if spec is None:
+        return load_folder(BUNDLED_TASKS)
+    text = str(spec)
+    if text.startswith("hub:"):
+        repo, _, column = text[4:].partition("#")
+        repo, _, split = repo.partition(":")
+        return load_hub_dataset(repo, split or None, column or None)
+    path = Path(text)
+    if path.is_file():
+        try:
+            return LoadedTasks(tasks=[load_task_file(path)])
+        except TaskFormatError as error:
+            return LoadedTasks(errors=[(path.stem, str(error))])
+    if path.is_dir():
+        has_dataset_files = any(path.glob("*.parquet")) or any(path.glob("**/dataset_info.json"))
+        return load_hub_dataset(str(path)) if has_dataset_files else load_folder(path)
+    raise TaskFormatError(f"no task file, folder or dataset at {text}")

@@ -1,0 +1,55 @@
+"""Device timing: warm-up, device events around each repetition, L2 flushed between repetitions.
+
+The candidate and the reference are timed by the same function, in the same worker process, on the
+same inputs, so the ratio of medians is a fair speedup. Each repetition is bracketed by its own pair
+of events after an L2 flush (a write over a buffer larger than the cache), and everything is
+synchronised before the events are read, so work left on other streams cannot hide.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+L2_FLUSH_BYTES = 256 << 20  # larger than the L2 of any current GPU (H200: 60 MB, MI300X: 256 MB of LLC)
+
+
+@dataclass(frozen=True)
+class TimingStats:
+    median_ms: float
+    p25_ms: float
+    p75_ms: float
+    repetitions: int
+
+    @property
+    def spread(self) -> float:
+        return (self.p75_ms - self.p25_ms) / self.median_ms if self.median_ms > 0 else 0.0
+
+
+def time_on_device(
+    run: Callable[[Sequence[object]], object],
+    input_sets: Sequence[Sequence[object]],
+    repetitions: int = 100,
+    warmup: int = 10,
+    device: torch.device | None = None,
+) -> TimingStats:
+    """Median latency of run(inputs) in ms, rotating over input_sets so no repetition reuses cached results."""
+    device = device or torch.device("cuda")
+    flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
+    for index in range(warmup):
+        run(input_sets[index % len(input_sets)])
+    torch.cuda.synchronize(device)
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
+    for index in range(repetitions):
+        flush.zero_()
+        starts[index].record()
+        run(input_sets[index % len(input_sets)])
+        ends[index].record()
+    torch.cuda.synchronize(device)
+    samples = sorted(start.elapsed_time(end) for start, end in zip(starts, ends, strict=True))
+    quartiles = statistics.quantiles(samples, n=4) if len(samples) >= 2 else [samples[0]] * 3
+    return TimingStats(statistics.median(samples), quartiles[0], quartiles[2], repetitions)

@@ -1,0 +1,372 @@
+"""Worker process: load a task and a Triton candidate, check the candidate, time it on a GPU.
+
+Run as `python -m toolchain.triton_worker JOB.json` inside `toolchain.sandbox`; never imported by the
+pipeline itself. The job names the task and candidate files, the platform and the cases; the worker
+writes `result.json` next to it and appends every kernel launch it sees to `launches.jsonl` as it
+happens, so the parent still knows which kernels ran when the candidate crashes or hangs the process.
+
+On `cpu` the environment has TRITON_INTERPRET=1: kernels run in NumPy on CPU tensors, which proves
+correctness but not compilation (the parent cross-compiles the recorded launches afterwards in a
+second process). On `cuda`/`rocm` kernels are JIT-compiled for the device and timed.
+
+Ordering matters for trust: the reference outputs are computed, and the comparison functions bound,
+before the candidate module is imported.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+import time
+import traceback
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from toolchain.compare import compare_outputs
+from toolchain.timing import time_on_device
+
+_LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "waves_per_eu", "matrix_instr_nonkdim"}
+
+
+class CandidateFailure(Exception):
+    """A failure attributed to the candidate, with its stable failure kind."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+class LaunchRecorder:
+    """Wraps Triton's launch entry point to count launches and log each distinct signature to a file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.count = 0
+        self.enabled = True  # off while timing: recording costs host time between launches
+        self.kernels: list[str] = []
+        self._seen: set[str] = set()
+
+    def install(self, interpreted: bool) -> None:
+        if interpreted:
+            from triton.runtime.interpreter import InterpretedFunction as launcher
+        else:
+            from triton.runtime.jit import JITFunction as launcher
+        original = launcher.run
+        recorder = self
+
+        def recording_run(kernel: Any, *args: Any, grid: Any, warmup: Any, **kwargs: Any) -> Any:
+            if not warmup and recorder.enabled:
+                recorder.record(kernel.fn, args, kwargs)
+            return original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
+
+        launcher.run = recording_run  # type: ignore[method-assign]
+
+    def record(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        import inspect
+
+        self.count += 1
+        name = getattr(fn, "__name__", "?")
+        if name not in self.kernels:
+            self.kernels.append(name)
+        options = {key: kwargs[key] for key in _LAUNCH_OPTIONS if key in kwargs}
+        kernel_kwargs = {key: value for key, value in kwargs.items() if key not in _LAUNCH_OPTIONS}
+        try:
+            bound = inspect.signature(fn).bind(*args, **kernel_kwargs)
+        except TypeError:
+            return  # a launch with wrong arguments fails by itself; there is nothing to compile
+        entry = {
+            "kernel": name,
+            "module": getattr(fn, "__module__", ""),
+            "args": {key: describe_argument(value) for key, value in bound.arguments.items()},
+            "options": options,
+        }
+        key = json.dumps(entry, sort_keys=True, default=str)
+        if key not in self._seen:
+            self._seen.add(key)
+            with self.path.open("a") as handle:
+                handle.write(key + "\n")
+
+
+_TORCH_TO_TRITON = {
+    torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64",
+    torch.int8: "i8", torch.int16: "i16", torch.int32: "i32", torch.int64: "i64", torch.uint8: "u8",
+    torch.bool: "i1",
+}  # fmt: skip
+
+
+def describe_argument(value: Any) -> dict[str, Any]:
+    """A JSON description of a kernel argument, enough to rebuild a compile signature."""
+    if isinstance(value, torch.Tensor):
+        return {"kind": "tensor", "dtype": _TORCH_TO_TRITON.get(value.dtype, str(value.dtype))}
+    if isinstance(value, bool):
+        return {"kind": "bool", "value": value}
+    if isinstance(value, int):
+        return {"kind": "int", "value": value}
+    if isinstance(value, float):
+        return {"kind": "float", "value": value if math.isfinite(value) else repr(value)}
+    if value is None:
+        return {"kind": "none"}
+    inner = getattr(value, "value", None)  # tl.constexpr wrapper
+    if isinstance(inner, (bool, int, float, str)):
+        return describe_argument(inner)
+    if value.__class__.__module__.startswith("triton") and hasattr(value, "name"):
+        return {"kind": "tl_dtype", "value": str(value.name)}
+    if isinstance(value, str):
+        return {"kind": "str", "value": value}
+    return {"kind": "other", "repr": repr(value)[:200]}
+
+
+def load_module(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # triton's interpreter and inspect need the module registered
+    spec.loader.exec_module(module)
+    return module
+
+
+def is_triton_compile_error(error: BaseException) -> bool:
+    """True when the exception (or one it wraps) comes from Triton's compiler or resource checks."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        module = type(current).__module__
+        if module.startswith("triton.compiler") or type(current).__name__ in {"CompilationError", "OutOfResources"}:
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def to_device(value: Any, device: torch.device) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_device(item, device) for item in value)
+    return value
+
+
+def clone_inputs(inputs: list[Any]) -> list[Any]:
+    return [item.clone() if isinstance(item, torch.Tensor) else item for item in inputs]
+
+
+def poison_allocator(device: torch.device, nbytes: int = 64 << 20) -> None:
+    """Fill memory the allocator will hand out next with NaN, so unwritten outputs cannot look right."""
+    block = torch.full((nbytes // 4,), float("nan"), dtype=torch.float32, device=device)
+    del block
+
+
+class TaskHarness:
+    """Builds the reference and the candidate for one case and one seed, identically seeded."""
+
+    def __init__(self, task_module: ModuleType, device: torch.device) -> None:
+        self.task = task_module
+        self.device = device
+        self.defaults = {name: getattr(task_module, name) for name in dir(task_module) if not name.startswith("__")}
+
+    def apply(self, overrides: dict[str, Any]) -> None:
+        for name, value in self.defaults.items():
+            setattr(self.task, name, value)
+        for name, value in overrides.items():
+            setattr(self.task, name, value)
+
+    def init_inputs(self) -> list[Any]:
+        return list(self.task.get_init_inputs())
+
+    def build(self, cls: type, init_inputs: list[Any], seed: int) -> torch.nn.Module:
+        torch.manual_seed(seed)
+        return cls(*init_inputs).to(self.device).eval()
+
+    def inputs(self, seed: int) -> list[Any]:
+        torch.manual_seed(seed)
+        return [to_device(item, self.device) for item in self.task.get_inputs()]
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _outputs_alias_inputs(output: Any, inputs: list[Any]) -> bool:
+    outputs = output if isinstance(output, (tuple, list)) else [output]
+    pointers = {
+        item.untyped_storage().data_ptr() for item in inputs if isinstance(item, torch.Tensor) and item.numel()
+    }
+    return any(
+        isinstance(item, torch.Tensor) and item.numel() and item.untyped_storage().data_ptr() in pointers
+        for item in outputs
+    )
+
+
+def run_candidate_forward(model: torch.nn.Module, inputs: list[Any], recorder: LaunchRecorder) -> Any:
+    launches_before = recorder.count
+    try:
+        output = model(*inputs)
+        _sync(inputs[0].device if inputs and isinstance(inputs[0], torch.Tensor) else torch.device("cpu"))
+    except CandidateFailure:
+        raise
+    except BaseException as error:  # SystemExit and friends are the candidate's failures too
+        if isinstance(error, KeyboardInterrupt):
+            raise
+        if is_triton_compile_error(error):
+            raise CandidateFailure("compile_error", _one_line_error(error)) from None
+        raise CandidateFailure("runtime_error", f"forward raised {_one_line_error(error)}") from None
+    if recorder.count == launches_before:
+        raise CandidateFailure("integrity_reject", "no_kernel_launched: forward launched no Triton kernel")
+    return output
+
+
+def _one_line_error(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}".strip()
+    return text if len(text) < 4000 else text[:4000] + " …"
+
+
+def verify_job(job: dict[str, Any]) -> dict[str, Any]:
+    device = torch.device("cuda" if job["platform"] in ("cuda", "rocm") else "cpu")
+    allow_tf32 = bool(job.get("allow_tf32", False))
+    torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+    torch.backends.cudnn.allow_tf32 = allow_tf32
+    atol, rtol = job.get("atol"), job.get("rtol")
+    trials = int(job.get("trials", 2))
+    result: dict[str, Any] = {"checks": [], "timings": [], "kernels": [], "compile_seconds": None}
+
+    # 1. The reference, before any candidate code exists in this process.
+    try:
+        harness = TaskHarness(load_module(Path(job["task_path"]), "kv_task"), device)
+    except Exception as error:
+        return {**result, "failure_kind": "infrastructure_error", "failure_message": f"task failed to load: {_one_line_error(error)}"}
+    plan: list[tuple[dict[str, Any], int, list[Any], Any, list[Any]]] = []  # (case, seed, init, ref_out, inputs)
+    check_cases = list(job["correctness_cases"]) + (list(job["performance_cases"]) if job["timed"] else [])
+    with torch.no_grad():
+        for case in check_cases:
+            seeds = range(trials) if case["kind"] == "correctness" else range(1)
+            for trial in seeds:
+                seed = 1000 * trial + 17
+                try:
+                    harness.apply(case["overrides"])
+                    init = harness.init_inputs()
+                    reference = harness.build(harness.task.Model, init, seed)
+                    inputs = harness.inputs(seed + 1)
+                    expected = reference(*clone_inputs(inputs))
+                    _sync(device)
+                except Exception as error:
+                    message = f"reference failed on case {case['name']}: {_one_line_error(error)}"
+                    return {**result, "failure_kind": "infrastructure_error", "failure_message": message}
+                plan.append((case, seed, init, expected, inputs))
+                del reference
+
+    # 2. The candidate.
+    recorder = LaunchRecorder(Path(job["launches_path"]))
+    recorder.install(interpreted=device.type == "cpu")
+    try:
+        candidate = load_module(Path(job["candidate_path"]), "kv_candidate")
+    except BaseException as error:  # noqa: BLE001 - sys.exit() at import is the candidate's failure
+        return {**result, "failure_kind": "compile_error", "failure_message": f"candidate failed to import: {_one_line_error(error)}"}
+    model_class = getattr(candidate, "ModelNew", None)
+    if not isinstance(model_class, type):
+        return {**result, "failure_kind": "static_reject", "failure_message": "the candidate defines no class ModelNew"}
+
+    try:
+        with torch.no_grad():
+            first_call = True
+            for case, seed, init, expected, inputs in plan:
+                harness.apply(case["overrides"])
+                try:
+                    model = harness.build(model_class, init, seed)
+                except BaseException as error:  # noqa: BLE001
+                    raise CandidateFailure("interface_error", f"ModelNew{tuple(init)!r} failed: {_one_line_error(error)}") from None
+                pristine = clone_inputs(inputs)
+                poison_allocator(device)
+                started = time.perf_counter()
+                output = run_candidate_forward(model, inputs, recorder)
+                if first_call:  # the first forward includes JIT compilation on a GPU
+                    result["compile_seconds"] = time.perf_counter() - started
+                    first_call = False
+                for before, after in zip(pristine, inputs, strict=True):
+                    if isinstance(before, torch.Tensor) and not torch.equal(before, after):
+                        raise CandidateFailure("integrity_reject", "modified_inputs: forward changed its input tensors")
+                if _outputs_alias_inputs(output, inputs):
+                    raise CandidateFailure("integrity_reject", "output_aliases_input: an output shares memory with an input")
+                comparison = compare_outputs(expected, output, atol, rtol)
+                result["checks"].append({
+                    "case": case["name"], "seed": seed, "passed": comparison.failure_kind is None,
+                    "max_abs_error": comparison.max_abs_error, "max_rel_error": comparison.max_rel_error,
+                    "message": comparison.message,
+                })  # fmt: skip
+                if comparison.failure_kind is not None:
+                    raise CandidateFailure(comparison.failure_kind, f"case {case['name']}: {comparison.message}")
+                del model, output
+    except CandidateFailure as failure:
+        return {**result, "kernels": recorder.kernels, "failure_kind": failure.kind, "failure_message": failure.message}
+
+    result["kernels"] = recorder.kernels
+    if job["timed"]:
+        try:
+            result["timings"] = time_cases(job, harness, model_class, recorder, device)
+        except CandidateFailure as failure:
+            return {**result, "failure_kind": failure.kind, "failure_message": failure.message}
+    return {**result, "failure_kind": None, "failure_message": None}
+
+
+def time_cases(
+    job: dict[str, Any], harness: TaskHarness, model_class: type, recorder: LaunchRecorder, device: torch.device
+) -> list[dict[str, Any]]:
+    timings = []
+    with torch.no_grad():
+        for case in job["performance_cases"]:
+            harness.apply(case["overrides"])
+            init = harness.init_inputs()
+            reference = harness.build(harness.task.Model, init, seed=17)
+            model = harness.build(model_class, init, seed=17)
+            input_sets = [harness.inputs(seed) for seed in range(100, 100 + job["input_sets"])]
+
+            # Check once more on these inputs with launches observed, then time without the recorder.
+            run_candidate_forward(model, list(input_sets[0]), recorder)
+            recorder.enabled = False
+
+            def run_candidate(inputs: Any, model: torch.nn.Module = model) -> Any:
+                return model(*inputs)
+
+            def run_reference(inputs: Any, reference: torch.nn.Module = reference) -> Any:
+                return reference(*inputs)
+
+            repetitions, warmup = job["repetitions"], job["warmup"]
+            try:
+                candidate_stats = time_on_device(run_candidate, input_sets, repetitions, warmup, device)
+            except Exception as error:
+                raise CandidateFailure("runtime_error", f"failed while timed: {_one_line_error(error)}") from None
+            reference_stats = time_on_device(run_reference, input_sets, repetitions, warmup, device)
+            recorder.enabled = True
+            timings.append({
+                "case": case["name"], "candidate_ms": candidate_stats.median_ms,
+                "reference_ms": reference_stats.median_ms, "candidate_spread": candidate_stats.spread,
+                "reference_spread": reference_stats.spread, "repetitions": repetitions,
+            })  # fmt: skip
+            del reference, model, input_sets
+            torch.cuda.empty_cache()
+    return timings
+
+
+def main(argv: list[str]) -> int:
+    job_path = Path(argv[1])
+    job = json.loads(job_path.read_text())
+    try:
+        result = verify_job(job)
+    except BaseException as error:  # noqa: BLE001 - a harness bug must still leave a result
+        result = {
+            "failure_kind": "infrastructure_error",
+            "failure_message": f"worker error: {_one_line_error(error)}",
+            "traceback": traceback.format_exc()[-4000:],
+        }
+    Path(job["result_path"]).write_text(json.dumps(result, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,309 @@
+"""verify(): parse → static → compile → check → time → reward, for one Triton candidate.
+
+This is the one public entry point of the toolchain: the pipeline, the agents and the RL reward
+adapters all call it. It never raises for anything the candidate does; every outcome is a `Verdict`.
+Candidate code runs only in sandboxed worker processes (`toolchain.sandbox`):
+
+- `cpu`: the check worker runs kernels under the Triton interpreter and records each launch; a
+  second worker cross-compiles the recorded launches for the AMD target. Nothing is timed, so the
+  speedup is unknown and the reward has no speed term.
+- `cuda` / `rocm`: one worker JIT-compiles on the device, checks, and times candidate and reference.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelvault.contracts import (
+    Candidate,
+    CaseCheck,
+    CaseTiming,
+    RunEnvironment,
+    StageRecord,
+    Task,
+    TaskCase,
+    Verdict,
+    content_hash,
+)
+from toolchain.extract import extract_code
+from toolchain.platforms import AMD_WAVEFRONT, PlatformChoice, detect_platform, run_environment
+from toolchain.reward import DEFAULT_REWARD, RewardConfig, graded_reward, task_speedup
+from toolchain.sandbox import SandboxLimits, SandboxResult, run_sandboxed
+from toolchain.static_check import check_triton_candidate
+
+LOG_LIMIT = 4000  # characters of compiler/runtime log kept per stage (the agents' feedback reads it)
+
+
+@dataclass(frozen=True)
+class VerifyConfig:
+    platform: str | None = None  # None: detect (cuda/rocm when a GPU is visible, else cpu)
+    arch: str | None = None  # None: the device's arch, or gfx942 for the CPU cross-compile
+    timeout_s: float = 180.0  # wall clock for the check (and timing) worker
+    compile_timeout_s: float = 120.0
+    memory_limit_mb: int | None = 8192  # CPU workers only; GPU runtimes need unlimited address space
+    trials: int = 2  # seeds per correctness case
+    repetitions: int = 100  # timed repetitions per performance case
+    warmup: int = 10
+    input_sets: int = 4  # timing rotates over this many freshly drawn input sets
+    reward: RewardConfig = field(default_factory=lambda: DEFAULT_REWARD)
+    python: str = sys.executable
+    keep_workdir: bool = False
+
+
+def trim(text: str, limit: int = LOG_LIMIT) -> str:
+    """Keep the head and the tail of a long log: the first error and the last context matter most."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n… [{len(text) - limit} characters cut] …\n{text[-half:]}"
+
+
+class _Stages:
+    def __init__(self) -> None:
+        self.records: list[StageRecord] = []
+
+    def add(self, name: str, outcome: str, seconds: float, log: str = "") -> None:
+        self.records.append(StageRecord(name=name, outcome=outcome, seconds=round(seconds, 4), log=trim(log)))  # type: ignore[arg-type]
+
+    def skip_rest(self) -> None:
+        done = {record.name for record in self.records}
+        for name in ("parse", "static", "compile", "check", "time"):
+            if name not in done:
+                self.add(name, "skipped", 0.0)
+
+
+def _case_payload(cases: tuple[TaskCase, ...]) -> list[dict[str, Any]]:
+    return [{"name": case.name, "kind": case.kind, "overrides": case.overrides} for case in cases]
+
+
+def _crash_message(run: SandboxResult, what: str) -> tuple[str, str]:
+    if run.timed_out:
+        return "timeout", f"{what} did not finish within {run.seconds:.0f} s"
+    if run.signal_name:
+        detail = run.stderr_tail.strip().splitlines()[-1:] or [""]
+        return "runtime_error", f"{what} was killed by {run.signal_name} {detail[0]}".strip()
+    last = run.stderr_tail.strip().splitlines()[-1:] or ["(no output)"]
+    return "runtime_error", f"{what} exited with code {run.returncode} before reporting: {last[0]}"
+
+
+class Verifier:
+    """Verifies candidates on one platform; cheap to build, safe to share across threads."""
+
+    def __init__(self, config: VerifyConfig | None = None) -> None:
+        self.config = config or VerifyConfig()
+        self.choice: PlatformChoice = detect_platform(self.config.platform, self.config.arch)
+        self.environment: RunEnvironment = run_environment(self.choice)
+
+    def verify(self, task: Task, candidate: Candidate) -> Verdict:
+        workdir = Path(tempfile.mkdtemp(prefix="kv-verify-"))
+        try:
+            return self._verify(task, candidate, workdir)
+        finally:
+            if not self.config.keep_workdir:
+                shutil.rmtree(workdir, ignore_errors=True)
+
+    def _finish(self, stages: _Stages, task: Task, code: str, **fields: Any) -> Verdict:
+        started = time.perf_counter()
+        reward = graded_reward(
+            fields.get("compiled", False), fields.get("correct"), fields.get("speedup"),
+            fields.get("failure_kind"), self.config.reward,
+        )  # fmt: skip
+        stages.skip_rest()
+        stages.add("reward", "passed", time.perf_counter() - started, f"total {reward.total:.3f}")
+        return Verdict(
+            task_id=task.task_id, target="triton", candidate_hash=content_hash(code) if code else "", code=code,
+            stages=tuple(stages.records), environment=self.environment, reward=reward,
+            **{"compiled": False, "correct": False, "failure_kind": None, "failure_message": None, **fields},
+        )  # fmt: skip
+
+    def _verify(self, task: Task, candidate: Candidate, workdir: Path) -> Verdict:
+        stages = _Stages()
+        started = time.perf_counter()
+        extracted = extract_code(candidate.text)
+        if extracted.code is None:
+            stages.add("parse", "failed", time.perf_counter() - started, extracted.message)
+            return self._finish(stages, task, "", failure_kind="parse_error", failure_message=extracted.message)
+        code = extracted.code
+        stages.add("parse", "passed", time.perf_counter() - started, extracted.message)
+
+        started = time.perf_counter()
+        static = check_triton_candidate(code)
+        if static.failure_kind is not None:
+            stages.add("static", "failed", time.perf_counter() - started, static.message)
+            return self._finish(stages, task, code, failure_kind=static.failure_kind, failure_message=static.message)
+        stages.add("static", "passed", time.perf_counter() - started, static.message)
+
+        (workdir / "task.py").write_text(task.source)
+        (workdir / "candidate.py").write_text(code)
+        (workdir / "launches.jsonl").write_text("")
+        if self.choice.platform == "cpu":
+            return self._verify_on_cpu(stages, task, code, workdir)
+        return self._verify_on_gpu(stages, task, code, workdir)
+
+    def _check_job(self, task: Task, workdir: Path, timed: bool) -> dict[str, Any]:
+        return {
+            "platform": self.choice.platform,
+            "task_path": str(workdir / "task.py"),
+            "candidate_path": str(workdir / "candidate.py"),
+            "launches_path": str(workdir / "launches.jsonl"),
+            "result_path": str(workdir / "result.json"),
+            "correctness_cases": _case_payload(task.correctness_cases),
+            "performance_cases": _case_payload(task.performance_cases),
+            "atol": task.atol,
+            "rtol": task.rtol,
+            "allow_tf32": task.allow_tf32,
+            "trials": self.config.trials,
+            "timed": timed,
+            "repetitions": self.config.repetitions,
+            "warmup": self.config.warmup,
+            "input_sets": self.config.input_sets,
+        }
+
+    def _run_worker(self, module: str, job: dict[str, Any], job_name: str, workdir: Path,
+                    limits: SandboxLimits, env: dict[str, str]) -> tuple[SandboxResult, dict[str, Any] | None]:  # fmt: skip
+        job_path = workdir / job_name
+        job_path.write_text(json.dumps(job))
+        result_path = Path(job["result_path"])
+        result_path.unlink(missing_ok=True)
+        run = run_sandboxed([self.config.python, "-m", module, str(job_path)], workdir, limits, env)
+        if not result_path.exists():
+            return run, None
+        try:
+            return run, json.loads(result_path.read_text())
+        except json.JSONDecodeError:
+            return run, None
+
+    def _worker_env(self, interpret: bool) -> dict[str, str]:
+        project_root = str(Path(__file__).resolve().parents[1])
+        env = {"PYTHONPATH": project_root, "TRITON_CACHE_DIR": "triton-cache", "TRITON_DEFAULT_FP_FUSION": "1"}
+        if interpret:
+            env["TRITON_INTERPRET"] = "1"
+        return env
+
+    def _check_limits(self) -> SandboxLimits:
+        memory = self.config.memory_limit_mb
+        on_cpu = self.choice.platform == "cpu"
+        return SandboxLimits(self.config.timeout_s, (memory << 20) if (memory and on_cpu) else None)
+
+    def _check_verdict_fields(self, run: SandboxResult, result: dict[str, Any] | None) -> dict[str, Any]:
+        """Turn the check worker's report (or its absence) into Verdict fields."""
+        if result is None:
+            kind, message = _crash_message(run, "the candidate's worker process")
+            return {"failure_kind": kind, "failure_message": message, "checks": (), "kernels": ()}
+        checks = tuple(CaseCheck(**check) for check in result.get("checks", ()))
+        return {
+            "failure_kind": result.get("failure_kind"),
+            "failure_message": result.get("failure_message"),
+            "checks": checks,
+            "kernels": tuple(result.get("kernels", ())),
+            "compile_seconds": result.get("compile_seconds"),
+            "timings": result.get("timings", ()),
+            "traceback": result.get("traceback", ""),
+        }
+
+    def _verify_on_cpu(self, stages: _Stages, task: Task, code: str, workdir: Path) -> Verdict:
+        check_started = time.perf_counter()
+        job = self._check_job(task, workdir, timed=False)
+        run, result = self._run_worker("toolchain.triton_worker", job, "check_job.json", workdir,
+                                       self._check_limits(), self._worker_env(interpret=True))  # fmt: skip
+        check_seconds = time.perf_counter() - check_started
+        check = self._check_verdict_fields(run, result)
+        if check["failure_kind"] == "infrastructure_error" or check["failure_kind"] in ("compile_error", "static_reject"):
+            # The candidate never ran (import failure) or the harness/reference failed: no cross-compile.
+            stage = "compile" if check["failure_kind"] == "compile_error" else "check"
+            stages.add(stage, "failed", check_seconds, check["failure_message"] + "\n" + check.get("traceback", ""))
+            return self._finish(stages, task, code, failure_kind=check["failure_kind"],
+                                failure_message=check["failure_message"], checks=check["checks"])  # fmt: skip
+
+        compile_started = time.perf_counter()
+        launches = (workdir / "launches.jsonl").read_text().strip()
+        compiled, compile_log = False, "no kernel launch was recorded, so nothing could be compiled"
+        if launches:
+            compile_job = {
+                "candidate_path": str(workdir / "candidate.py"), "launches_path": str(workdir / "launches.jsonl"),
+                "result_path": str(workdir / "compile_result.json"), "backend": "hip", "arch": self.choice.arch,
+                "warp_size": AMD_WAVEFRONT,
+            }  # fmt: skip
+            limits = SandboxLimits(self.config.compile_timeout_s, None)
+            compile_run, compile_result = self._run_worker("toolchain.cross_compile", compile_job, "compile_job.json",
+                                                           workdir, limits, self._worker_env(interpret=False))  # fmt: skip
+            if compile_result is None:
+                kind, compile_log = _crash_message(compile_run, "the cross-compiler")
+            elif compile_result.get("harness_error"):
+                stages.add("compile", "failed", time.perf_counter() - compile_started, compile_result["log"])
+                return self._finish(stages, task, code, failure_kind="infrastructure_error",
+                                    failure_message=compile_result["log"])  # fmt: skip
+            else:
+                compiled = bool(compile_result["ok"])
+                compile_log = compile_result["log"] or "\n".join(
+                    f"{k['kernel']}: compiled for {self.choice.arch} in {k['seconds']:.2f} s ({k['log']})"
+                    for k in compile_result["kernels"]
+                )
+        compile_seconds = time.perf_counter() - compile_started
+        stages.add("compile", "passed" if compiled else "failed", compile_seconds, compile_log)
+
+        if launches and not compiled:
+            # Kernels ran under the interpreter but do not build for the GPU: that is the verdict.
+            stages.add("check", "failed" if check["failure_kind"] else "passed", check_seconds,
+                       check["failure_message"] or "interpreter run finished")  # fmt: skip
+            return self._finish(stages, task, code, failure_kind="compile_error",
+                                failure_message=f"does not compile for {self.choice.arch}: {trim(compile_log, 600)}",
+                                checks=check["checks"], kernels=check["kernels"], compile_log=trim(compile_log))  # fmt: skip
+        passed = check["failure_kind"] is None
+        stages.add("check", "passed" if passed else "failed", check_seconds,
+                   f"{len(check['checks'])} case check(s) passed" if passed else check["failure_message"])  # fmt: skip
+        stages.add("time", "skipped", 0.0, "no GPU: the cpu platform does not time kernels")
+        return self._finish(
+            stages, task, code, compiled=compiled, correct=passed,
+            failure_kind=check["failure_kind"], failure_message=check["failure_message"], checks=check["checks"],
+            kernels=check["kernels"], compile_log=trim(compile_log), speedup=None,
+        )  # fmt: skip
+
+    def _verify_on_gpu(self, stages: _Stages, task: Task, code: str, workdir: Path) -> Verdict:
+        started = time.perf_counter()
+        job = self._check_job(task, workdir, timed=True)
+        run, result = self._run_worker("toolchain.triton_worker", job, "check_job.json", workdir,
+                                       self._check_limits(), self._worker_env(interpret=False))  # fmt: skip
+        seconds = time.perf_counter() - started
+        check = self._check_verdict_fields(run, result)
+        kind = check["failure_kind"]
+        launched = bool((workdir / "launches.jsonl").read_text().strip())
+        compile_failed = kind in ("compile_error", "static_reject") or not launched
+        compile_seconds = check.get("compile_seconds") or 0.0
+        if kind == "infrastructure_error":
+            stages.add("check", "failed", seconds, (check["failure_message"] or "") + "\n" + check.get("traceback", ""))
+            return self._finish(stages, task, code, failure_kind=kind, failure_message=check["failure_message"])
+        compile_log = check["failure_message"] if kind == "compile_error" else (
+            f"JIT-compiled on {self.choice.device} ({self.choice.arch}) during the first forward"
+            if launched else "no kernel was launched, so nothing was compiled"
+        )  # fmt: skip
+        stages.add("compile", "failed" if compile_failed else "passed", compile_seconds, compile_log or "")
+        if kind == "compile_error":
+            return self._finish(stages, task, code, failure_kind=kind, failure_message=check["failure_message"],
+                                compile_log=trim(compile_log or ""), kernels=check["kernels"])  # fmt: skip
+        timings = tuple(CaseTiming(**timing) for timing in check["timings"])
+        stages.add("check", "passed" if kind is None else "failed", seconds,
+                   f"{len(check['checks'])} case check(s) passed" if kind is None else check["failure_message"])  # fmt: skip
+        if kind is None:
+            stages.add("time", "passed", 0.0, "; ".join(
+                f"{t.case}: {t.candidate_ms:.4f} ms vs reference {t.reference_ms:.4f} ms ({t.repetitions} reps)"
+                for t in timings))  # fmt: skip
+        speedup = task_speedup([t.reference_ms for t in timings], [t.candidate_ms for t in timings]) if kind is None else None
+        return self._finish(
+            stages, task, code, compiled=launched and not compile_failed, correct=kind is None, failure_kind=kind,
+            failure_message=check["failure_message"], checks=check["checks"], timings=timings, speedup=speedup,
+            kernels=check["kernels"], compile_log=trim(compile_log or ""),
+        )  # fmt: skip
+
+
+def verify(task: Task, candidate: Candidate, config: VerifyConfig | None = None) -> Verdict:
+    """Verify one candidate against its task (see `Verifier` to reuse the platform detection)."""
+    return Verifier(config).verify(task, candidate)
