@@ -78,6 +78,8 @@ def task_speedup(reference_ms: Sequence[float], candidate_ms: Sequence[float]) -
         return None
     total_candidate = sum(candidate_ms)
     total_reference = sum(reference_ms)
-    if not (math.isfinite(total_candidate) and math.isfinite(total_reference)) or total_candidate <= 0:
+    if not (math.isfinite(total_candidate) and math.isfinite(total_reference)):
+        return None
+    if total_candidate <= 0 or total_reference <= 0:
         return None
     return total_reference / total_candidate

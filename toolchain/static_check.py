@@ -20,10 +20,10 @@ class StaticResult:
 
 
 def _is_triton_jit(decorator: ast.expr) -> bool:
-    """True for @triton.jit, @jit, @triton.jit(...), and the autotune/heuristics wrappers' inner jit."""
+    """True for @triton.jit, @triton.jit(...) and a bare @jit (from triton import jit)."""
     node = decorator.func if isinstance(decorator, ast.Call) else decorator
-    if isinstance(node, ast.Attribute):
-        return node.attr == "jit"
+    if isinstance(node, ast.Attribute):  # @triton.jit, not @numba.jit
+        return node.attr == "jit" and isinstance(node.value, ast.Name) and node.value.id == "triton"
     return isinstance(node, ast.Name) and node.id == "jit"
 
 

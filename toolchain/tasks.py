@@ -154,7 +154,10 @@ def _read_files(paths: Iterable[Path], root: Path, origin: str) -> Iterable[tupl
 
 def load_folder(folder: Path) -> LoadedTasks:
     """A flat folder of task files, or a KernelBench tree whose level folders hold them."""
-    level_dirs = sorted(d for d in folder.iterdir() if d.is_dir() and _LEVEL_DIR.match(d.name))
+    level_dirs = sorted(
+        (d for d in folder.iterdir() if d.is_dir() and _LEVEL_DIR.match(d.name)),
+        key=lambda d: int("".join(ch for ch in d.name if ch.isdigit())),  # level2 before level10
+    )
     if level_dirs:
         files = [path for level in level_dirs for path in sorted(level.glob("*.py"), key=_kernelbench_order)]
         return _collect(_read_files(files, folder, f"kernelbench:{folder}"))

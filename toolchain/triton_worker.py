@@ -60,10 +60,12 @@ class LaunchRecorder:
         original = launcher.run
         recorder = self
 
-        def recording_run(kernel: Any, *args: Any, grid: Any, warmup: Any, **kwargs: Any) -> Any:
-            if not warmup and recorder.enabled:
-                recorder.record(kernel.fn, args, kwargs)
-            return original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
+        def recording_run(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+            # run(self, *args, grid, warmup, **kwargs) in Triton 3.x; grid and warmup pass through untouched.
+            if not kwargs.get("warmup") and recorder.enabled:
+                launch_kwargs = {key: value for key, value in kwargs.items() if key not in ("grid", "warmup")}
+                recorder.record(kernel.fn, args, launch_kwargs)
+            return original(kernel, *args, **kwargs)
 
         launcher.run = recording_run  # type: ignore[method-assign]
 
@@ -140,6 +142,13 @@ def is_triton_compile_error(error: BaseException) -> bool:
         module = type(current).__module__
         if module.startswith("triton.compiler") or type(current).__name__ in {"CompilationError", "OutOfResources"}:
             return True
+        # Some compiler errors are plain RuntimeErrors ("Unsupported function referenced"): look at where
+        # they were raised rather than at their type.
+        frame = current.__traceback__
+        while frame is not None:
+            if "/triton/compiler/" in frame.tb_frame.f_code.co_filename.replace("\\", "/"):
+                return True
+            frame = frame.tb_next
         current = current.__cause__ or current.__context__
     return False
 

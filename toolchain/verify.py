@@ -13,6 +13,7 @@ Candidate code runs only in sandboxed worker processes (`toolchain.sandbox`):
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -45,7 +46,7 @@ LOG_LIMIT = 4000  # characters of compiler/runtime log kept per stage (the agent
 class VerifyConfig:
     platform: str | None = None  # None: detect (cuda/rocm when a GPU is visible, else cpu)
     arch: str | None = None  # None: the device's arch, or gfx942 for the CPU cross-compile
-    timeout_s: float = 180.0  # wall clock for the check (and timing) worker
+    timeout_s: float = 60.0  # wall clock for the check (and timing) worker
     compile_timeout_s: float = 120.0
     memory_limit_mb: int | None = 8192  # CPU workers only; GPU runtimes need unlimited address space
     trials: int = 2  # seeds per correctness case
@@ -55,6 +56,9 @@ class VerifyConfig:
     reward: RewardConfig = field(default_factory=lambda: DEFAULT_REWARD)
     python: str = sys.executable
     keep_workdir: bool = False
+    triton_cache: Path = field(
+        default_factory=lambda: Path(os.environ.get("KV_TRITON_CACHE", Path.home() / ".cache" / "kernelvault" / "triton"))
+    )
 
 
 def trim(text: str, limit: int = LOG_LIMIT) -> str:
@@ -183,7 +187,11 @@ class Verifier:
 
     def _worker_env(self, interpret: bool) -> dict[str, str]:
         project_root = str(Path(__file__).resolve().parents[1])
-        env = {"PYTHONPATH": project_root, "TRITON_CACHE_DIR": "triton-cache", "TRITON_DEFAULT_FP_FUSION": "1"}
+        python_path = os.pathsep.join(filter(None, [project_root, os.environ.get("PYTHONPATH")]))
+        # One Triton cache for all workers: Triton keys it by content and writes it atomically, and a fresh
+        # cache per candidate would rebuild the driver stubs (seconds of gcc) every time.
+        env = {"PYTHONPATH": python_path, "TRITON_CACHE_DIR": str(self.config.triton_cache),
+               "TRITON_DEFAULT_FP_FUSION": "1"}  # fmt: skip
         if interpret:
             env["TRITON_INTERPRET"] = "1"
         return env

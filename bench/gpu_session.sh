@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Everything that needs a GPU, in one call (the H200 lease is short and each start costs minutes):
+#   the GPU-marked tests (the main job over the bundled examples, on the device), then the timing
+#   benchmarks. Results (markdown tables, logs) go to $OUT, or to $KV_RESULTS_DIR, or /tmp/kv-results.
+# Wheels that the device image lacks (datasets, dill, multiprocess) travel in .whl/ (see README).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export KV_RESULTS_DIR="${OUT:-${KV_RESULTS_DIR:-/tmp/kv-results}}"
+mkdir -p "$KV_RESULTS_DIR"
+if compgen -G ".whl/*.whl" >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH="/tmp/site"
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$KV_RESULTS_DIR/device.txt"
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$KV_RESULTS_DIR/device.txt"
+status=0
+python3 -m pytest -m gpu tests/gpu -q -s -p no:cacheprovider 2>&1 | tee "$KV_RESULTS_DIR/gpu-tests.log" || status=1
+python3 bench/timing_fidelity.py 2>&1 | tee "$KV_RESULTS_DIR/timing_fidelity.log" || status=1
+exit $status

@@ -1,0 +1,95 @@
+"""Timing fidelity on a GPU: is our latency stable, and does it agree with triton.testing.do_bench?
+
+For a few bundled examples, on each task's first performance case:
+  - our `time_on_device` median, measured 5 times: coefficient of variation (CV) of the medians;
+  - `triton.testing.do_bench(..., return_mode="median")` on the same callable and inputs: the ratio;
+  - the end-to-end `Verifier.verify` speedup over --verify-runs runs: min and max.
+Prints a markdown table (and writes it to $KV_RESULTS_DIR/timing_fidelity.md when set).
+Bundled examples are our own code, so this script imports them directly; user candidates never are.
+
+    python bench/timing_fidelity.py [--tasks softmax,rms_norm,matmul] [--verify-runs 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.testing  # noqa: E402
+
+from kernelvault.contracts import Candidate  # noqa: E402
+from toolchain.tasks import load_task_file  # noqa: E402
+from toolchain.timing import time_on_device  # noqa: E402
+from toolchain.triton_worker import TaskHarness, load_module  # noqa: E402
+from toolchain.verify import Verifier  # noqa: E402
+
+
+def measure(name: str, verifier: Verifier, device: torch.device, repeats: int, verify_runs: int) -> str:
+    """One table row for the bundled example of task `name`."""
+    task = load_task_file(ROOT / "tasks" / f"{name}.py")
+    case = task.performance_cases[0]
+    harness = TaskHarness(load_module(ROOT / "tasks" / f"{name}.py", f"bench_task_{name}"), device)
+    example = load_module(ROOT / "examples" / "triton" / f"{name}.py", f"bench_example_{name}")
+    harness.apply(case.overrides)
+    init = harness.init_inputs()
+    with torch.no_grad():
+        model = harness.build(example.ModelNew, init, seed=17)
+        input_sets = [harness.inputs(seed) for seed in range(100, 104)]
+
+        def run(inputs: list[object]) -> object:
+            return model(*inputs)
+
+        medians = [time_on_device(run, input_sets, repetitions=100, warmup=10).median_ms for _ in range(repeats)]
+        bench_ms = triton.testing.do_bench(lambda: run(input_sets[0]), warmup=25, rep=100, return_mode="median")
+    ours = statistics.median(medians)
+    cv = statistics.pstdev(medians) / statistics.mean(medians)
+    source = (ROOT / "examples" / "triton" / f"{name}.py").read_text()
+    speedups = []
+    for _ in range(verify_runs):
+        verdict = verifier.verify(task, Candidate(task.task_id, "triton", source, "bench"))
+        speedups.append(verdict.speedup if verdict.speedup is not None else float("nan"))
+    return (
+        f"| {name} | {case.name} | {ours:.4f} | {cv:.2%} | {bench_ms:.4f} | {ours / bench_ms:.3f} | "
+        f"{min(speedups):.2f}–{max(speedups):.2f}× ({len(speedups)}) |"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tasks", default="softmax,rms_norm,matmul")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--verify-runs", type=int, default=2)
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("timing_fidelity needs a GPU")
+        return 1
+    device = torch.device("cuda")
+    verifier = Verifier()
+    lines = [
+        f"Device: {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}",
+        "",
+        "| task | case | ours median ms (5 runs) | CV of medians | do_bench median ms | ours / do_bench | "
+        "verify speedup min–max (runs) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name in args.tasks.split(","):
+        lines.append(measure(name, verifier, device, args.repeats, args.verify_runs))
+        torch.cuda.empty_cache()
+    table = "\n".join(lines) + "\n"
+    print(table)
+    results = os.environ.get("KV_RESULTS_DIR")
+    if results:
+        Path(results, "timing_fidelity.md").write_text(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

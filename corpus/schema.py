@@ -1,0 +1,160 @@
+"""Schema v1 of a corpus row: one verified attempt at one task.
+
+The schema is written out field by field, never inferred from data (inference breaks late in long
+runs when a column is null in the first rows). Its version travels in the Parquet metadata
+(`kernelvault.schema_version`); `check_schema` refuses files from a newer version with a clear
+message, and readers of older versions get a migration there when v2 exists.
+
+Nested evidence (stages, per-case checks, per-case timings, the conversation) are lists of structs,
+which `datasets` loads as lists of dicts. Free-form maps (toolchain versions, sampling settings) are
+JSON strings, so adding a key never changes the schema.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+import pyarrow as pa
+
+from kernelvault.contracts import Candidate, Task, Verdict
+
+SCHEMA_VERSION = 1
+SCHEMA_VERSION_KEY = b"kernelvault.schema_version"
+
+STAGE = pa.struct([("name", pa.string()), ("outcome", pa.string()), ("seconds", pa.float64()), ("log", pa.string())])
+CHECK = pa.struct([
+    ("case", pa.string()), ("seed", pa.int64()), ("passed", pa.bool_()), ("max_abs_error", pa.float64()),
+    ("max_rel_error", pa.float64()), ("message", pa.string()),
+])  # fmt: skip
+TIMING = pa.struct([
+    ("case", pa.string()), ("candidate_ms", pa.float64()), ("reference_ms", pa.float64()),
+    ("candidate_spread", pa.float64()), ("reference_spread", pa.float64()), ("repetitions", pa.int64()),
+])  # fmt: skip
+MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string()), ("reasoning", pa.string())])
+
+ATTEMPT_FIELDS: list[pa.Field] = [
+    pa.field("schema_version", pa.int16(), nullable=False),
+    pa.field("run_id", pa.string(), nullable=False),
+    pa.field("attempt_id", pa.string(), nullable=False),  # run_id/task_id/sample/turn: unique per attempt
+    # the task
+    pa.field("task_id", pa.string(), nullable=False),
+    pa.field("task_name", pa.string(), nullable=False),
+    pa.field("task_category", pa.string()),
+    pa.field("task_origin", pa.string()),
+    pa.field("task_source", pa.string(), nullable=False),
+    # the candidate
+    pa.field("target", pa.string(), nullable=False),  # "triton" | "hip"
+    pa.field("candidate_origin", pa.string()),  # "example:…", "model:…"
+    pa.field("sample_index", pa.int32(), nullable=False),
+    pa.field("turn", pa.int32(), nullable=False),
+    pa.field("answer", pa.string()),  # the raw answer text the code was extracted from
+    pa.field("code", pa.string()),
+    pa.field("code_hash", pa.string()),
+    # the verdict
+    pa.field("compiled", pa.bool_(), nullable=False),
+    pa.field("correct", pa.bool_()),  # null: the platform could not run the candidate
+    pa.field("failure_kind", pa.string()),
+    pa.field("failure_message", pa.string()),
+    pa.field("stages", pa.list_(STAGE)),
+    pa.field("compile_log", pa.string()),
+    pa.field("checks", pa.list_(CHECK)),
+    pa.field("timings", pa.list_(TIMING)),
+    pa.field("speedup", pa.float64()),
+    pa.field("kernels", pa.list_(pa.string())),
+    pa.field("reward", pa.float64(), nullable=False),
+    pa.field("reward_compile", pa.float64(), nullable=False),
+    pa.field("reward_correct", pa.float64(), nullable=False),
+    pa.field("reward_speed", pa.float64(), nullable=False),
+    # where it was measured
+    pa.field("platform", pa.string(), nullable=False),  # "cpu" | "cuda" | "rocm"
+    pa.field("device", pa.string()),
+    pa.field("arch", pa.string()),
+    pa.field("toolchain_versions", pa.string()),  # JSON object
+    # the model (null for bundled examples)
+    pa.field("model", pa.string()),
+    pa.field("sampling", pa.string()),  # JSON object of sampling settings
+    pa.field("messages", pa.list_(MESSAGE)),
+    pa.field("prompt_tokens", pa.int64()),
+    pa.field("completion_tokens", pa.int64()),
+    pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
+]
+ATTEMPT_SCHEMA = pa.schema(ATTEMPT_FIELDS, metadata={SCHEMA_VERSION_KEY: str(SCHEMA_VERSION).encode()})
+
+
+class SchemaVersionError(ValueError):
+    pass
+
+
+def check_schema(schema: pa.Schema) -> int:
+    """Return the schema version of a shard, or raise a one-line error for versions this code cannot read."""
+    raw = (schema.metadata or {}).get(SCHEMA_VERSION_KEY)
+    if raw is None:
+        raise SchemaVersionError("not a KernelVault shard: no kernelvault.schema_version in the Parquet metadata")
+    version = int(raw)
+    if version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"shard has schema v{version}, this KernelVault reads up to v{SCHEMA_VERSION}: upgrade kernelvault"
+        )
+    return version
+
+
+def attempt_row(
+    run_id: str,
+    task: Task,
+    candidate: Candidate,
+    verdict: Verdict,
+    sample_index: int = 0,
+    turn: int = 0,
+    model: str | None = None,
+    sampling: dict[str, Any] | None = None,
+    messages: list[dict[str, str | None]] | None = None,
+    prompt_tokens: int | None = None,
+    completion_tokens: int | None = None,
+) -> dict[str, Any]:
+    """One row of ATTEMPT_SCHEMA from the plain objects of one attempt."""
+    environment = verdict.environment
+    reward = verdict.reward
+    assert reward is not None, "verdicts from the toolchain always carry a reward"
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "attempt_id": f"{run_id}/{task.task_id}/{sample_index}/{turn}",
+        "task_id": task.task_id,
+        "task_name": task.name,
+        "task_category": task.category,
+        "task_origin": task.origin,
+        "task_source": task.source,
+        "target": verdict.target,
+        "candidate_origin": candidate.origin,
+        "sample_index": sample_index,
+        "turn": turn,
+        "answer": candidate.text,
+        "code": verdict.code or None,
+        "code_hash": verdict.candidate_hash or None,
+        "compiled": verdict.compiled,
+        "correct": verdict.correct,
+        "failure_kind": verdict.failure_kind,
+        "failure_message": verdict.failure_message,
+        "stages": [vars(stage) for stage in verdict.stages],
+        "compile_log": verdict.compile_log,
+        "checks": [vars(check) for check in verdict.checks],
+        "timings": [vars(timing) for timing in verdict.timings],
+        "speedup": verdict.speedup,
+        "kernels": list(verdict.kernels),
+        "reward": reward.total,
+        "reward_compile": reward.compile,
+        "reward_correct": reward.correct,
+        "reward_speed": reward.speed,
+        "platform": environment.platform if environment else "cpu",
+        "device": environment.device if environment else None,
+        "arch": environment.arch if environment else None,
+        "toolchain_versions": json.dumps(environment.versions if environment else {}, sort_keys=True),
+        "model": model,
+        "sampling": json.dumps(sampling, sort_keys=True) if sampling is not None else None,
+        "messages": messages or [],
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "created_at": datetime.now(timezone.utc),
+    }

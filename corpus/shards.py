@@ -1,0 +1,92 @@
+"""ShardWriter: buffered rows become zstd Parquet shards, each written atomically.
+
+A shard is written to a hidden temporary name in the same folder, flushed to disk, then renamed into
+place, so a reader (or `datasets.load_dataset("parquet", data_dir=…)`) sees either the whole shard or
+nothing, even when the run is killed mid-write. Shard names carry the run and the worker:
+`data/{config}/train-{run_id}-{worker:05d}-{n:05d}.parquet`, so many workers write into one folder with no
+coordination. The `train-` prefix names the split explicitly: `datasets` otherwise guesses splits from
+words in file names, and a run id such as `smoke-test` would turn into a test split. A shard closes when it holds `max_rows` rows or about `max_bytes` of row data.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from corpus.schema import ATTEMPT_SCHEMA
+
+
+def _approximate_size(row: dict[str, Any]) -> int:
+    return sum(len(value) if isinstance(value, str) else sys.getsizeof(value) for value in row.values())
+
+
+class ShardWriter:
+    def __init__(
+        self,
+        out_dir: Path,
+        config: str,
+        run_id: str,
+        worker: int = 0,
+        max_rows: int = 1000,
+        max_bytes: int = 64 << 20,
+        schema: pa.Schema = ATTEMPT_SCHEMA,
+    ) -> None:
+        self.folder = Path(out_dir) / "data" / config
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.run_id, self.worker = run_id, worker
+        self.max_rows, self.max_bytes = max_rows, max_bytes
+        self.schema = schema
+        self.written: list[Path] = []
+        self.rows_written = 0
+        self._buffer: list[dict[str, Any]] = []
+        self._buffered_bytes = 0
+        self._next_index = self._first_free_index()
+
+    def _first_free_index(self) -> int:
+        """Continue numbering after shards a previous process of the same run and worker left."""
+        prefix = f"train-{self.run_id}-{self.worker:05d}-"
+        taken = [int(p.stem[len(prefix):]) for p in self.folder.glob(f"{prefix}*.parquet") if p.stem[len(prefix):].isdigit()]
+        return max(taken, default=-1) + 1
+
+    def write(self, row: dict[str, Any]) -> None:
+        self._buffer.append(row)
+        self._buffered_bytes += _approximate_size(row)
+        if len(self._buffer) >= self.max_rows or self._buffered_bytes >= self.max_bytes:
+            self.flush()
+
+    def write_many(self, rows: Iterable[dict[str, Any]]) -> None:
+        for row in rows:
+            self.write(row)
+
+    def flush(self) -> Path | None:
+        if not self._buffer:
+            return None
+        table = pa.Table.from_pylist(self._buffer, schema=self.schema)
+        final = self.folder / f"train-{self.run_id}-{self.worker:05d}-{self._next_index:05d}.parquet"
+        temporary = self.folder / f".{final.name}.tmp"
+        with temporary.open("wb") as handle:
+            pq.write_table(table, handle, compression="zstd")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, final)
+        self.written.append(final)
+        self.rows_written += table.num_rows
+        self._next_index += 1
+        self._buffer.clear()
+        self._buffered_bytes = 0
+        return final
+
+    def close(self) -> None:
+        self.flush()
+
+    def __enter__(self) -> ShardWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,206 @@
+"""The `kernelvault` command line: verify one candidate, run the main job, check a task suite.
+
+Usage errors (a missing file, a platform this machine cannot serve) print one line and exit 2. A
+candidate that fails verification is a result, not an error: exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from kernelvault.contracts import PLATFORMS, Candidate
+
+DEFAULT_OUT = Path("out")
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported as one line, exit code 2."""
+
+
+def _add_platform_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--platform", choices=PLATFORMS, help="force the platform (default: detect a GPU, else cpu)")
+    parser.add_argument("--arch", help="target architecture (default: the GPU's, or gfx942 on cpu)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="wall-clock seconds per candidate (default 60)")
+
+
+def _verifier(args: argparse.Namespace):  # noqa: ANN202 - imported lazily to keep --help fast
+    from toolchain.verify import Verifier, VerifyConfig
+
+    try:
+        return Verifier(VerifyConfig(platform=args.platform, arch=args.arch, timeout_s=args.timeout))
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def _read(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{what} not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"cannot read {what} {path}: {error}") from None
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from toolchain.tasks import TaskFormatError, parse_task
+
+    task_path, candidate_path = Path(args.task), Path(args.candidate)
+    task_source = _read(task_path, "task")
+    candidate_text = _read(candidate_path, "candidate")
+    try:
+        task = parse_task(task_source, task_path.stem, f"file:{task_path}")
+    except TaskFormatError as error:
+        raise UsageError(f"invalid task {task_path}: {error}") from None
+    if args.target != "triton":
+        raise UsageError("--target hip is not available yet: this build verifies Triton candidates")
+    verdict = _verifier(args).verify(task, Candidate(task.task_id, "triton", candidate_text, f"file:{candidate_path}"))
+    environment = verdict.environment
+    if args.json:
+        summary = {
+            "task": task.name,
+            "compiled": verdict.compiled,
+            "correct": verdict.correct,
+            "speedup": verdict.speedup,
+            "reward": verdict.reward.total if verdict.reward else 0.0,
+            "failure_kind": verdict.failure_kind,
+            "failure_message": verdict.failure_message,
+            "platform": environment.platform if environment else None,
+            "device": environment.device if environment else None,
+            "arch": environment.arch if environment else None,
+            "verdict": verdict.to_dict(),
+        }
+        print(json.dumps(summary, default=str))
+        return 0
+    print(f"task       {task.name} ({task.task_id})")
+    print(f"platform   {environment.platform if environment else '?'} · {environment.device if environment else ''}")
+    for stage in verdict.stages:
+        first_line = stage.log.splitlines()[0] if stage.log else ""
+        print(f"  {stage.name:<8} {stage.outcome:<8} {stage.seconds:7.2f}s  {first_line[:100]}")
+    print(f"compiled   {verdict.compiled}")
+    print(f"correct    {verdict.correct}")
+    print(f"speedup    {verdict.speedup if verdict.speedup is None else f'{verdict.speedup:.3f}x'}")
+    print(f"reward     {verdict.reward.total if verdict.reward else 0.0:.3f}")
+    if verdict.failure_kind:
+        print(f"failure    {verdict.failure_kind}: {verdict.failure_message}")
+    return 0
+
+
+def _load_tasks(spec: str | None):  # noqa: ANN202
+    from toolchain.tasks import TaskFormatError, load_tasks
+
+    try:
+        loaded = load_tasks(spec)
+    except TaskFormatError as error:
+        raise UsageError(str(error)) from None
+    for where, why in loaded.errors:
+        print(f"skipped task {where}: {why}", file=sys.stderr)
+    if not loaded.tasks:
+        raise UsageError(f"no valid tasks in {spec or 'the bundled suite'}")
+    return loaded
+
+
+def cmd_corpus(args: argparse.Namespace) -> int:
+    from pipelines.candidates import ExampleCandidates
+    from pipelines.corpus_job import run_corpus_job
+
+    if args.target != "triton":
+        raise UsageError("--target hip is not available yet: this build verifies Triton candidates")
+    loaded = _load_tasks(args.tasks)
+    base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
+    source = ExampleCandidates(args.target, Path(args.examples) if args.examples else None)
+    if base_url:
+        print(f"model endpoint {base_url} is configured, but this build has no LLM agents yet: "
+              f"verifying the {source.description} instead")  # fmt: skip
+    else:
+        print(f"no model endpoint configured (--base-url / OPENAI_BASE_URL): verifying the {source.description}")
+    verifier = _verifier(args)
+    out_dir = Path(args.out) if args.out else DEFAULT_OUT / args.target
+    summary = run_corpus_job(loaded, source, verifier, out_dir, args.target, workers=args.workers,
+                             progress=not args.no_progress)  # fmt: skip
+    print(summary.table())
+    for line in summary.unexpected:
+        print(f"unexpected: {line}")
+    print(f"wrote {summary.attempts} attempts in {len(summary.shards)} shard(s) to {out_dir.resolve()}")
+    print(f'load with: datasets.load_dataset("parquet", data_dir="{(out_dir / "data" / args.target).resolve()}")')
+    return 0
+
+
+def cmd_tasks_check(args: argparse.Namespace) -> int:
+    from toolchain.reference_check import check_tasks
+
+    loaded = _load_tasks(args.path)
+    reports = check_tasks(loaded.tasks, include_performance=args.performance, workers=args.workers)
+    broken = [report for report in reports if not report.ok]
+    for report in reports:
+        status = "ok" if report.ok else "BROKEN"
+        print(f"{status:<7} {report.task} ({report.cases_run} case(s))")
+        for problem in report.problems:
+            print(f"          {problem}")
+    for where, why in loaded.errors:
+        print(f"INVALID {where}: {why}")
+    total_bad = len(broken) + len(loaded.errors)
+    print(f"{len(reports) - len(broken)} of {len(reports) + len(loaded.errors)} task(s) ok, {total_bad} broken or invalid")
+    return 1 if total_bad else 0
+
+
+def cmd_tasks_list(args: argparse.Namespace) -> int:
+    loaded = _load_tasks(args.path)
+    for task in loaded.tasks:
+        print(f"{task.task_id}  {task.category or '-':<14} {task.name}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kernelvault", description="Execution-verified GPU kernel corpora.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    verify = commands.add_parser("verify", help="verify one candidate against one task")
+    verify.add_argument("--task", required=True, help="task file (KernelBench form)")
+    verify.add_argument("--candidate", required=True, help="candidate file (.py) or model answer (.md)")
+    verify.add_argument("--target", default="triton", choices=["triton", "hip"])
+    verify.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_platform_options(verify)
+    verify.set_defaults(handler=cmd_verify)
+
+    corpus = commands.add_parser("corpus", help="run the main job over a task suite and write Parquet shards")
+    corpus.add_argument("--target", default="triton", choices=["triton", "hip"])
+    corpus.add_argument("--tasks", help="task file, folder, KernelBench tree or hub:REPO (default: bundled)")
+    corpus.add_argument("--out", help=f"output folder (default: {DEFAULT_OUT}/TARGET)")
+    corpus.add_argument("--examples", help="folder of example candidates (default: the bundled examples/)")
+    corpus.add_argument("--base-url", help="OpenAI-compatible endpoint for the LLM agents (env OPENAI_BASE_URL)")
+    corpus.add_argument("--workers", type=int, help="verifications in flight (default: cores on cpu, 1 per GPU)")
+    corpus.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_platform_options(corpus)
+    corpus.set_defaults(handler=cmd_corpus)
+
+    tasks = commands.add_parser("tasks", help="inspect task suites")
+    tasks_commands = tasks.add_subparsers(dest="tasks_command", required=True)
+    check = tasks_commands.add_parser("check", help="run every reference and report broken or degenerate ones")
+    check.add_argument("path", nargs="?", help="task file, folder, KernelBench tree or hub:REPO (default: bundled)")
+    check.add_argument("--performance", action="store_true", help="also run the (large) performance cases")
+    check.add_argument("--workers", type=int, default=2)
+    check.set_defaults(handler=cmd_tasks_check)
+    listing = tasks_commands.add_parser("list", help="list the tasks of a suite")
+    listing.add_argument("path", nargs="?")
+    listing.set_defaults(handler=cmd_tasks_list)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except UsageError as error:
+        print(f"kernelvault: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("kernelvault: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

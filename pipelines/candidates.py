@@ -1,0 +1,76 @@
+"""Candidate sources: where the main job gets the kernels it verifies.
+
+A source turns the task list into `Attempt`s (task, candidate, sample index, turn). Today there is one,
+`ExampleCandidates`, which serves the bundled examples; the LLM agents become a second source that
+yields attempts as the model answers, and the pipeline does not change.
+
+Bundled examples live in `examples/<target>/`: `<task_name>.py` is an honest kernel for that task;
+`broken/<failure_kind>__<task_name>.py` (or `.md` for a model answer) is deliberately broken in the
+way its name says, so every failure kind the toolchain reports is exercised end to end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from kernelvault.contracts import FAILURE_KINDS, Candidate, Task
+
+BUNDLED_EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    task: Task
+    candidate: Candidate
+    sample_index: int = 0
+    turn: int = 0
+
+
+class CandidateSource(Protocol):
+    description: str
+
+    def attempts(self, tasks: Sequence[Task]) -> Iterator[Attempt]: ...
+
+
+class ExampleCandidates:
+    """The bundled example kernels, matched to tasks by file name."""
+
+    def __init__(self, target: str, folder: Path | None = None) -> None:
+        self.target = target
+        self.folder = (folder or BUNDLED_EXAMPLES) / target
+
+    @property
+    def description(self) -> str:
+        return f"bundled example candidates from {self.folder}"
+
+    def _files(self) -> list[tuple[str, Path, str | None]]:
+        """(task name, path, expected failure kind) for every example file."""
+        files: list[tuple[str, Path, str | None]] = []
+        for path in sorted(self.folder.glob("*.py")):
+            files.append((path.stem, path, None))
+        for path in sorted((self.folder / "broken").glob("*")):
+            kind, separator, task_name = path.stem.partition("__")
+            if separator and kind in FAILURE_KINDS and path.suffix in (".py", ".md"):
+                files.append((task_name, path, kind))
+        return files
+
+    def attempts(self, tasks: Sequence[Task]) -> Iterator[Attempt]:
+        by_name = {task.name: task for task in tasks}
+        samples: dict[str, int] = {}
+        for task_name, path, expected in self._files():
+            task = by_name.get(task_name)
+            if task is None:
+                continue
+            index = samples.get(task_name, 0)
+            samples[task_name] = index + 1
+            candidate = Candidate(
+                task_id=task.task_id,
+                target=self.target,  # type: ignore[arg-type]
+                text=path.read_text(encoding="utf-8"),
+                origin=f"example:{path.relative_to(self.folder.parent)}",
+                expected_failure=expected,
+            )
+            yield Attempt(task, candidate, sample_index=index)

@@ -1,0 +1,41 @@
+"""SiLU (swish) activation, x * sigmoid(x), applied elementwise to a (batch, dim) float32 tensor."""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.sigmoid(x)
+
+
+batch = 16
+dim = 16384
+
+
+def get_inputs():
+    return [torch.randn(batch, dim)]
+
+
+def get_init_inputs():
+    return []
+
+
+KERNELVAULT = {
+    "category": "activation",
+    "dtype": "float32",
+    "correctness_cases": [
+        {"batch": 1, "dim": 17},
+        {"batch": 5, "dim": 1000},
+        {"batch": 33, "dim": 129},
+    ],
+    "performance_cases": [
+        {"batch": 16, "dim": 16384},
+        {"batch": 4096, "dim": 8192},
+    ],
+    "source": "written for KernelVault",
+    "license": "Apache-2.0",
+}

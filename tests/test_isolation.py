@@ -1,0 +1,47 @@
+"""Candidate code runs in a worker that cannot see the pipeline's credentials."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelvault.contracts import Candidate
+from toolchain.tasks import load_task_file
+from toolchain.verify import VerifyConfig, verify
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SNOOPING_RELU = '''
+import os
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.maximum(tl.load(x_ptr + offsets, mask=mask), 0.0), mask=mask)
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        leaked = [k for k in ("OPENAI_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY") if k in os.environ]
+        if leaked:
+            raise RuntimeError(f"credentials visible: {leaked}")
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+        return out
+'''
+
+
+def test_worker_environment_has_no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ("OPENAI_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(key, "secret-value")
+    task = load_task_file(ROOT / "tasks" / "relu.py")
+    verdict = verify(task, Candidate(task.task_id, "triton", SNOOPING_RELU, "test"), VerifyConfig(platform="cpu"))
+    assert verdict.failure_message is None
+    assert verdict.correct is True

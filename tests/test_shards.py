@@ -1,0 +1,212 @@
+"""Corpus shards: zstd Parquet files written atomically, with a versioned schema."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from corpus.schema import (
+    ATTEMPT_SCHEMA,
+    SCHEMA_VERSION,
+    SCHEMA_VERSION_KEY,
+    SchemaVersionError,
+    attempt_row,
+    check_schema,
+)
+from corpus.shards import ShardWriter
+from kernelvault.contracts import (
+    Candidate,
+    CaseCheck,
+    CaseTiming,
+    RewardBreakdown,
+    RunEnvironment,
+    StageRecord,
+    Task,
+    TaskCase,
+    Verdict,
+    content_hash,
+)
+from toolchain.reward import graded_reward
+
+RUN = "run1"  # no split keyword (train/test/val/dev/eval): datasets infers splits from names
+
+
+def make_row(index: int, run_id: str = RUN) -> dict:
+    """A corpus row for a hand-made attempt; `index` varies the task, the code and the outcome."""
+    source = f"class Model:  # task {index}\n    pass\n"
+    task = Task(
+        task_id=content_hash(source),
+        name=f"task_{index}",
+        source=source,
+        origin="bundled",
+        category="activation",
+        correctness_cases=(TaskCase("c0:dim=17", "correctness", {"dim": 17}),),
+        performance_cases=(TaskCase("p0:defaults", "performance"),),
+    )
+    code = f"class ModelNew:  # candidate {index}\n    pass\n"
+    candidate = Candidate(task.task_id, "triton", f"```python\n{code}```", f"example:{index}.py")
+    correct = index % 2 == 0
+    speedup = 1.0 + index if correct else None
+    reward = graded_reward(True, correct, speedup, None if correct else "mismatch")
+    verdict = Verdict(
+        task_id=task.task_id,
+        target="triton",
+        candidate_hash=content_hash(code),
+        code=code,
+        compiled=True,
+        correct=correct,
+        failure_kind=None if correct else "mismatch",
+        failure_message=None if correct else f"max abs error {index}",
+        stages=(
+            StageRecord("parse", "passed", 0.001, "fenced block 1 of 1"),
+            StageRecord("check", "passed" if correct else "failed", 0.5 + index, ""),
+        ),
+        checks=(CaseCheck("c0:dim=17", 0, correct, max_abs_error=0.0 if correct else float(index)),),
+        timings=(CaseTiming("p0:defaults", 1.0, 1.0 + index, 0.01, 0.02, 100),),
+        speedup=speedup,
+        kernels=(f"kernel_{index}",),
+        environment=RunEnvironment("cuda", "NVIDIA H200", "sm_90", {"torch": "2.8"}),
+        reward=RewardBreakdown(reward.compile, reward.correct, reward.speed, reward.total),
+    )
+    return attempt_row(run_id, task, candidate, verdict, sample_index=index, model="test-model")
+
+
+def shard_names(folder: Path) -> list[str]:
+    return sorted(path.name for path in folder.iterdir())
+
+
+@pytest.fixture
+def hf_cache(tmp_path, monkeypatch):
+    import datasets
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
+
+
+def test_rows_rotate_into_named_zstd_shards(tmp_path):
+    with ShardWriter(tmp_path, "triton", RUN, max_rows=2) as writer:
+        writer.write_many(make_row(i) for i in range(5))
+    folder = tmp_path / "data" / "triton"
+    assert shard_names(folder) == [f"train-{RUN}-00000-0000{n}.parquet" for n in range(3)]
+    assert [pq.ParquetFile(path).metadata.num_rows for path in sorted(folder.iterdir())] == [2, 2, 1]
+    assert writer.rows_written == 5
+    for path in folder.iterdir():
+        metadata = pq.ParquetFile(path).metadata
+        assert metadata.row_group(0).column(0).compression == "ZSTD"
+
+
+def test_no_temporary_file_remains(tmp_path):
+    writer = ShardWriter(tmp_path, "triton", RUN, max_rows=3)
+    writer.write_many(make_row(i) for i in range(7))
+    writer.close()
+    names = shard_names(tmp_path / "data" / "triton")
+    assert len(names) == 3
+    assert all(name.endswith(".parquet") and not name.startswith(".") for name in names)
+
+
+def test_nothing_is_written_before_a_shard_fills(tmp_path):
+    writer = ShardWriter(tmp_path, "triton", RUN, max_rows=10)
+    writer.write(make_row(0))
+    assert shard_names(tmp_path / "data" / "triton") == []
+    writer.close()
+    assert len(shard_names(tmp_path / "data" / "triton")) == 1
+
+
+def test_second_writer_of_the_same_run_continues_numbering(tmp_path):
+    with ShardWriter(tmp_path, "triton", RUN, max_rows=2) as first:
+        first.write_many(make_row(i) for i in range(3))
+    first_contents = {path.name: path.read_bytes() for path in first.written}
+    with ShardWriter(tmp_path, "triton", RUN, max_rows=2) as second:
+        second.write_many(make_row(i) for i in range(3, 6))
+    folder = tmp_path / "data" / "triton"
+    assert shard_names(folder) == [f"train-{RUN}-00000-0000{n}.parquet" for n in range(4)]
+    for name, content in first_contents.items():
+        assert (folder / name).read_bytes() == content
+    table = pq.read_table(folder, schema=ATTEMPT_SCHEMA)
+    assert sorted(table.column("sample_index").to_pylist()) == list(range(6))
+
+
+def test_workers_number_their_shards_independently(tmp_path):
+    with ShardWriter(tmp_path, "triton", RUN, worker=0) as zero:
+        zero.write(make_row(0))
+    with ShardWriter(tmp_path, "triton", RUN, worker=3) as three:
+        three.write(make_row(1))
+    assert shard_names(tmp_path / "data" / "triton") == [
+        f"train-{RUN}-00000-00000.parquet",
+        f"train-{RUN}-00003-00000.parquet",
+    ]
+
+
+def test_rows_read_back_equal_the_input(tmp_path):
+    rows = [make_row(i) for i in range(4)]
+    with ShardWriter(tmp_path, "hip", RUN, max_rows=100) as writer:
+        writer.write_many(rows)
+    (path,) = writer.written
+    back = pq.read_table(path).to_pylist()
+    assert len(back) == len(rows)
+    keys = [
+        "run_id", "attempt_id", "task_id", "task_name", "task_source", "target", "code", "code_hash",
+        "compiled", "correct", "failure_kind", "speedup", "kernels", "reward", "reward_speed", "platform",
+        "toolchain_versions", "model", "stages", "checks", "timings",
+    ]  # fmt: skip
+    for written, read in zip(rows, back, strict=True):
+        for key in keys:
+            assert read[key] == written[key], key
+        assert read["created_at"] == written["created_at"]
+
+
+def test_shards_carry_the_schema_version(tmp_path):
+    with ShardWriter(tmp_path, "triton", RUN) as writer:
+        writer.write(make_row(0))
+    schema = pq.read_schema(writer.written[0])
+    assert schema.metadata[SCHEMA_VERSION_KEY] == str(SCHEMA_VERSION).encode()
+    assert check_schema(schema) == 1
+
+
+def test_check_schema_refuses_a_newer_version(tmp_path):
+    path = tmp_path / "future.parquet"
+    table = pa.Table.from_pylist([make_row(0)], schema=ATTEMPT_SCHEMA)
+    pq.write_table(table.replace_schema_metadata({SCHEMA_VERSION_KEY: b"99"}), path)
+    with pytest.raises(SchemaVersionError) as info:
+        check_schema(pq.read_schema(path))
+    assert "99" in str(info.value)
+
+
+def test_check_schema_refuses_a_plain_parquet_file(tmp_path):
+    path = tmp_path / "plain.parquet"
+    pq.write_table(pa.table({"a": [1, 2, 3]}), path)
+    with pytest.raises(SchemaVersionError):
+        check_schema(pq.read_schema(path))
+
+
+def test_datasets_loads_all_shards_with_nested_columns(tmp_path, hf_cache):
+    import datasets
+
+    with ShardWriter(tmp_path, "triton", RUN, max_rows=2) as writer:
+        writer.write_many(make_row(i) for i in range(5))
+    dataset = datasets.load_dataset("parquet", data_dir=str(tmp_path / "data" / "triton"), split="train")
+    assert dataset.num_rows == 5
+    assert sorted(dataset["sample_index"]) == list(range(5))
+    row = next(r for r in dataset if r["sample_index"] == 1)
+    assert isinstance(row["stages"], list)
+    assert row["stages"][0] == {
+        "name": "parse",
+        "outcome": "passed",
+        "seconds": 0.001,
+        "log": "fenced block 1 of 1",
+    }
+    assert row["checks"] == [
+        {
+            "case": "c0:dim=17",
+            "seed": 0,
+            "passed": False,
+            "max_abs_error": 1.0,
+            "max_rel_error": None,
+            "message": "",
+        }
+    ]
+    assert row["timings"][0]["reference_ms"] == 2.0
+    assert row["correct"] is False
+    assert row["failure_kind"] == "mismatch"

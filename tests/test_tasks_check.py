@@ -1,0 +1,61 @@
+"""`kernelvault tasks check` flags references that a do-nothing kernel could pass."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+from kernelvault.cli import main
+
+HEADER = "import torch\nimport torch.nn as nn\n\nbatch = 4\ndim = 33\n\n\ndef get_init_inputs():\n    return []\n\n\n"
+INPUTS = "def get_inputs():\n    return [torch.randn(batch, dim)]\n\n\n"
+TASKS = {
+    "good": "class Model(nn.Module):\n    def forward(self, x):\n        return torch.tanh(x)\n",
+    "all_zero": "class Model(nn.Module):\n    def forward(self, x):\n        return torch.relu(x) * 0\n",
+    "constant": "class Model(nn.Module):\n    def forward(self, x):\n        return torch.ones_like(x) * 3\n",
+    "random": "class Model(nn.Module):\n    def forward(self, x):\n        return x + torch.rand_like(x)\n",
+    "ignores_input": (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.w = nn.Parameter(torch.randn(dim))\n\n    def forward(self, x):\n        return self.w.expand(batch, dim)\n"
+    ),
+    "raises": "class Model(nn.Module):\n    def forward(self, x):\n        return x @ x\n",
+    "nan": "class Model(nn.Module):\n    def forward(self, x):\n        return torch.log(x)\n",
+}
+
+
+def run_check(path: Path) -> tuple[int, str]:
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        code = main(["tasks", "check", str(path)])
+    return code, stdout.getvalue()
+
+
+def test_degenerate_and_broken_references_are_reported(tmp_path: Path) -> None:
+    for name, model in TASKS.items():
+        (tmp_path / f"{name}.py").write_text(HEADER + model + "\n\n" + INPUTS)
+    (tmp_path / "not_a_task.py").write_text("x = 1\n")
+    code, printed = run_check(tmp_path)
+    assert code == 1
+    lines = printed.splitlines()
+
+    def report(name: str) -> str:
+        start = next(i for i, line in enumerate(lines) if line.split()[1:2] == [name])
+        block = [lines[start]] + [line for line in lines[start + 1 :] if line.startswith("          ")][:3]
+        return "\n".join(block)
+
+    assert report("good").startswith("ok")
+    assert "all zero" in report("all_zero")
+    assert "constant" in report("constant")
+    assert "not deterministic" in report("random")
+    assert "does not depend on the inputs" in report("ignores_input")
+    assert "raised RuntimeError" in report("raises")
+    assert "NaN or Inf" in report("nan")
+    assert "INVALID not_a_task" in printed
+    assert "1 of 8 task(s) ok" in printed
+
+
+def test_bundled_suite_has_no_broken_reference() -> None:
+    code, printed = run_check(Path(__file__).resolve().parents[1] / "tasks")
+    assert code == 0, printed
+    assert "BROKEN" not in printed and "INVALID" not in printed

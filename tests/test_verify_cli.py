@@ -1,0 +1,103 @@
+"""`kernelvault verify --json` on the cpu platform, end to end: real interpreter, real cross-compiler."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TASKS = ROOT / "tasks"
+EXAMPLES = ROOT / "examples" / "triton"
+
+
+def run_verify(task: Path, candidate: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kernelvault.cli", "verify", "--task", str(task), "--candidate", str(candidate),
+         "--platform", "cpu", *extra],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+
+
+def verify_json(task: str, candidate: Path, *extra: str) -> dict:
+    completed = run_verify(TASKS / f"{task}.py", candidate, "--json", *extra)
+    assert completed.returncode == 0, completed.stderr
+    return json.loads(completed.stdout)
+
+
+def test_correct_candidate_gets_compile_and_correctness_credit_but_no_speed_on_cpu() -> None:
+    result = verify_json("softmax", EXAMPLES / "softmax.py")
+    assert result["compiled"] is True
+    assert result["correct"] is True
+    assert result["speedup"] is None  # nothing is timed without a GPU
+    assert result["reward"] == pytest.approx(1.4)
+    assert result["failure_kind"] is None
+    assert result["platform"] == "cpu"
+    assert result["arch"] == "gfx942"
+    stages = {stage["name"]: stage["outcome"] for stage in result["verdict"]["stages"]}
+    assert stages == {"parse": "passed", "static": "passed", "compile": "passed", "check": "passed",
+                      "time": "skipped", "reward": "passed"}  # fmt: skip
+    checks = result["verdict"]["checks"]
+    assert len(checks) >= 4 and all(check["passed"] for check in checks)
+    assert len({check["case"] for check in checks}) >= 2  # several shapes, not one
+
+
+def test_wrong_candidate_is_a_mismatch_with_the_failing_case_named() -> None:
+    result = verify_json("silu", EXAMPLES / "broken" / "mismatch__silu.py")
+    assert (result["compiled"], result["correct"], result["failure_kind"]) == (True, False, "mismatch")
+    assert result["reward"] == pytest.approx(0.4)
+    assert "case c0" in result["failure_message"] and "max abs error" in result["failure_message"]
+
+
+def test_candidate_that_does_not_compile_for_the_gpu_target_is_a_compile_error() -> None:
+    result = verify_json("relu", EXAMPLES / "broken" / "compile_error__relu.py")
+    assert (result["compiled"], result["correct"], result["failure_kind"]) == (False, False, "compile_error")
+    assert result["reward"] == 0.0
+    assert "gfx942" in result["failure_message"]
+    assert result["verdict"]["compile_log"]  # the compiler's diagnostics are kept for the agents
+
+
+def test_cross_compile_target_is_configurable() -> None:
+    result = verify_json("relu", EXAMPLES / "relu.py", "--arch", "gfx90a")
+    assert result["arch"] == "gfx90a" and result["correct"] is True
+    assert "gfx90a" in result["verdict"]["compile_log"]
+
+
+def test_candidate_that_crashes_the_interpreter_fails_alone_with_the_signal_named() -> None:
+    result = verify_json("vector_add", EXAMPLES / "broken" / "runtime_error__vector_add.py")
+    assert result["failure_kind"] == "runtime_error"
+    assert result["correct"] is False
+    assert "SIG" in result["failure_message"]
+
+
+def test_hanging_candidate_is_a_timeout(tmp_path: Path) -> None:
+    result = verify_json("relu", EXAMPLES / "broken" / "timeout__relu.py", "--timeout", "20")
+    assert result["failure_kind"] == "timeout"
+    assert result["correct"] is False
+
+
+def test_model_answer_in_markdown_is_parsed(tmp_path: Path) -> None:
+    answer = tmp_path / "answer.md"
+    code = (EXAMPLES / "relu.py").read_text()
+    answer.write_text(f"Here is a fused kernel.\n\n```python\n{code}```\n\nIt uses one pass.\n")
+    result = verify_json("relu", answer)
+    assert result["correct"] is True and result["reward"] == pytest.approx(1.4)
+
+
+def test_missing_files_are_usage_errors_with_one_line() -> None:
+    completed = run_verify(TASKS / "no_such_task.py", EXAMPLES / "relu.py")
+    assert completed.returncode == 2
+    assert completed.stderr.strip().count("\n") == 0 and "task not found" in completed.stderr
+    completed = run_verify(TASKS / "relu.py", EXAMPLES / "missing.py")
+    assert completed.returncode == 2 and "candidate not found" in completed.stderr
+
+
+def test_invalid_task_is_a_usage_error(tmp_path: Path) -> None:
+    task = tmp_path / "bad.py"
+    task.write_text("import torch\nclass Model(torch.nn.Module):\n    pass\n")
+    completed = run_verify(task, EXAMPLES / "relu.py")
+    assert completed.returncode == 2
+    assert "get_inputs" in completed.stderr and completed.stderr.strip().count("\n") == 0

@@ -1,0 +1,139 @@
+"""`kernelvault tasks check`: run every reference on its cases and report broken or degenerate ones.
+
+A reference is broken when it raises or produces NaN/Inf on random inputs, and degenerate when a
+do-nothing kernel could pass it: outputs that are all zero, constant, independent of the inputs, or
+that change between two runs on the same inputs (then no candidate can match it reliably). Each task
+runs in its own sandboxed process (`python -m toolchain.reference_check JOB.json`), so a task that
+crashes or hangs is reported and the others are still checked.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelvault.contracts import Task
+
+_MAX_ISSUES_PER_TASK = 6
+
+
+@dataclass
+class TaskReport:
+    task: str
+    cases_run: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _leaves(output: Any) -> list[Any]:
+    if isinstance(output, (tuple, list)):
+        return [leaf for item in output for leaf in _leaves(item)]
+    return [output]
+
+
+def check_case(harness: Any, case: dict[str, Any]) -> list[str]:
+    """Problems with one case of one reference (runs inside the worker)."""
+    import torch
+
+    with torch.no_grad():
+        harness.apply(case["overrides"])
+        init = harness.init_inputs()
+        model = harness.build(harness.task.Model, init, seed=0)
+        inputs = harness.inputs(seed=1)
+        first = model(*inputs)
+        again = model(*inputs)  # the global RNG has moved on: randomness inside forward shows up here
+        other = model(*harness.inputs(seed=2))
+    problems = []
+    name = case["name"]
+    leaves, again_leaves, other_leaves = _leaves(first), _leaves(again), _leaves(other)
+    for index, (out, out_again, out_other) in enumerate(zip(leaves, again_leaves, other_leaves, strict=True)):
+        where = f"{name} output {index}" if len(leaves) > 1 else name
+        if not isinstance(out, torch.Tensor):
+            problems.append(f"{where}: returns {type(out).__name__}, not a tensor")
+            continue
+        values = out.detach().to(torch.float64)
+        if values.numel() == 0:
+            problems.append(f"{where}: empty output")
+            continue
+        if not bool(torch.isfinite(values).all()):
+            problems.append(f"{where}: NaN or Inf in the output on random inputs")
+            continue
+        if not bool(values.any()):
+            problems.append(f"{where}: output is all zero (a do-nothing kernel would pass)")
+        elif values.numel() > 1 and float(values.max() - values.min()) == 0.0:
+            problems.append(f"{where}: output is constant ({float(values.flatten()[0]):g} everywhere)")
+        if not torch.equal(out, out_again):
+            problems.append(f"{where}: not deterministic (two runs on the same inputs differ)")
+        if out.shape == out_other.shape and torch.equal(out, out_other):
+            problems.append(f"{where}: output does not depend on the inputs (same result for two input seeds)")
+    return problems
+
+
+def _worker_main(job_path: Path) -> int:
+    import torch
+
+    from toolchain.triton_worker import TaskHarness, load_module
+
+    job = json.loads(job_path.read_text())
+    report: dict[str, Any] = {"cases_run": 0, "problems": []}
+    try:
+        harness = TaskHarness(load_module(Path(job["task_path"]), "kv_task"), torch.device("cpu"))
+        for case in job["cases"]:
+            try:
+                report["problems"] += check_case(harness, case)
+            except Exception as error:  # noqa: BLE001 - a broken reference is the finding
+                report["problems"].append(f"{case['name']}: raised {type(error).__name__}: {error}"[:500])
+            report["cases_run"] += 1
+    except Exception as error:  # noqa: BLE001
+        report["problems"].append(f"failed to load: {type(error).__name__}: {error}"[:500])
+    Path(job["result_path"]).write_text(json.dumps(report))
+    return 0
+
+
+def check_task(task: Task, include_performance: bool, timeout_s: float, python: str = sys.executable) -> TaskReport:
+    from toolchain.sandbox import SandboxLimits, run_sandboxed
+
+    workdir = Path(tempfile.mkdtemp(prefix="kv-taskcheck-"))
+    try:
+        cases = list(task.correctness_cases) + (list(task.performance_cases) if include_performance else [])
+        (workdir / "task.py").write_text(task.source)
+        job = {
+            "task_path": str(workdir / "task.py"),
+            "result_path": str(workdir / "result.json"),
+            "cases": [{"name": c.name, "overrides": c.overrides} for c in cases],
+        }
+        (workdir / "job.json").write_text(json.dumps(job))
+        project_root = str(Path(__file__).resolve().parents[1])
+        run = run_sandboxed([python, "-m", "toolchain.reference_check", str(workdir / "job.json")], workdir,
+                            SandboxLimits(timeout_s, None, cpu_threads=2), {"PYTHONPATH": project_root})  # fmt: skip
+        result_path = workdir / "result.json"
+        if not result_path.exists():
+            why = "timed out" if run.timed_out else f"crashed ({run.signal_name or run.returncode})"
+            tail = run.stderr_tail.strip().splitlines()[-1:] or [""]
+            return TaskReport(task.name, 0, [f"reference worker {why}: {tail[0]}".strip()])
+        result = json.loads(result_path.read_text())
+        problems = result["problems"]
+        if len(problems) > _MAX_ISSUES_PER_TASK:
+            problems = problems[:_MAX_ISSUES_PER_TASK] + [f"… and {len(problems) - _MAX_ISSUES_PER_TASK} more"]
+        return TaskReport(task.name, result["cases_run"], problems)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def check_tasks(tasks: list[Task], include_performance: bool = False, timeout_s: float = 300.0,
+                workers: int = 2) -> list[TaskReport]:  # fmt: skip
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(lambda task: check_task(task, include_performance, timeout_s), tasks))
+
+
+if __name__ == "__main__":
+    sys.exit(_worker_main(Path(sys.argv[1])))
