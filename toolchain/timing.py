@@ -9,6 +9,7 @@ synchronised before the events are read, so work left on other streams cannot hi
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -35,12 +36,22 @@ def time_on_device(
     repetitions: int = 100,
     warmup: int = 10,
     device: torch.device | None = None,
+    warmup_ms: float = 50.0,
 ) -> TimingStats:
     """Median latency of run(inputs) in ms, rotating over input_sets so no repetition reuses cached results."""
     device = device or torch.device("cuda")
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
-    for index in range(warmup):
+    # Warm up for at least `warmup` calls AND `warmup_ms` of wall time: an idle GPU runs at a fraction of
+    # its clock (345 MHz seen on an idle H200) and ten calls of a 7 µs kernel never wake it up, which made
+    # small kernels look 2x slower and vary by 60% between runs.
+    started = time.perf_counter()
+    index = 0
+    while index < warmup or (time.perf_counter() - started) * 1e3 < warmup_ms:
+        flush.zero_()
         run(input_sets[index % len(input_sets)])
+        index += 1
+        if index % 8 == 0:
+            torch.cuda.synchronize(device)
     torch.cuda.synchronize(device)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]

@@ -18,6 +18,7 @@ import shutil
 import sys
 import tempfile
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,11 @@ class Verifier:
         workdir = Path(tempfile.mkdtemp(prefix="kv-verify-"))
         try:
             return self._verify(task, candidate, workdir)
+        except Exception as error:  # noqa: BLE001 - a harness bug fails this attempt, never the whole run
+            stages = _Stages()
+            stages.add("check", "failed", 0.0, traceback.format_exc())
+            message = f"verifier error: {type(error).__name__}: {error}"
+            return self._finish(stages, task, "", failure_kind="infrastructure_error", failure_message=message)
         finally:
             if not self.config.keep_workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
@@ -205,7 +211,7 @@ class Verifier:
         """Turn the check worker's report (or its absence) into Verdict fields."""
         if result is None:
             kind, message = _crash_message(run, "the candidate's worker process")
-            return {"failure_kind": kind, "failure_message": message, "checks": (), "kernels": ()}
+            result = {"failure_kind": kind, "failure_message": message}
         checks = tuple(CaseCheck(**check) for check in result.get("checks", ()))
         return {
             "failure_kind": result.get("failure_kind"),
