@@ -3,7 +3,14 @@
 The candidate and the reference are timed by the same function, in the same worker process, on the
 same inputs, so the ratio of medians is a fair speedup. Each repetition is bracketed by its own pair
 of events after an L2 flush (a write over a buffer larger than the cache), and everything is
-synchronised before the events are read, so work left on other streams cannot hide.
+synchronised before the events are read.
+
+What is measured is device time: the span from the first to the last piece of GPU work of one call.
+Before each repetition the GPU is given a spin-wait longer than the host needs to enqueue the call,
+so the events never bracket host launch overhead. Without it, a kernel shorter than its own Python
+launch (Triton: 20-40 µs on the H200) was timed sometimes with and sometimes without that overhead,
+and the median of a 5 µs kernel moved by 60-180% between runs (measured on the H200, 2026-11-29). The
+flip side: a candidate whose host code is slow (many launches, Python loops) is not charged for it.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from dataclasses import dataclass
 import torch
 
 L2_FLUSH_BYTES = 256 << 20  # larger than the L2 of any current GPU (H200: 60 MB, MI300X: 256 MB of LLC)
+_ASSUMED_CLOCK_HZ = 2.0e9  # for sizing the spin-wait; a slower real clock only makes the wait longer
 
 
 @dataclass(frozen=True)
@@ -30,6 +38,13 @@ class TimingStats:
         return (self.p75_ms - self.p25_ms) / self.median_ms if self.median_ms > 0 else 0.0
 
 
+def _spin(cycles: int) -> None:
+    """Keep the GPU busy for about `cycles` clock cycles (no-op where torch lacks the helper)."""
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is not None and cycles > 0:
+        sleep(cycles)
+
+
 def time_on_device(
     run: Callable[[Sequence[object]], object],
     input_sets: Sequence[Sequence[object]],
@@ -38,25 +53,29 @@ def time_on_device(
     device: torch.device | None = None,
     warmup_ms: float = 50.0,
 ) -> TimingStats:
-    """Median latency of run(inputs) in ms, rotating over input_sets so no repetition reuses cached results."""
+    """Median device time of run(inputs) in ms, rotating over input_sets so no repetition reuses cached results."""
     device = device or torch.device("cuda")
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
     # Warm up for at least `warmup` calls AND `warmup_ms` of wall time: an idle GPU runs at a fraction of
-    # its clock (345 MHz seen on an idle H200) and ten calls of a 7 µs kernel never wake it up, which made
-    # small kernels look 2x slower and vary by 60% between runs.
+    # its clock (345 MHz seen on an idle H200) and ten calls of a 7 µs kernel never wake it up.
     started = time.perf_counter()
+    enqueue_seconds: list[float] = []
     index = 0
     while index < warmup or (time.perf_counter() - started) * 1e3 < warmup_ms:
         flush.zero_()
+        torch.cuda.synchronize(device)
+        before = time.perf_counter()
         run(input_sets[index % len(input_sets)])
+        enqueue_seconds.append(time.perf_counter() - before)  # host time to enqueue one call
         index += 1
-        if index % 8 == 0:
-            torch.cuda.synchronize(device)
     torch.cuda.synchronize(device)
+    # Twice the typical enqueue time, plus a margin, so the host is always ahead of the GPU.
+    spin_cycles = int((2 * statistics.median(enqueue_seconds) + 50e-6) * _ASSUMED_CLOCK_HZ)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
     for index in range(repetitions):
         flush.zero_()
+        _spin(spin_cycles)
         starts[index].record()
         run(input_sets[index % len(input_sets)])
         ends[index].record()
