@@ -50,8 +50,12 @@ def measure(name: str, case_index: int, device: torch.device, repeats: int) -> s
         def run(inputs: list[object]) -> object:
             return model(*inputs)
 
-        medians = [time_on_device(run, input_sets, repetitions=100, warmup=10).median_ms for _ in range(repeats)]
-        bench_ms = triton.testing.do_bench(lambda: run(input_sets[0]), warmup=25, rep=100, return_mode="median")
+        medians = [
+            time_on_device(run, input_sets, repetitions=100, warmup=10).median_ms for _ in range(repeats)
+        ]
+        bench_ms = triton.testing.do_bench(
+            lambda: run(input_sets[0]), warmup=25, rep=100, return_mode="median"
+        )
     ours = statistics.median(medians)
     cv = statistics.pstdev(medians) / statistics.mean(medians)
     return f"| {name} | {case.name} | {ours:.4f} | {cv:.2%} | {bench_ms:.4f} | {ours / bench_ms:.3f} |"

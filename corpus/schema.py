@@ -23,7 +23,9 @@ from kernelvault.contracts import Candidate, Task, Verdict
 SCHEMA_VERSION = 1
 SCHEMA_VERSION_KEY = b"kernelvault.schema_version"
 
-STAGE = pa.struct([("name", pa.string()), ("outcome", pa.string()), ("seconds", pa.float64()), ("log", pa.string())])
+STAGE = pa.struct(
+    [("name", pa.string()), ("outcome", pa.string()), ("seconds", pa.float64()), ("log", pa.string())]
+)
 CHECK = pa.struct([
     ("case", pa.string()), ("seed", pa.int64()), ("passed", pa.bool_()), ("max_abs_error", pa.float64()),
     ("max_rel_error", pa.float64()), ("message", pa.string()),
@@ -91,7 +93,9 @@ def check_schema(schema: pa.Schema) -> int:
     """Return the schema version of a shard, or raise a one-line error for versions this code cannot read."""
     raw = (schema.metadata or {}).get(SCHEMA_VERSION_KEY)
     if raw is None:
-        raise SchemaVersionError("not a KernelVault shard: no kernelvault.schema_version in the Parquet metadata")
+        raise SchemaVersionError(
+            "not a KernelVault shard: no kernelvault.schema_version in the Parquet metadata"
+        )
     version = int(raw)
     if version > SCHEMA_VERSION:
         raise SchemaVersionError(

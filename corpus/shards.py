@@ -51,7 +51,11 @@ class ShardWriter:
     def _first_free_index(self) -> int:
         """Continue numbering after shards a previous process of the same run and worker left."""
         prefix = f"train-{self.run_id}-{self.worker:05d}-"
-        taken = [int(p.stem[len(prefix):]) for p in self.folder.glob(f"{prefix}*.parquet") if p.stem[len(prefix):].isdigit()]
+        taken = [
+            int(p.stem[len(prefix) :])
+            for p in self.folder.glob(f"{prefix}*.parquet")
+            if p.stem[len(prefix) :].isdigit()
+        ]
         return max(taken, default=-1) + 1
 
     def write(self, row: dict[str, Any]) -> None:

@@ -22,9 +22,13 @@ class UsageError(Exception):
 
 
 def _add_platform_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--platform", choices=PLATFORMS, help="force the platform (default: detect a GPU, else cpu)")
+    parser.add_argument(
+        "--platform", choices=PLATFORMS, help="force the platform (default: detect a GPU, else cpu)"
+    )
     parser.add_argument("--arch", help="target architecture (default: the GPU's, or gfx942 on cpu)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="wall-clock seconds per candidate (default 60)")
+    parser.add_argument(
+        "--timeout", type=float, default=60.0, help="wall-clock seconds per candidate (default 60)"
+    )
 
 
 def _verifier(args: argparse.Namespace):  # noqa: ANN202 - imported lazily to keep --help fast
@@ -57,7 +61,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         raise UsageError(f"invalid task {task_path}: {error}") from None
     if args.target != "triton":
         raise UsageError("--target hip is not available yet: this build verifies Triton candidates")
-    verdict = _verifier(args).verify(task, Candidate(task.task_id, "triton", candidate_text, f"file:{candidate_path}"))
+    verdict = _verifier(args).verify(
+        task, Candidate(task.task_id, "triton", candidate_text, f"file:{candidate_path}")
+    )
     environment = verdict.environment
     if args.json:
         summary = {
@@ -76,7 +82,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(json.dumps(summary, default=str))
         return 0
     print(f"task       {task.name} ({task.task_id})")
-    print(f"platform   {environment.platform if environment else '?'} · {environment.device if environment else ''}")
+    print(
+        f"platform   {environment.platform if environment else '?'} · {environment.device if environment else ''}"
+    )
     for stage in verdict.stages:
         first_line = stage.log.splitlines()[0] if stage.log else ""
         print(f"  {stage.name:<8} {stage.outcome:<8} {stage.seconds:7.2f}s  {first_line[:100]}")
@@ -116,7 +124,9 @@ def cmd_corpus(args: argparse.Namespace) -> int:
         print(f"model endpoint {base_url} is configured, but this build has no LLM agents yet: "
               f"verifying the {source.description} instead")  # fmt: skip
     else:
-        print(f"no model endpoint configured (--base-url / OPENAI_BASE_URL): verifying the {source.description}")
+        print(
+            f"no model endpoint configured (--base-url / OPENAI_BASE_URL): verifying the {source.description}"
+        )
     verifier = _verifier(args)
     out_dir = Path(args.out) if args.out else DEFAULT_OUT / args.target
     summary = run_corpus_job(loaded, source, verifier, out_dir, args.target, workers=args.workers,
@@ -125,7 +135,9 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     for line in summary.unexpected:
         print(f"unexpected: {line}")
     print(f"wrote {summary.attempts} attempts in {len(summary.shards)} shard(s) to {out_dir.resolve()}")
-    print(f'load with: datasets.load_dataset("parquet", data_dir="{(out_dir / "data" / args.target).resolve()}")')
+    print(
+        f'load with: datasets.load_dataset("parquet", data_dir="{(out_dir / "data" / args.target).resolve()}")'
+    )
     return 0
 
 
@@ -143,7 +155,9 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
     for where, why in loaded.errors:
         print(f"INVALID {where}: {why}")
     total_bad = len(broken) + len(loaded.errors)
-    print(f"{len(reports) - len(broken)} of {len(reports) + len(loaded.errors)} task(s) ok, {total_bad} broken or invalid")
+    print(
+        f"{len(reports) - len(broken)} of {len(reports) + len(loaded.errors)} task(s) ok, {total_bad} broken or invalid"
+    )
     return 1 if total_bad else 0
 
 
@@ -171,16 +185,24 @@ def build_parser() -> argparse.ArgumentParser:
     corpus.add_argument("--tasks", help="task file, folder, KernelBench tree or hub:REPO (default: bundled)")
     corpus.add_argument("--out", help=f"output folder (default: {DEFAULT_OUT}/TARGET)")
     corpus.add_argument("--examples", help="folder of example candidates (default: the bundled examples/)")
-    corpus.add_argument("--base-url", help="OpenAI-compatible endpoint for the LLM agents (env OPENAI_BASE_URL)")
-    corpus.add_argument("--workers", type=int, help="verifications in flight (default: cores on cpu, 1 per GPU)")
+    corpus.add_argument(
+        "--base-url", help="OpenAI-compatible endpoint for the LLM agents (env OPENAI_BASE_URL)"
+    )
+    corpus.add_argument(
+        "--workers", type=int, help="verifications in flight (default: cores on cpu, 1 per GPU)"
+    )
     corpus.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_platform_options(corpus)
     corpus.set_defaults(handler=cmd_corpus)
 
     tasks = commands.add_parser("tasks", help="inspect task suites")
     tasks_commands = tasks.add_subparsers(dest="tasks_command", required=True)
-    check = tasks_commands.add_parser("check", help="run every reference and report broken or degenerate ones")
-    check.add_argument("path", nargs="?", help="task file, folder, KernelBench tree or hub:REPO (default: bundled)")
+    check = tasks_commands.add_parser(
+        "check", help="run every reference and report broken or degenerate ones"
+    )
+    check.add_argument(
+        "path", nargs="?", help="task file, folder, KernelBench tree or hub:REPO (default: bundled)"
+    )
     check.add_argument("--performance", action="store_true", help="also run the (large) performance cases")
     check.add_argument("--workers", type=int, default=2)
     check.set_defaults(handler=cmd_tasks_check)

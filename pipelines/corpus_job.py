@@ -103,7 +103,10 @@ def run_corpus_job(
     attempts = list(source.attempts(loaded.tasks))
     workers = workers or default_workers(platform)
     bar = _progress_bar(len(attempts), progress)
-    with ShardWriter(out_dir, config=target, run_id=summary.run_id) as writer, ThreadPoolExecutor(workers) as pool:
+    with (
+        ShardWriter(out_dir, config=target, run_id=summary.run_id) as writer,
+        ThreadPoolExecutor(workers) as pool,
+    ):
         pending: dict[Future[Verdict], Attempt] = {}
         for attempt in attempts:  # keep at most 2 × workers verifications in flight (back-pressure)
             pending[pool.submit(verifier.verify, attempt.task, attempt.candidate)] = attempt
@@ -120,7 +123,9 @@ def run_corpus_job(
     return summary
 
 
-def _drain(pending: dict[Future[Verdict], Attempt], writer: ShardWriter, summary: RunSummary, bar: object) -> None:
+def _drain(
+    pending: dict[Future[Verdict], Attempt], writer: ShardWriter, summary: RunSummary, bar: object
+) -> None:
     """Wait for at least one verification to finish; write and count every finished one."""
     done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
     for future in done:

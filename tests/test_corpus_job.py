@@ -47,7 +47,10 @@ def test_corpus_rows_load_with_datasets_and_carry_the_right_verdicts(corpus_run:
     by_origin = {row["candidate_origin"]: row for row in rows}
     for attempt in attempts:
         row = by_origin[attempt.candidate.origin]
-        assert row["failure_kind"] == attempt.candidate.expected_failure, (row["candidate_origin"], row["failure_message"])
+        assert row["failure_kind"] == attempt.candidate.expected_failure, (
+            row["candidate_origin"],
+            row["failure_message"],
+        )
         assert row["platform"] == "cpu" and row["arch"] == "gfx942"
         if attempt.candidate.expected_failure is None:
             assert row["correct"] is True and row["compiled"] is True
@@ -57,7 +60,14 @@ def test_corpus_rows_load_with_datasets_and_carry_the_right_verdicts(corpus_run:
         else:
             assert row["correct"] is not True
             assert row["reward"] <= 0.4
-        assert [stage["name"] for stage in row["stages"]] == ["parse", "static", "compile", "check", "time", "reward"]
+        assert [stage["name"] for stage in row["stages"]] == [
+            "parse",
+            "static",
+            "compile",
+            "check",
+            "time",
+            "reward",
+        ]
         assert json.loads(row["toolchain_versions"])["triton"]
 
 

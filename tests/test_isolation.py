@@ -12,7 +12,7 @@ from toolchain.verify import VerifyConfig, verify
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SNOOPING_RELU = '''
+SNOOPING_RELU = """
 import os
 import torch
 import triton
@@ -35,13 +35,15 @@ class ModelNew(torch.nn.Module):
         out = torch.empty_like(x)
         relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
         return out
-'''
+"""
 
 
 def test_worker_environment_has_no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in ("OPENAI_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.setenv(key, "secret-value")
     task = load_task_file(ROOT / "tasks" / "relu.py")
-    verdict = verify(task, Candidate(task.task_id, "triton", SNOOPING_RELU, "test"), VerifyConfig(platform="cpu"))
+    verdict = verify(
+        task, Candidate(task.task_id, "triton", SNOOPING_RELU, "test"), VerifyConfig(platform="cpu")
+    )
     assert verdict.failure_message is None
     assert verdict.correct is True

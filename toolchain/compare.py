@@ -31,10 +31,14 @@ def default_tolerance(dtype: torch.dtype) -> float:
     return DEFAULT_TOLERANCE.get(dtype, 0.0)  # integer and bool outputs must match exactly
 
 
-def compare_outputs(reference: object, candidate: object, atol: float | None, rtol: float | None) -> Comparison:
+def compare_outputs(
+    reference: object, candidate: object, atol: float | None, rtol: float | None
+) -> Comparison:
     ref_leaves, out_leaves = _flatten(reference), _flatten(candidate)
     if len(ref_leaves) != len(out_leaves):
-        return Comparison("interface_error", f"expected {len(ref_leaves)} output tensor(s), got {len(out_leaves)}")
+        return Comparison(
+            "interface_error", f"expected {len(ref_leaves)} output tensor(s), got {len(out_leaves)}"
+        )
     worst_abs, worst_rel = 0.0, 0.0
     for index, (ref, out) in enumerate(zip(ref_leaves, out_leaves, strict=True)):
         where = f"output {index}" if len(ref_leaves) > 1 else "output"
@@ -43,7 +47,9 @@ def compare_outputs(reference: object, candidate: object, atol: float | None, rt
         if type(out) is not torch.Tensor and not isinstance(out, torch.nn.Parameter):
             return Comparison("interface_error", f"{where} is a tensor subclass ({type(out).__name__})")
         if out.shape != ref.shape:
-            return Comparison("interface_error", f"{where} has shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
+            return Comparison(
+                "interface_error", f"{where} has shape {tuple(out.shape)}, expected {tuple(ref.shape)}"
+            )
         if out.dtype != ref.dtype:
             return Comparison("interface_error", f"{where} has dtype {out.dtype}, expected {ref.dtype}")
         if out.device != ref.device:
@@ -56,7 +62,9 @@ def compare_outputs(reference: object, candidate: object, atol: float | None, rt
         ref_bad, out_bad = ~torch.isfinite(ref64), ~torch.isfinite(out64)
         if not torch.equal(ref_bad, out_bad) or not torch.equal(ref64[ref_bad], out64[out_bad]):
             count = int((ref_bad != out_bad).sum())
-            return Comparison("mismatch", f"{where}: NaN/Inf at {count} position(s) where the reference differs")
+            return Comparison(
+                "mismatch", f"{where}: NaN/Inf at {count} position(s) where the reference differs"
+            )
         finite = ~ref_bad
         diff = (out64[finite] - ref64[finite]).abs()
         if diff.numel():

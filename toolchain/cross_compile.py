@@ -57,7 +57,9 @@ def _constexpr_value(description: dict[str, Any]) -> Any:
     raise ValueError(f"cannot rebuild a constexpr from {description}")
 
 
-def build_signature(kernel: Any, arguments: dict[str, dict[str, Any]]) -> tuple[dict[str, str], dict[str, Any]]:
+def build_signature(
+    kernel: Any, arguments: dict[str, dict[str, Any]]
+) -> tuple[dict[str, str], dict[str, Any]]:
     """The (signature, constexprs) pair that `triton.compiler.ASTSource` takes, from recorded arguments."""
     signature: dict[str, str] = {}
     constexprs: dict[str, Any] = {}
@@ -70,7 +72,9 @@ def build_signature(kernel: Any, arguments: dict[str, dict[str, Any]]) -> tuple[
             raise ValueError(f"argument {param.name} was not passed")
         if param.is_constexpr or description["kind"] in ("none", "tl_dtype", "str", "default"):
             signature[param.name] = "constexpr"
-            constexprs[param.name] = param.default if description["kind"] == "default" else _constexpr_value(description)
+            constexprs[param.name] = (
+                param.default if description["kind"] == "default" else _constexpr_value(description)
+            )
         else:
             signature[param.name] = _scalar_type(description)
     return signature, constexprs
@@ -90,9 +94,15 @@ def compile_launches(job: dict[str, Any]) -> dict[str, Any]:
     try:
         spec.loader.exec_module(module)
     except BaseException as error:  # noqa: BLE001 - the candidate's failure, reported as such
-        return {"ok": False, "kernels": [], "log": f"candidate failed to import: {type(error).__name__}: {error}"}
+        return {
+            "ok": False,
+            "kernels": [],
+            "log": f"candidate failed to import: {type(error).__name__}: {error}",
+        }
 
-    launches = [json.loads(line) for line in Path(job["launches_path"]).read_text().splitlines() if line.strip()]
+    launches = [
+        json.loads(line) for line in Path(job["launches_path"]).read_text().splitlines() if line.strip()
+    ]
     kernels, failures = [], []
     compiled_keys: set[str] = set()
     for launch in launches:
@@ -105,7 +115,11 @@ def compile_launches(job: dict[str, Any]) -> dict[str, Any]:
         else:
             try:
                 signature, constexprs = build_signature(kernel, launch["args"])
-                options = {key: value for key, value in launch.get("options", {}).items() if key in ("num_warps", "num_stages")}
+                options = {
+                    key: value
+                    for key, value in launch.get("options", {}).items()
+                    if key in ("num_warps", "num_stages")
+                }
                 # Launches that differ only in runtime scalar values share one binary: compile it once.
                 key = json.dumps([name, signature, constexprs, options], sort_keys=True, default=str)
                 if key in compiled_keys:
@@ -113,7 +127,10 @@ def compile_launches(job: dict[str, Any]) -> dict[str, Any]:
                 compiled_keys.add(key)
                 source = triton.compiler.ASTSource(fn=kernel, signature=signature, constexprs=constexprs)
                 compiled = triton.compile(source, target=target, options=options)
-                entry.update(ok=True, log=f"{len(compiled.asm.get('hsaco', compiled.asm.get('cubin', b'')))} bytes of code")
+                entry.update(
+                    ok=True,
+                    log=f"{len(compiled.asm.get('hsaco', compiled.asm.get('cubin', b'')))} bytes of code",
+                )
             except Exception as error:  # noqa: BLE001 - compiler errors are the result we want
                 entry["log"] = f"{type(error).__name__}: {error}"[-6000:]
         entry["seconds"] = time.perf_counter() - started

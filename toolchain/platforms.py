@@ -47,8 +47,12 @@ def detect_platform(forced_platform: str | None = None, forced_arch: str | None 
     gpu_stack = "rocm" if getattr(torch.version, "hip", None) else ("cuda" if torch.version.cuda else None)
     has_gpu = gpu_stack is not None and torch.cuda.is_available()
     if forced_platform is not None and (not has_gpu or forced_platform != gpu_stack):
-        found = f"torch built for {gpu_stack}, GPU visible: {has_gpu}" if gpu_stack else "a CPU-only torch build"
-        raise ValueError(f"--platform {forced_platform} needs a {forced_platform} GPU, but this machine has {found}")
+        found = (
+            f"torch built for {gpu_stack}, GPU visible: {has_gpu}" if gpu_stack else "a CPU-only torch build"
+        )
+        raise ValueError(
+            f"--platform {forced_platform} needs a {forced_platform} GPU, but this machine has {found}"
+        )
     if not has_gpu:
         return PlatformChoice("cpu", forced_arch or DEFAULT_CPU_ARCH, "cpu (Triton interpreter)")
 

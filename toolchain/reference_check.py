@@ -74,7 +74,9 @@ def check_case(harness: Any, case: dict[str, Any]) -> list[str]:
         if not torch.equal(out, out_again):
             problems.append(f"{where}: not deterministic (two runs on the same inputs differ)")
         if out.shape == out_other.shape and torch.equal(out, out_other):
-            problems.append(f"{where}: output does not depend on the inputs (same result for two input seeds)")
+            problems.append(
+                f"{where}: output does not depend on the inputs (same result for two input seeds)"
+            )
     return problems
 
 
@@ -99,7 +101,9 @@ def _worker_main(job_path: Path) -> int:
     return 0
 
 
-def check_task(task: Task, include_performance: bool, timeout_s: float, python: str = sys.executable) -> TaskReport:
+def check_task(
+    task: Task, include_performance: bool, timeout_s: float, python: str = sys.executable
+) -> TaskReport:
     from toolchain.sandbox import SandboxLimits, run_sandboxed
 
     workdir = Path(tempfile.mkdtemp(prefix="kv-taskcheck-"))
@@ -123,7 +127,9 @@ def check_task(task: Task, include_performance: bool, timeout_s: float, python: 
         result = json.loads(result_path.read_text())
         problems = result["problems"]
         if len(problems) > _MAX_ISSUES_PER_TASK:
-            problems = problems[:_MAX_ISSUES_PER_TASK] + [f"… and {len(problems) - _MAX_ISSUES_PER_TASK} more"]
+            problems = problems[:_MAX_ISSUES_PER_TASK] + [
+                f"… and {len(problems) - _MAX_ISSUES_PER_TASK} more"
+            ]
         return TaskReport(task.name, result["cases_run"], problems)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -57,10 +57,14 @@ def graded_reward(
     if not compiled or failure_kind in _NO_COMPILE_CREDIT:
         return RewardBreakdown(compile=0.0, correct=0.0, speed=0.0, total=0.0)
     if correct is not True:
-        return RewardBreakdown(compile=config.compile_reward, correct=0.0, speed=0.0, total=config.compile_reward)
+        return RewardBreakdown(
+            compile=config.compile_reward, correct=0.0, speed=0.0, total=config.compile_reward
+        )
     speed = speed_bonus(speedup, config)
     total = config.compile_reward + config.correct_reward + speed
-    return RewardBreakdown(compile=config.compile_reward, correct=config.correct_reward, speed=speed, total=total)
+    return RewardBreakdown(
+        compile=config.compile_reward, correct=config.correct_reward, speed=speed, total=total
+    )
 
 
 def binary_reward(correct: bool | None) -> float:

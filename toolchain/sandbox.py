@@ -35,7 +35,9 @@ _TAIL_BYTES = 8000
 @dataclass(frozen=True)
 class SandboxLimits:
     timeout_s: float = 120.0
-    memory_bytes: int | None = 8 << 30  # address-space limit; must be None for CUDA/ROCm (they map huge ranges)
+    memory_bytes: int | None = (
+        8 << 30
+    )  # address-space limit; must be None for CUDA/ROCm (they map huge ranges)
     file_bytes: int = 1 << 30
     cpu_threads: int = 1  # torch/OpenMP threads inside the worker: pools run one worker per core
 

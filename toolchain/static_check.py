@@ -51,7 +51,8 @@ def check_triton_candidate(code: str) -> StaticResult:
     ]
     if nested_kernels:
         return StaticResult(
-            "static_reject", f"Triton kernels must be defined at module level; nested: {', '.join(nested_kernels)}"
+            "static_reject",
+            f"Triton kernels must be defined at module level; nested: {', '.join(nested_kernels)}",
         )
     if not module_kernels:
         return StaticResult("static_reject", "the code defines no @triton.jit kernel")

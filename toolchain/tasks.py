@@ -59,7 +59,9 @@ def _cases(raw: Any, kind: str, settable: set[str]) -> tuple[TaskCase, ...]:
     for index, overrides in enumerate(raw):
         unknown = sorted(set(overrides) - settable)
         if unknown:
-            raise TaskFormatError(f"{kind} case {index} overrides names the module does not define: {unknown}")
+            raise TaskFormatError(
+                f"{kind} case {index} overrides names the module does not define: {unknown}"
+            )
         label = ",".join(f"{key}={value}" for key, value in overrides.items()) or "defaults"
         cases.append(TaskCase(name=f"{kind[0]}{index}:{label}", kind=kind, overrides=dict(overrides)))
     return tuple(cases)
@@ -72,19 +74,25 @@ def parse_task(source: str, name: str, origin: str) -> Task:
     except SyntaxError as error:
         raise TaskFormatError(f"not valid Python: {error.msg} (line {error.lineno})") from None
     defined = {
-        node.name for node in tree.body if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        node.name
+        for node in tree.body
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
     }
     module_globals = _module_globals(tree)
     missing = [required for required in REQUIRED_NAMES if required not in defined | set(module_globals)]
     if missing:
-        raise TaskFormatError(f"missing {', '.join(missing)} (a KernelBench task defines Model, get_inputs, get_init_inputs)")
+        raise TaskFormatError(
+            f"missing {', '.join(missing)} (a KernelBench task defines Model, get_inputs, get_init_inputs)"
+        )
 
     extras: dict[str, Any] = {}
     if EXTRAS_NAME in module_globals:
         try:
             extras = ast.literal_eval(module_globals[EXTRAS_NAME])
         except (ValueError, SyntaxError, TypeError):
-            raise TaskFormatError(f"{EXTRAS_NAME} must be a literal dict (numbers, strings, lists, dicts)") from None
+            raise TaskFormatError(
+                f"{EXTRAS_NAME} must be a literal dict (numbers, strings, lists, dicts)"
+            ) from None
         if not isinstance(extras, dict):
             raise TaskFormatError(f"{EXTRAS_NAME} must be a dict")
         unknown = sorted(set(extras) - _EXTRAS_KEYS)
@@ -186,7 +194,9 @@ def load_hub_dataset(repo: str, split: str | None = None, column: str | None = N
     for part in splits:
         code_column = column or next((c for c in _CODE_COLUMNS if c in part.column_names), None)
         if code_column is None:
-            raise TaskFormatError(f"no code column in {repo}: columns are {part.column_names}; name one with #COLUMN")
+            raise TaskFormatError(
+                f"no code column in {repo}: columns are {part.column_names}; name one with #COLUMN"
+            )
         for index, row in enumerate(part):
             name = str(row.get("name") or row.get("task_name") or f"row{index}")
             level = row.get("level")

@@ -140,7 +140,10 @@ def is_triton_compile_error(error: BaseException) -> bool:
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         module = type(current).__module__
-        if module.startswith("triton.compiler") or type(current).__name__ in {"CompilationError", "OutOfResources"}:
+        if module.startswith("triton.compiler") or type(current).__name__ in {
+            "CompilationError",
+            "OutOfResources",
+        }:
             return True
         # Some compiler errors are plain RuntimeErrors ("Unsupported function referenced"): look at where
         # they were raised rather than at their type.
@@ -177,7 +180,9 @@ class TaskHarness:
     def __init__(self, task_module: ModuleType, device: torch.device) -> None:
         self.task = task_module
         self.device = device
-        self.defaults = {name: getattr(task_module, name) for name in dir(task_module) if not name.startswith("__")}
+        self.defaults = {
+            name: getattr(task_module, name) for name in dir(task_module) if not name.startswith("__")
+        }
 
     def apply(self, overrides: dict[str, Any]) -> None:
         for name, value in self.defaults.items():
@@ -205,7 +210,9 @@ def _sync(device: torch.device) -> None:
 def _outputs_alias_inputs(output: Any, inputs: list[Any]) -> bool:
     outputs = output if isinstance(output, (tuple, list)) else [output]
     pointers = {
-        item.untyped_storage().data_ptr() for item in inputs if isinstance(item, torch.Tensor) and item.numel()
+        item.untyped_storage().data_ptr()
+        for item in inputs
+        if isinstance(item, torch.Tensor) and item.numel()
     }
     return any(
         isinstance(item, torch.Tensor) and item.numel() and item.untyped_storage().data_ptr() in pointers
@@ -249,8 +256,14 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
     try:
         harness = TaskHarness(load_module(Path(job["task_path"]), "kv_task"), device)
     except Exception as error:
-        return {**result, "failure_kind": "infrastructure_error", "failure_message": f"task failed to load: {_one_line_error(error)}"}
-    plan: list[tuple[dict[str, Any], int, list[Any], Any, list[Any]]] = []  # (case, seed, init, ref_out, inputs)
+        return {
+            **result,
+            "failure_kind": "infrastructure_error",
+            "failure_message": f"task failed to load: {_one_line_error(error)}",
+        }
+    plan: list[
+        tuple[dict[str, Any], int, list[Any], Any, list[Any]]
+    ] = []  # (case, seed, init, ref_out, inputs)
     check_cases = list(job["correctness_cases"]) + (list(job["performance_cases"]) if job["timed"] else [])
     with torch.no_grad():
         for case in check_cases:
@@ -276,10 +289,18 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
     try:
         candidate = load_module(Path(job["candidate_path"]), "kv_candidate")
     except BaseException as error:  # noqa: BLE001 - sys.exit() at import is the candidate's failure
-        return {**result, "failure_kind": "compile_error", "failure_message": f"candidate failed to import: {_one_line_error(error)}"}
+        return {
+            **result,
+            "failure_kind": "compile_error",
+            "failure_message": f"candidate failed to import: {_one_line_error(error)}",
+        }
     model_class = getattr(candidate, "ModelNew", None)
     if not isinstance(model_class, type):
-        return {**result, "failure_kind": "static_reject", "failure_message": "the candidate defines no class ModelNew"}
+        return {
+            **result,
+            "failure_kind": "static_reject",
+            "failure_message": "the candidate defines no class ModelNew",
+        }
 
     try:
         with torch.no_grad():
@@ -289,7 +310,9 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
                 try:
                     model = harness.build(model_class, init, seed)
                 except BaseException as error:  # noqa: BLE001
-                    raise CandidateFailure("interface_error", f"ModelNew{tuple(init)!r} failed: {_one_line_error(error)}") from None
+                    raise CandidateFailure(
+                        "interface_error", f"ModelNew{tuple(init)!r} failed: {_one_line_error(error)}"
+                    ) from None
                 pristine = clone_inputs(inputs)
                 poison_allocator(device)
                 started = time.perf_counter()
@@ -299,9 +322,13 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
                     first_call = False
                 for before, after in zip(pristine, inputs, strict=True):
                     if isinstance(before, torch.Tensor) and not torch.equal(before, after):
-                        raise CandidateFailure("integrity_reject", "modified_inputs: forward changed its input tensors")
+                        raise CandidateFailure(
+                            "integrity_reject", "modified_inputs: forward changed its input tensors"
+                        )
                 if _outputs_alias_inputs(output, inputs):
-                    raise CandidateFailure("integrity_reject", "output_aliases_input: an output shares memory with an input")
+                    raise CandidateFailure(
+                        "integrity_reject", "output_aliases_input: an output shares memory with an input"
+                    )
                 comparison = compare_outputs(expected, output, atol, rtol)
                 result["checks"].append({
                     "case": case["name"], "seed": seed, "passed": comparison.failure_kind is None,
@@ -309,10 +336,17 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
                     "message": comparison.message,
                 })  # fmt: skip
                 if comparison.failure_kind is not None:
-                    raise CandidateFailure(comparison.failure_kind, f"case {case['name']}: {comparison.message}")
+                    raise CandidateFailure(
+                        comparison.failure_kind, f"case {case['name']}: {comparison.message}"
+                    )
                 del model, output
     except CandidateFailure as failure:
-        return {**result, "kernels": recorder.kernels, "failure_kind": failure.kind, "failure_message": failure.message}
+        return {
+            **result,
+            "kernels": recorder.kernels,
+            "failure_kind": failure.kind,
+            "failure_message": failure.message,
+        }
 
     result["kernels"] = recorder.kernels
     if job["timed"]:
@@ -324,7 +358,11 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def time_cases(
-    job: dict[str, Any], harness: TaskHarness, model_class: type, recorder: LaunchRecorder, device: torch.device
+    job: dict[str, Any],
+    harness: TaskHarness,
+    model_class: type,
+    recorder: LaunchRecorder,
+    device: torch.device,
 ) -> list[dict[str, Any]]:
     timings = []
     with torch.no_grad():
@@ -349,7 +387,9 @@ def time_cases(
             try:
                 candidate_stats = time_on_device(run_candidate, input_sets, repetitions, warmup, device)
             except Exception as error:
-                raise CandidateFailure("runtime_error", f"failed while timed: {_one_line_error(error)}") from None
+                raise CandidateFailure(
+                    "runtime_error", f"failed while timed: {_one_line_error(error)}"
+                ) from None
             reference_stats = time_on_device(run_reference, input_sets, repetitions, warmup, device)
             recorder.enabled = True
             timings.append({

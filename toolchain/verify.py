@@ -58,7 +58,9 @@ class VerifyConfig:
     python: str = sys.executable
     keep_workdir: bool = False
     triton_cache: Path = field(
-        default_factory=lambda: Path(os.environ.get("KV_TRITON_CACHE", Path.home() / ".cache" / "kernelvault" / "triton"))
+        default_factory=lambda: Path(
+            os.environ.get("KV_TRITON_CACHE", Path.home() / ".cache" / "kernelvault" / "triton")
+        )
     )
 
 
@@ -115,7 +117,9 @@ class Verifier:
             stages = _Stages()
             stages.add("check", "failed", 0.0, traceback.format_exc())
             message = f"verifier error: {type(error).__name__}: {error}"
-            return self._finish(stages, task, "", failure_kind="infrastructure_error", failure_message=message)
+            return self._finish(
+                stages, task, "", failure_kind="infrastructure_error", failure_message=message
+            )
         finally:
             if not self.config.keep_workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
@@ -140,7 +144,9 @@ class Verifier:
         extracted = extract_code(candidate.text)
         if extracted.code is None:
             stages.add("parse", "failed", time.perf_counter() - started, extracted.message)
-            return self._finish(stages, task, "", failure_kind="parse_error", failure_message=extracted.message)
+            return self._finish(
+                stages, task, "", failure_kind="parse_error", failure_message=extracted.message
+            )
         code = extracted.code
         stages.add("parse", "passed", time.perf_counter() - started, extracted.message)
 
@@ -148,7 +154,9 @@ class Verifier:
         static = check_triton_candidate(code)
         if static.failure_kind is not None:
             stages.add("static", "failed", time.perf_counter() - started, static.message)
-            return self._finish(stages, task, code, failure_kind=static.failure_kind, failure_message=static.message)
+            return self._finish(
+                stages, task, code, failure_kind=static.failure_kind, failure_message=static.message
+            )
         stages.add("static", "passed", time.perf_counter() - started, static.message)
 
         (workdir / "task.py").write_text(task.source)
@@ -230,10 +238,15 @@ class Verifier:
                                        self._check_limits(), self._worker_env(interpret=True))  # fmt: skip
         check_seconds = time.perf_counter() - check_started
         check = self._check_verdict_fields(run, result)
-        if check["failure_kind"] == "infrastructure_error" or check["failure_kind"] in ("compile_error", "static_reject"):
+        if check["failure_kind"] == "infrastructure_error" or check["failure_kind"] in (
+            "compile_error",
+            "static_reject",
+        ):
             # The candidate never ran (import failure) or the harness/reference failed: no cross-compile.
             stage = "compile" if check["failure_kind"] == "compile_error" else "check"
-            stages.add(stage, "failed", check_seconds, check["failure_message"] + "\n" + check.get("traceback", ""))
+            stages.add(
+                stage, "failed", check_seconds, check["failure_message"] + "\n" + check.get("traceback", "")
+            )
             return self._finish(stages, task, code, failure_kind=check["failure_kind"],
                                 failure_message=check["failure_message"], checks=check["checks"])  # fmt: skip
 
@@ -293,8 +306,15 @@ class Verifier:
         compile_failed = kind in ("compile_error", "static_reject") or not launched
         compile_seconds = check.get("compile_seconds") or 0.0
         if kind == "infrastructure_error":
-            stages.add("check", "failed", seconds, (check["failure_message"] or "") + "\n" + check.get("traceback", ""))
-            return self._finish(stages, task, code, failure_kind=kind, failure_message=check["failure_message"])
+            stages.add(
+                "check",
+                "failed",
+                seconds,
+                (check["failure_message"] or "") + "\n" + check.get("traceback", ""),
+            )
+            return self._finish(
+                stages, task, code, failure_kind=kind, failure_message=check["failure_message"]
+            )
         compile_log = check["failure_message"] if kind == "compile_error" else (
             f"JIT-compiled on {self.choice.device} ({self.choice.arch}) during the first forward"
             if launched else "no kernel was launched, so nothing was compiled"
@@ -310,7 +330,11 @@ class Verifier:
             stages.add("time", "passed", 0.0, "; ".join(
                 f"{t.case}: {t.candidate_ms:.4f} ms vs reference {t.reference_ms:.4f} ms ({t.repetitions} reps)"
                 for t in timings))  # fmt: skip
-        speedup = task_speedup([t.reference_ms for t in timings], [t.candidate_ms for t in timings]) if kind is None else None
+        speedup = (
+            task_speedup([t.reference_ms for t in timings], [t.candidate_ms for t in timings])
+            if kind is None
+            else None
+        )
         return self._finish(
             stages, task, code, compiled=launched and not compile_failed, correct=kind is None, failure_kind=kind,
             failure_message=check["failure_message"], checks=check["checks"], timings=timings, speedup=speedup,

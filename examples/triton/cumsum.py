@@ -4,6 +4,7 @@ One program per row walks the row in BLOCK-wide chunks: an in-register tl.cumsum
 chunk plus the running total carried from the previous chunks, so each element is read and
 written exactly once.
 """
+
 import torch
 import torch.nn as nn
 import triton
@@ -40,6 +41,5 @@ class ModelNew(nn.Module):
         cap = 2048 if x.is_cuda else 1024
         block = min(triton.next_power_of_2(n_cols), cap)
         num_warps = max(1, min(8, block // 256))
-        cumsum_kernel[(n_rows,)](x, y, n_cols, x.stride(0), y.stride(0),
-                                 BLOCK=block, num_warps=num_warps)
+        cumsum_kernel[(n_rows,)](x, y, n_cols, x.stride(0), y.stride(0), BLOCK=block, num_warps=num_warps)
         return y

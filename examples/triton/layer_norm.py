@@ -4,6 +4,7 @@ Parameters come from an nn.LayerNorm built exactly like the reference's, so seed
 Rows that fit in one block are normalised in a single pass from registers (one read, one
 write); longer rows loop: mean, then centred variance, then the normalised write.
 """
+
 import torch
 import torch.nn as nn
 import triton
@@ -11,8 +12,7 @@ import triton.language as tl
 
 
 @triton.jit
-def layer_norm_row_kernel(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, stride_x, stride_y, eps,
-                          BLOCK: tl.constexpr):
+def layer_norm_row_kernel(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, stride_x, stride_y, eps, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
@@ -28,8 +28,7 @@ def layer_norm_row_kernel(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, stride_x, stride_y
 
 
 @triton.jit
-def layer_norm_loop_kernel(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, stride_x, stride_y, eps,
-                           BLOCK: tl.constexpr):
+def layer_norm_loop_kernel(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, stride_x, stride_y, eps, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * stride_x
     y_row = y_ptr + row * stride_y
@@ -78,10 +77,21 @@ class ModelNew(nn.Module):
         if n_cols <= cap:
             block = triton.next_power_of_2(n_cols)
             num_warps = max(1, min(16, block // 256))
-            layer_norm_row_kernel[(n_rows,)](x2, w, b, y, n_cols, x2.stride(0), y.stride(0), eps,
-                                             BLOCK=block, num_warps=num_warps)
+            layer_norm_row_kernel[(n_rows,)](
+                x2, w, b, y, n_cols, x2.stride(0), y.stride(0), eps, BLOCK=block, num_warps=num_warps
+            )
         else:
             block = 2048 if x.is_cuda else 1024
-            layer_norm_loop_kernel[(n_rows,)](x2, w, b, y, n_cols, x2.stride(0), y.stride(0), eps,
-                                              BLOCK=block, num_warps=8 if x.is_cuda else 4)
+            layer_norm_loop_kernel[(n_rows,)](
+                x2,
+                w,
+                b,
+                y,
+                n_cols,
+                x2.stride(0),
+                y.stride(0),
+                eps,
+                BLOCK=block,
+                num_warps=8 if x.is_cuda else 4,
+            )
         return y.view(shape)

@@ -1,4 +1,5 @@
 """LeakyReLU, elementwise: y = x if x >= 0 else negative_slope * x."""
+
 import torch
 import torch.nn as nn
 import triton
@@ -28,6 +29,7 @@ class ModelNew(nn.Module):
             return y
         block = 4096 if x.is_cuda else 1024
         grid = (triton.cdiv(n, block),)
-        leaky_relu_kernel[grid](x, y, n, float(self.negative_slope), BLOCK=block,
-                                num_warps=8 if x.is_cuda else 4)
+        leaky_relu_kernel[grid](
+            x, y, n, float(self.negative_slope), BLOCK=block, num_warps=8 if x.is_cuda else 4
+        )
         return y

@@ -10,6 +10,7 @@ contiguous copy of W^T (pure layout glue, ~1% of the GEMM's time at 4096^3): fp3
 run about twice as fast on an H200 with the N-contiguous operand as with W's native
 K-contiguous rows.
 """
+
 import torch
 import torch.nn as nn
 import triton
@@ -17,10 +18,25 @@ import triton.language as tl
 
 
 @triton.jit
-def linear_relu_kernel(x_ptr, wt_ptr, bias_ptr, y_ptr, M, N, K,
-                       stride_xm, stride_xk, stride_wk, stride_wn, stride_ym, stride_yn,
-                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                       GROUP_M: tl.constexpr):
+def linear_relu_kernel(
+    x_ptr,
+    wt_ptr,
+    bias_ptr,
+    y_ptr,
+    M,
+    N,
+    K,
+    stride_xm,
+    stride_xk,
+    stride_wk,
+    stride_wn,
+    stride_ym,
+    stride_yn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
     # wt[k, n] = W[n, k] lives at wt_ptr + k * stride_wk + n * stride_wn.
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -66,25 +82,41 @@ class ModelNew(nn.Module):
         K = x.shape[-1]
         x2 = x.contiguous().view(-1, K)
         M = x2.shape[0]
-        w = self.linear.weight            # (N, K)
+        w = self.linear.weight  # (N, K)
         bias = self.linear.bias.contiguous()
         N = w.shape[0]
         y = torch.empty((M, N), device=x.device, dtype=x.dtype)
         if M == 0 or N == 0:
             return y.view(*lead, N)
         if x.is_cuda:
-            wt = w.t().contiguous()       # (K, N), N-contiguous: layout glue only
+            wt = w.t().contiguous()  # (K, N), N-contiguous: layout glue only
             if triton.cdiv(M, 128) * triton.cdiv(N, 128) >= 264:
                 bm, bn, bk, warps, stages = 128, 128, 32, 8, 3
             else:
                 bm, bn, bk, warps, stages = 64, 64, 32, 4, 3
         else:
-            wt = w.t()                    # strided view, no copy
+            wt = w.t()  # strided view, no copy
             bm, bn, bk, warps, stages = 32, 32, 32, 4, 1
         grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
-        linear_relu_kernel[grid](x2, wt, bias, y, M, N, K,
-                                 x2.stride(0), x2.stride(1), wt.stride(0), wt.stride(1),
-                                 y.stride(0), y.stride(1),
-                                 BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
-                                 num_warps=warps, num_stages=stages)
+        linear_relu_kernel[grid](
+            x2,
+            wt,
+            bias,
+            y,
+            M,
+            N,
+            K,
+            x2.stride(0),
+            x2.stride(1),
+            wt.stride(0),
+            wt.stride(1),
+            y.stride(0),
+            y.stride(1),
+            BLOCK_M=bm,
+            BLOCK_N=bn,
+            BLOCK_K=bk,
+            GROUP_M=8,
+            num_warps=warps,
+            num_stages=stages,
+        )
         return y.view(*lead, N)

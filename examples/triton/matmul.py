@@ -5,6 +5,7 @@ BLOCK_K steps with masked loads (so any M, N, K works, including the K remainder
 grouped tile ordering for L2 reuse. tl.dot uses input_precision="ieee" so fp32 results match
 PyTorch's (non-TF32) matmul.
 """
+
 import torch
 import torch.nn as nn
 import triton
@@ -12,10 +13,24 @@ import triton.language as tl
 
 
 @triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
-                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  GROUP_M: tl.constexpr):
+def matmul_kernel(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -72,9 +87,24 @@ class ModelNew(nn.Module):
         else:
             bm, bn, bk, warps, stages = 32, 32, 32, 4, 1
         grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
-        matmul_kernel[grid](a, b, c, M, N, K,
-                            a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                            c.stride(0), c.stride(1),
-                            BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
-                            num_warps=warps, num_stages=stages)
+        matmul_kernel[grid](
+            a,
+            b,
+            c,
+            M,
+            N,
+            K,
+            a.stride(0),
+            a.stride(1),
+            b.stride(0),
+            b.stride(1),
+            c.stride(0),
+            c.stride(1),
+            BLOCK_M=bm,
+            BLOCK_N=bn,
+            BLOCK_K=bk,
+            GROUP_M=8,
+            num_warps=warps,
+            num_stages=stages,
+        )
         return c

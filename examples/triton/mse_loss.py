@@ -4,6 +4,7 @@ Deterministic two-stage reduction (no atomics): stage 1 has each program reduce 
 chunk of BLOCK * ITERS elements to one fp32 partial sum; stage 2 is a single program that sums
 the partials in a fixed order and divides by the element count. Same inputs, same bits.
 """
+
 import torch
 import torch.nn as nn
 import triton
@@ -11,8 +12,7 @@ import triton.language as tl
 
 
 @triton.jit
-def sq_err_partial_kernel(p_ptr, t_ptr, partial_ptr, n_elements,
-                          BLOCK: tl.constexpr, ITERS: tl.constexpr):
+def sq_err_partial_kernel(p_ptr, t_ptr, partial_ptr, n_elements, BLOCK: tl.constexpr, ITERS: tl.constexpr):
     pid = tl.program_id(0)
     base = pid.to(tl.int64) * (BLOCK * ITERS)
     cols = tl.arange(0, BLOCK)
@@ -57,7 +57,6 @@ class ModelNew(nn.Module):
             block, iters, warps = 1024, 4, 4
         n_partials = triton.cdiv(n, block * iters)
         partials = torch.empty((n_partials,), device=p.device, dtype=torch.float32)
-        sq_err_partial_kernel[(n_partials,)](p, t, partials, n,
-                                             BLOCK=block, ITERS=iters, num_warps=warps)
+        sq_err_partial_kernel[(n_partials,)](p, t, partials, n, BLOCK=block, ITERS=iters, num_warps=warps)
         mean_finalize_kernel[(1,)](partials, out, n_partials, n, BLOCK=1024, num_warps=4)
         return out

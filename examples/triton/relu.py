@@ -2,6 +2,7 @@
 
 One program per BLOCK contiguous elements; loads and stores are fully coalesced.
 """
+
 import torch
 import torch.nn as nn
 import triton

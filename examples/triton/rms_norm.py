@@ -4,6 +4,7 @@ The weight is created exactly as in the reference (nn.Parameter(torch.randn(dim)
 weights match. Rows that fit in one block take a single pass from registers; longer rows make
 one pass for the sum of squares and one for the scaled write.
 """
+
 import torch
 import torch.nn as nn
 import triton
@@ -11,8 +12,7 @@ import triton.language as tl
 
 
 @triton.jit
-def rms_norm_row_kernel(x_ptr, w_ptr, y_ptr, n_cols, stride_x, stride_y, eps,
-                        BLOCK: tl.constexpr):
+def rms_norm_row_kernel(x_ptr, w_ptr, y_ptr, n_cols, stride_x, stride_y, eps, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
@@ -25,8 +25,7 @@ def rms_norm_row_kernel(x_ptr, w_ptr, y_ptr, n_cols, stride_x, stride_y, eps,
 
 
 @triton.jit
-def rms_norm_loop_kernel(x_ptr, w_ptr, y_ptr, n_cols, stride_x, stride_y, eps,
-                         BLOCK: tl.constexpr):
+def rms_norm_loop_kernel(x_ptr, w_ptr, y_ptr, n_cols, stride_x, stride_y, eps, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * stride_x
     y_row = y_ptr + row * stride_y
@@ -67,10 +66,12 @@ class ModelNew(nn.Module):
         if n_cols <= cap:
             block = triton.next_power_of_2(n_cols)
             num_warps = max(1, min(16, block // 256))
-            rms_norm_row_kernel[(n_rows,)](x2, w, y, n_cols, x2.stride(0), y.stride(0), eps,
-                                           BLOCK=block, num_warps=num_warps)
+            rms_norm_row_kernel[(n_rows,)](
+                x2, w, y, n_cols, x2.stride(0), y.stride(0), eps, BLOCK=block, num_warps=num_warps
+            )
         else:
             block = 2048 if x.is_cuda else 1024
-            rms_norm_loop_kernel[(n_rows,)](x2, w, y, n_cols, x2.stride(0), y.stride(0), eps,
-                                            BLOCK=block, num_warps=8 if x.is_cuda else 4)
+            rms_norm_loop_kernel[(n_rows,)](
+                x2, w, y, n_cols, x2.stride(0), y.stride(0), eps, BLOCK=block, num_warps=8 if x.is_cuda else 4
+            )
         return y.view(shape)

@@ -3,6 +3,7 @@
 One program per row; the row is streamed in BLOCK-wide coalesced chunks into a vector
 accumulator that is reduced once at the end.
 """
+
 import torch
 import torch.nn as nn
 import triton

@@ -1,4 +1,5 @@
 """SiLU, elementwise: y = x * sigmoid(x), computed in fp32."""
+
 import torch
 import torch.nn as nn
 import triton

@@ -3,6 +3,7 @@
 Rows that fit in one block (the common case) are done in a single pass: one read, one write.
 Longer rows use an online (running max / rescaled sum) first pass, then a normalising pass.
 """
+
 import torch
 import torch.nn as nn
 import triton
@@ -66,10 +67,12 @@ class ModelNew(nn.Module):
         if n_cols <= cap:
             block = triton.next_power_of_2(n_cols)
             num_warps = max(1, min(16, block // 256))
-            softmax_row_kernel[(n_rows,)](x2, y, n_cols, x2.stride(0), y.stride(0),
-                                          BLOCK=block, num_warps=num_warps)
+            softmax_row_kernel[(n_rows,)](
+                x2, y, n_cols, x2.stride(0), y.stride(0), BLOCK=block, num_warps=num_warps
+            )
         else:
             block = 2048 if x.is_cuda else 1024
-            softmax_online_kernel[(n_rows,)](x2, y, n_cols, x2.stride(0), y.stride(0),
-                                             BLOCK=block, num_warps=8 if x.is_cuda else 4)
+            softmax_online_kernel[(n_rows,)](
+                x2, y, n_cols, x2.stride(0), y.stride(0), BLOCK=block, num_warps=8 if x.is_cuda else 4
+            )
         return y.view(shape)

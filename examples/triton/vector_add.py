@@ -1,4 +1,5 @@
 """Vector addition: c = a + b for two same-shaped tensors."""
+
 import torch
 import torch.nn as nn
 import triton

@@ -30,7 +30,9 @@ def gpu_rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
 
     out = tmp_path_factory.mktemp("gpu-corpus")
     verifier = Verifier(VerifyConfig(timeout_s=30.0))
-    summary = run_corpus_job(load_tasks(None), ExampleCandidates("triton"), verifier, out, "triton", progress=False)
+    summary = run_corpus_job(
+        load_tasks(None), ExampleCandidates("triton"), verifier, out, "triton", progress=False
+    )
     print(summary.table())
     rows = [row for shard in summary.shards for row in pq.read_table(shard).to_pylist()]
     results = os.environ.get("KV_RESULTS_DIR")
@@ -45,11 +47,15 @@ def timing_table(rows: list[dict]) -> str:
         "| task | example | result | speedup | candidate ms (median) | reference ms (median) | spread cand / ref | reps |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for row in sorted(rows, key=lambda r: (r["failure_kind"] is not None, r["task_name"], r["candidate_origin"])):
+    for row in sorted(
+        rows, key=lambda r: (r["failure_kind"] is not None, r["task_name"], r["candidate_origin"])
+    ):
         result = "correct" if row["correct"] else row["failure_kind"]
         for timing in row["timings"] or [None]:
             if timing is None:
-                lines.append(f"| {row['task_name']} | {row['candidate_origin']} | {result} | – | – | – | – | – |")
+                lines.append(
+                    f"| {row['task_name']} | {row['candidate_origin']} | {result} | – | – | – | – | – |"
+                )
                 continue
             lines.append(
                 f"| {row['task_name']} | {row['candidate_origin']} | {result} | {row['speedup']:.2f}× | "

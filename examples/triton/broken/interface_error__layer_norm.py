@@ -29,6 +29,13 @@ class ModelNew(nn.Module):
         x = x.contiguous()
         n_rows, n_cols = x.shape
         y = torch.empty(x.shape, device=x.device, dtype=x.dtype)
-        layer_norm_kernel[(n_rows,)](x, self.norm.weight, self.norm.bias, y, n_cols, self.norm.eps,
-                                     BLOCK=triton.next_power_of_2(n_cols))
+        layer_norm_kernel[(n_rows,)](
+            x,
+            self.norm.weight,
+            self.norm.bias,
+            y,
+            n_cols,
+            self.norm.eps,
+            BLOCK=triton.next_power_of_2(n_cols),
+        )
         return y
