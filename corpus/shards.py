@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +37,30 @@ class ShardWriter:
         max_rows: int = 1000,
         max_bytes: int = 64 << 20,
         schema: pa.Schema = ATTEMPT_SCHEMA,
+        flush_interval_s: float | None = None,
+        on_shard: Callable[[Path, list[dict[str, Any]]], None] | None = None,
     ) -> None:
+        """`flush_interval_s` closes a shard when its oldest row is that old, so a long run commits progress
+        regularly; `on_shard(path, rows)` runs after each shard is in place (the run ledger hooks in here)."""
         self.folder = Path(out_dir) / "data" / config
         self.folder.mkdir(parents=True, exist_ok=True)
         self.run_id, self.worker = run_id, worker
         self.max_rows, self.max_bytes = max_rows, max_bytes
         self.schema = schema
+        self.flush_interval_s = flush_interval_s
+        self.on_shard = on_shard
         self.written: list[Path] = []
         self.rows_written = 0
         self._buffer: list[dict[str, Any]] = []
         self._buffered_bytes = 0
+        self._oldest_row_at = 0.0
+        self._remove_stale_temporaries()
         self._next_index = self._first_free_index()
+
+    def _remove_stale_temporaries(self) -> None:
+        """A killed writer may leave a half-written temporary of its own; nobody else will finish it."""
+        for stale in self.folder.glob(f".train-{self.run_id}-{self.worker:05d}-*.parquet.tmp"):
+            stale.unlink(missing_ok=True)
 
     def _first_free_index(self) -> int:
         """Continue numbering after shards a previous process of the same run and worker left."""
@@ -59,9 +73,15 @@ class ShardWriter:
         return max(taken, default=-1) + 1
 
     def write(self, row: dict[str, Any]) -> None:
+        if not self._buffer:
+            self._oldest_row_at = time.monotonic()
         self._buffer.append(row)
         self._buffered_bytes += _approximate_size(row)
-        if len(self._buffer) >= self.max_rows or self._buffered_bytes >= self.max_bytes:
+        too_old = (
+            self.flush_interval_s is not None
+            and time.monotonic() - self._oldest_row_at >= self.flush_interval_s
+        )
+        if len(self._buffer) >= self.max_rows or self._buffered_bytes >= self.max_bytes or too_old:
             self.flush()
 
     def write_many(self, rows: Iterable[dict[str, Any]]) -> None:
@@ -82,8 +102,10 @@ class ShardWriter:
         self.written.append(final)
         self.rows_written += table.num_rows
         self._next_index += 1
-        self._buffer.clear()
+        rows, self._buffer = self._buffer, []
         self._buffered_bytes = 0
+        if self.on_shard is not None:
+            self.on_shard(final, rows)
         return final
 
     def close(self) -> None:
@@ -94,3 +116,15 @@ class ShardWriter:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def run_shards(folder: Path, run_id: str) -> list[Path]:
+    """The complete shards of one run in a config folder (temporaries are hidden and never matched)."""
+    return sorted(Path(folder).glob(f"train-{run_id}-*.parquet"))
+
+
+def read_columns(shards: Iterable[Path], columns: list[str]) -> pa.Table:
+    tables = [pq.read_table(shard, columns=columns) for shard in shards]
+    if not tables:
+        return pa.table({name: pa.array([], type=ATTEMPT_SCHEMA.field(name).type) for name in columns})
+    return pa.concat_tables(tables)

@@ -112,6 +112,7 @@ def _load_tasks(spec: str | None):  # noqa: ANN202
 
 
 def cmd_corpus(args: argparse.Namespace) -> int:
+    from corpus.ledger import ConfigurationChanged
     from pipelines.candidates import ExampleCandidates
     from pipelines.corpus_job import run_corpus_job
 
@@ -129,11 +130,17 @@ def cmd_corpus(args: argparse.Namespace) -> int:
         )
     verifier = _verifier(args)
     out_dir = Path(args.out) if args.out else DEFAULT_OUT / args.target
-    summary = run_corpus_job(loaded, source, verifier, out_dir, args.target, workers=args.workers,
-                             progress=not args.no_progress)  # fmt: skip
+    try:
+        summary = run_corpus_job(loaded, source, verifier, out_dir, args.target, workers=args.workers,
+                                 progress=not args.no_progress, new_run=args.new_run,
+                                 shard_rows=args.shard_rows)  # fmt: skip
+    except ConfigurationChanged as error:
+        raise UsageError(str(error)) from None
     print(summary.table())
     for line in summary.unexpected:
         print(f"unexpected: {line}")
+    for line in summary.retry_later:
+        print(f"retry on resume: {line}")
     print(f"wrote {summary.attempts} attempts in {len(summary.shards)} shard(s) to {out_dir.resolve()}")
     print(
         f'load with: datasets.load_dataset("parquet", data_dir="{(out_dir / "data" / args.target).resolve()}")'
@@ -192,6 +199,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers", type=int, help="verifications in flight (default: cores on cpu, 1 per GPU)"
     )
     corpus.add_argument("--no-progress", action="store_true", help="no progress bar")
+    corpus.add_argument(
+        "--new-run",
+        action="store_true",
+        help="start a new run even if --out holds one (default: resume it; refuse if its config differs)",
+    )
+    corpus.add_argument("--shard-rows", type=int, default=1000, help="rows per Parquet shard (default 1000)")
     _add_platform_options(corpus)
     corpus.set_defaults(handler=cmd_corpus)
 

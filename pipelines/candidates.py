@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from kernelvault.contracts import FAILURE_KINDS, Candidate, Task
+from kernelvault.contracts import FAILURE_KINDS, Candidate, Task, content_hash
 
 BUNDLED_EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -33,6 +33,10 @@ class CandidateSource(Protocol):
     description: str
 
     def attempts(self, tasks: Sequence[Task]) -> Iterator[Attempt]: ...
+
+    def identity(self) -> dict[str, Any]:
+        """What makes this source's attempts what they are (hashed into the run ledger's configuration)."""
+        ...
 
 
 class ExampleCandidates:
@@ -56,6 +60,13 @@ class ExampleCandidates:
             if separator and kind in FAILURE_KINDS and path.suffix in (".py", ".md"):
                 files.append((task_name, path, kind))
         return files
+
+    def identity(self) -> dict[str, Any]:
+        files = self._files()
+        digest = content_hash(
+            "".join(f"{path.name}:{content_hash(path.read_text())}" for _, path, _ in files)
+        )
+        return {"kind": "examples", "target": self.target, "files": len(files), "content": digest}
 
     def attempts(self, tasks: Sequence[Task]) -> Iterator[Attempt]:
         by_name = {task.name: task for task in tasks}

@@ -1,6 +1,13 @@
 """The main job: verify candidates for every task of a suite and write the attempts as Parquet shards.
 
     tasks ──► candidate source ──► Verifier (sandboxed workers, N at a time) ──► ShardWriter ──► summary
+                                                                                      │
+                                                                 run ledger (SQLite) ◄┘
+
+Resumable: the same command in the same output folder continues the run it finds there (see
+`corpus.ledger` for why nothing is lost or written twice after a kill); a different configuration is
+refused unless `new_run` is set. Attempts that fail on our side or the provider's
+(`infrastructure_error`, `provider_error`) are recorded in the ledger, not written, and retried on resume.
 
 This first executor is a bounded thread pool over `Verifier.verify`: each verification already runs in
 its own worker processes, so threads only wait. On a GPU it runs one verification at a time, because
@@ -9,6 +16,7 @@ two candidates timed on one device at once would corrupt each other's latencies.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -19,13 +27,17 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
+from corpus.ledger import AttemptInfo, RunLedger, attempt_key
 from corpus.schema import attempt_row
-from corpus.shards import ShardWriter
+from corpus.shards import ShardWriter, read_columns, run_shards
 from kernelvault.contracts import Verdict
 from pipelines.candidates import Attempt, CandidateSource
 from toolchain.tasks import LoadedTasks
 from toolchain.verify import Verifier
+
+RETRIED_FAILURES = frozenset({"infrastructure_error", "provider_error"})
 
 
 @dataclass
@@ -33,28 +45,37 @@ class RunSummary:
     run_id: str
     out_dir: Path
     platform: str
-    attempts: int = 0
+    resumed: bool = False
+    skipped: int = 0  # attempts already in shards from an earlier invocation of this run
+    attempts: int = 0  # rows of the whole run
     compiled: int = 0
     correct: int = 0
     reward_sum: float = 0.0
     failures: Counter[str] = field(default_factory=Counter)
+    retry_later: list[str] = field(
+        default_factory=list
+    )  # attempts not written (our or the provider's failure)
     unexpected: list[str] = field(default_factory=list)  # examples whose outcome differs from their label
     shards: list[Path] = field(default_factory=list)
     seconds: float = 0.0
 
-    def add(self, attempt: Attempt, verdict: Verdict) -> None:
-        self.attempts += 1
-        self.compiled += int(verdict.compiled)
-        self.correct += int(verdict.correct is True)
-        self.reward_sum += verdict.reward.total if verdict.reward else 0.0
-        if verdict.failure_kind:
-            self.failures[verdict.failure_kind] += 1
+    def check_label(self, attempt: Attempt, verdict: Verdict) -> None:
         expected = attempt.candidate.expected_failure
         if attempt.candidate.origin.startswith("example:") and expected != verdict.failure_kind:
             self.unexpected.append(
                 f"{attempt.candidate.origin}: expected {expected or 'success'}, got {verdict.failure_kind or 'success'}"
                 + (f" ({verdict.failure_message})" if verdict.failure_message else "")
             )
+
+    def count_rows(self, shards: list[Path]) -> None:
+        """Totals over every row of the run, including rows written before a resume."""
+        table = read_columns(shards, ["compiled", "correct", "reward", "failure_kind"]).to_pydict()
+        self.shards = shards
+        self.attempts = len(table["reward"])
+        self.compiled = sum(bool(value) for value in table["compiled"])
+        self.correct = sum(value is True for value in table["correct"])
+        self.reward_sum = float(sum(table["reward"]))
+        self.failures = Counter(kind for kind in table["failure_kind"] if kind)
 
     def table(self) -> str:
         mean = self.reward_sum / self.attempts if self.attempts else 0.0
@@ -65,16 +86,20 @@ class RunSummary:
             ("mean reward", f"{mean:.3f}"),
         ]
         rows += [(f"failure: {kind}", str(count)) for kind, count in sorted(self.failures.items())]
+        if self.retry_later:
+            rows.append(("not written, retried on resume", str(len(self.retry_later))))
         width = max(len(name) for name, _ in rows)
-        lines = [f"run {self.run_id} on {self.platform} ({self.seconds:.0f} s)", "-" * (width + 14)]
+        resumed = f", resumed with {self.skipped} attempts already done" if self.resumed else ""
+        lines = [f"run {self.run_id} on {self.platform} ({self.seconds:.0f} s{resumed})", "-" * (width + 14)]
         lines += [f"{name:<{width}}  {value}" for name, value in rows]
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, object]:
         return {
-            "run_id": self.run_id, "platform": self.platform, "attempts": self.attempts, "compiled": self.compiled,
-            "correct": self.correct, "mean_reward": self.reward_sum / self.attempts if self.attempts else None,
-            "failures": dict(self.failures), "unexpected": self.unexpected,
+            "run_id": self.run_id, "platform": self.platform, "resumed": self.resumed, "skipped": self.skipped,
+            "attempts": self.attempts, "compiled": self.compiled, "correct": self.correct,
+            "mean_reward": self.reward_sum / self.attempts if self.attempts else None,
+            "failures": dict(self.failures), "retry_later": self.retry_later, "unexpected": self.unexpected,
             "shards": [str(p) for p in self.shards], "seconds": self.seconds,
         }  # fmt: skip
 
@@ -87,6 +112,30 @@ def default_workers(platform: str) -> int:
     return 1 if platform in ("cuda", "rocm") else max(1, os.cpu_count() or 1)
 
 
+def job_identity(
+    loaded: LoadedTasks, source: CandidateSource, verifier: Verifier, target: str
+) -> dict[str, Any]:
+    """Everything that decides what the rows of a run contain; a resume must match it exactly."""
+    task_ids = sorted(task.task_id for task in loaded.tasks)
+    config = verifier.config
+    return {
+        "target": target,
+        "tasks": hashlib.sha256(",".join(task_ids).encode()).hexdigest()[:16],
+        "task_count": len(task_ids),
+        "source": source.identity(),
+        "platform": verifier.choice.platform,
+        "arch": verifier.choice.arch,
+        "verify": {
+            "timeout_s": config.timeout_s,
+            "trials": config.trials,
+            "repetitions": config.repetitions,
+            "warmup": config.warmup,
+            "input_sets": config.input_sets,
+            "reward": vars(config.reward),
+        },  # fmt: skip
+    }
+
+
 def run_corpus_job(
     loaded: LoadedTasks,
     source: CandidateSource,
@@ -95,27 +144,54 @@ def run_corpus_job(
     target: str,
     workers: int | None = None,
     progress: bool = True,
+    new_run: bool = False,
+    shard_rows: int = 1000,
+    flush_interval_s: float = 60.0,
 ) -> RunSummary:
-    """Verify every attempt the source yields for the loaded tasks; write shards; return the summary."""
+    """Verify every attempt the source yields for the loaded tasks; write shards; return the summary.
+
+    Raises corpus.ledger.ConfigurationChanged when out_dir holds a run with another configuration.
+    """
     started = time.monotonic()
     platform = verifier.choice.platform
-    summary = RunSummary(run_id=new_run_id(), out_dir=out_dir, platform=platform)
-    attempts = list(source.attempts(loaded.tasks))
+    ledger = RunLedger(out_dir / "ledger.sqlite")
+    run_id, resumed = ledger.open_run(job_identity(loaded, source, verifier, target), new_run_id(), new_run)
+    summary = RunSummary(run_id=run_id, out_dir=out_dir, platform=platform, resumed=resumed)
+    config_folder = out_dir / "data" / target
+
+    # Reconcile: a shard may have landed just before the process died, before its ledger transaction.
+    for shard in run_shards(config_folder, run_id):
+        keys = read_columns([shard], ["task_id", "sample_index", "turn"]).to_pydict()
+        ledger.mark_finished(
+            run_id, map(attempt_key, keys["task_id"], keys["sample_index"], keys["turn"]), shard.name
+        )
+    done = ledger.finished_keys(run_id)
+    attempts = [a for a in source.attempts(loaded.tasks) if _key(a) not in done]
+    summary.skipped = len(done)
+
+    def record_shard(path: Path, rows: list[dict[str, Any]]) -> None:
+        ledger.mark_finished(
+            run_id, [attempt_key(r["task_id"], r["sample_index"], r["turn"]) for r in rows], path.name
+        )
+
     workers = workers or default_workers(platform)
     bar = _progress_bar(len(attempts), progress)
-    with (
-        ShardWriter(out_dir, config=target, run_id=summary.run_id) as writer,
-        ThreadPoolExecutor(workers) as pool,
-    ):
+    writer = ShardWriter(out_dir, config=target, run_id=run_id, max_rows=shard_rows,
+                         flush_interval_s=flush_interval_s, on_shard=record_shard)  # fmt: skip
+    with writer, ThreadPoolExecutor(workers) as pool:
         pending: dict[Future[Verdict], Attempt] = {}
         for attempt in attempts:  # keep at most 2 × workers verifications in flight (back-pressure)
+            ledger.mark_started(run_id, _info(attempt, platform))
             pending[pool.submit(verifier.verify, attempt.task, attempt.candidate)] = attempt
             if len(pending) >= 2 * workers:
-                _drain(pending, writer, summary, bar)
+                _drain(pending, writer, ledger, summary, bar)
         while pending:
-            _drain(pending, writer, summary, bar)
+            _drain(pending, writer, ledger, summary, bar)
     bar.close()
-    summary.shards = list(writer.written)
+    if not summary.retry_later:
+        ledger.finish_run(run_id)
+    ledger.close()
+    summary.count_rows(run_shards(config_folder, run_id))
     summary.seconds = time.monotonic() - started
     runs = out_dir / "runs"
     runs.mkdir(parents=True, exist_ok=True)
@@ -123,18 +199,34 @@ def run_corpus_job(
     return summary
 
 
-def _drain(
-    pending: dict[Future[Verdict], Attempt], writer: ShardWriter, summary: RunSummary, bar: object
-) -> None:
-    """Wait for at least one verification to finish; write and count every finished one."""
+def _key(attempt: Attempt) -> str:
+    return attempt_key(attempt.task.task_id, attempt.sample_index, attempt.turn)
+
+
+def _info(attempt: Attempt, platform: str) -> AttemptInfo:
+    return AttemptInfo(_key(attempt), attempt.task.task_id, attempt.task.name, attempt.sample_index, attempt.turn,
+                       platform)  # fmt: skip
+
+
+def _drain(pending: dict[Future[Verdict], Attempt], writer: ShardWriter, ledger: RunLedger, summary: RunSummary,
+           bar: Any) -> None:  # fmt: skip
+    """Wait for at least one verification to finish; write (or defer) every finished one."""
     done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
     for future in done:
         attempt = pending.pop(future)
         verdict = future.result()
-        writer.write(attempt_row(summary.run_id, attempt.task, attempt.candidate, verdict, sample_index=attempt.sample_index,
-                                 turn=attempt.turn))  # fmt: skip
-        summary.add(attempt, verdict)
-        bar.update(1)  # type: ignore[attr-defined]
+        summary.check_label(attempt, verdict)
+        if verdict.failure_kind in RETRIED_FAILURES:
+            ledger.mark_failed(
+                summary.run_id, _key(attempt), verdict.failure_kind or "", verdict.failure_message or ""
+            )
+            summary.retry_later.append(
+                f"{attempt.task.name}/{attempt.sample_index}: {verdict.failure_message}"
+            )
+        else:
+            writer.write(attempt_row(summary.run_id, attempt.task, attempt.candidate, verdict,
+                                     sample_index=attempt.sample_index, turn=attempt.turn))  # fmt: skip
+        bar.update(1)
 
 
 class _NoBar:
@@ -145,7 +237,7 @@ class _NoBar:
         pass
 
 
-def _progress_bar(total: int, enabled: bool) -> object:
+def _progress_bar(total: int, enabled: bool) -> Any:
     if not enabled:
         return _NoBar()
     from tqdm import tqdm

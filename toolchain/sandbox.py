@@ -4,7 +4,8 @@ What this protects against: a candidate that crashes (segfault, abort, illegal m
 exhausts memory (on CPU, through an address-space limit), fills the disk (file-size limit), prints
 without end (output goes to files, read back trimmed), or reads credentials from the environment
 (the child gets an allow-listed environment: no API keys, no Hub tokens). It runs in its own
-temporary directory and its own process group, which is killed whole on timeout.
+temporary directory and its own process group, which is killed whole on timeout, and it is killed
+when the process that started it dies (Linux parent-death signal), so a killed run leaves no orphans.
 
 What it does NOT protect against (yet): reading files the user can read, network access, or a
 candidate that patches the harness inside its own worker process to fake a result. The integrity
@@ -13,10 +14,13 @@ checks catch the common forms of the last; containers or namespaces are the answ
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import resource
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +34,11 @@ _ALLOWED_ENV = (
     "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
 )  # fmt: skip
 _TAIL_BYTES = 8000
+_PR_SET_PDEATHSIG = 1
+# Loaded once in the parent: the child only calls prctl between fork and exec.
+_LIBC = (
+    ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True) if sys.platform.startswith("linux") else None
+)
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,9 @@ def run_sandboxed(
     """Run argv in workdir under limits; never raises for anything the child does."""
 
     def apply_limits() -> None:  # runs in the child between fork and exec
+        if _LIBC is not None:
+            # Die with the pipeline: a killed run (kill -9 included) must not leave candidates running.
+            _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
         if limits.memory_bytes is not None:

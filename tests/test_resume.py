@@ -1,0 +1,139 @@
+"""A corpus run killed with SIGKILL at random moments resumes to exactly the dataset of an uninterrupted run."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import datasets
+import pyarrow.parquet as pq
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "triton"
+SUBSET_TASKS = ("relu", "silu", "vector_add")
+SUBSET_EXAMPLES = ("relu.py", "silu.py", "vector_add.py", "broken/parse_error__relu.md",
+                   "broken/static_reject__relu.py", "broken/mismatch__silu.py")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("suite")
+    (root / "tasks").mkdir()
+    for name in SUBSET_TASKS:
+        shutil.copy(ROOT / "tasks" / f"{name}.py", root / "tasks" / f"{name}.py")
+    for relative in SUBSET_EXAMPLES:
+        target = root / "examples" / "triton" / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(EXAMPLES / relative, target)
+    return root / "tasks", root / "examples"
+
+
+def corpus_command(tasks: Path, examples: Path, out: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "kernelvault.cli", "corpus", "--target", "triton", "--tasks", str(tasks),
+            "--examples", str(examples), "--out", str(out), "--platform", "cpu", "--workers", "2",
+            "--shard-rows", "1", "--no-progress", *extra]  # fmt: skip
+
+
+def rows_by_attempt(out: Path) -> dict[tuple[str, int, int], dict]:
+    shards = sorted((out / "data" / "triton").glob("*.parquet"))
+    rows = [row for shard in shards for row in pq.read_table(shard).to_pylist()]  # every shard readable
+    keys = [(row["task_id"], row["sample_index"], row["turn"]) for row in rows]
+    assert len(keys) == len(set(keys)), "an attempt was written twice"
+    return {key: row for key, row in zip(keys, rows, strict=True)}
+
+
+def worker_processes() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if b"toolchain.triton_worker" in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_killed_runs_resume_to_the_uninterrupted_result(suite: tuple[Path, Path], tmp_path: Path) -> None:
+    tasks, examples = suite
+    reference_out, killed_out = tmp_path / "reference", tmp_path / "killed"
+    subprocess.run(corpus_command(tasks, examples, reference_out), check=True, capture_output=True, cwd=ROOT,
+                   timeout=300)  # fmt: skip
+    expected = rows_by_attempt(reference_out)
+    assert len(expected) == len(SUBSET_EXAMPLES)
+
+    chooser = random.Random(20261129)
+    kills = 0
+    for _ in range(3):
+        process = subprocess.Popen(corpus_command(tasks, examples, killed_out), cwd=ROOT,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        time.sleep(chooser.uniform(1.0, 7.0))
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+            kills += 1
+        process.wait()
+        deadline = time.monotonic() + 10
+        while worker_processes() and time.monotonic() < deadline:  # workers die with their parent
+            time.sleep(0.2)
+        assert not worker_processes(), "a killed run left candidate workers running"
+        rows_by_attempt(killed_out)  # readable and duplicate-free after every kill
+    assert kills >= 2
+    final = subprocess.run(corpus_command(tasks, examples, killed_out), capture_output=True, text=True, cwd=ROOT,
+                           timeout=300)  # fmt: skip
+    assert final.returncode == 0, final.stderr
+    assert "resumed with" in final.stdout
+
+    resumed = rows_by_attempt(killed_out)
+    assert resumed.keys() == expected.keys()
+    fields = ("code_hash", "compiled", "correct", "failure_kind", "reward", "candidate_origin")
+    for key, row in expected.items():
+        assert {f: resumed[key][f] for f in fields} == {f: row[f] for f in fields}
+    assert len({row["run_id"] for row in resumed.values()}) == 1  # one run, continued
+    loaded = datasets.load_dataset("parquet", data_dir=str(killed_out / "data" / "triton"), split="train")
+    assert loaded.num_rows == len(expected)
+    with sqlite3.connect(killed_out / "ledger.sqlite") as db:
+        finished = db.execute("SELECT COUNT(*) FROM attempts WHERE status = 'finished'").fetchone()[0]
+        started_twice = db.execute("SELECT COUNT(*) FROM attempts WHERE tries > 1").fetchone()[0]
+    assert finished == len(expected)
+    assert started_twice >= 1  # some attempts really were interrupted and redone
+
+
+def test_a_changed_configuration_is_refused_unless_a_new_run_is_asked_for(tmp_path: Path) -> None:
+    examples = tmp_path / "examples" / "triton" / "broken"
+    examples.mkdir(parents=True)
+    shutil.copy(EXAMPLES / "broken" / "parse_error__relu.md", examples)
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    shutil.copy(ROOT / "tasks" / "relu.py", tasks)
+    out = tmp_path / "out"
+    first = subprocess.run(corpus_command(tasks, tmp_path / "examples", out), capture_output=True, text=True,
+                           cwd=ROOT, timeout=120)  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    again = subprocess.run(corpus_command(tasks, tmp_path / "examples", out), capture_output=True, text=True,
+                           cwd=ROOT, timeout=120)  # fmt: skip
+    assert again.returncode == 0 and "resumed with 1 attempts already done" in again.stdout
+    changed = subprocess.run(corpus_command(tasks, tmp_path / "examples", out, "--timeout", "30"),
+                             capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    assert changed.returncode == 2
+    assert "another configuration" in changed.stderr and "--new-run" in changed.stderr
+    assert "timeout_s" in changed.stderr or "verify" in changed.stderr
+    fresh = subprocess.run(corpus_command(tasks, tmp_path / "examples", out, "--timeout", "30", "--new-run"),
+                           capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    assert fresh.returncode == 0, fresh.stderr
+    assert len(rows_by_attempt_all_runs(out)) == 2
+
+
+def rows_by_attempt_all_runs(out: Path) -> list[dict]:
+    return [
+        row
+        for shard in sorted((out / "data" / "triton").glob("*.parquet"))
+        for row in pq.read_table(shard).to_pylist()
+    ]
