@@ -1,7 +1,8 @@
 # KernelVault. `make corpus TARGET=triton` runs the main job; `make test` runs the tests.
 # The first use builds .venv by itself. torch is pinned so that a CPU-only machine takes the local
 # CPU build (an unpinned torch pulls several GB of CUDA build); numpy and triton are installed
-# explicitly because the Triton interpreter (how the cpu platform runs kernels) needs numpy.
+# explicitly because the Triton interpreter (how the cpu platform runs kernels) needs numpy. The train
+# extra (transformers, TRL) is installed too: tests check the sft/rl configs with TRL's own format code.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -18,7 +19,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check "$(TORCH_SPEC)" numpy "$(TRITON_SPEC)"
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev,train]"
 	touch $(STAMP)
 
 corpus: $(STAMP)

@@ -81,6 +81,10 @@ ATTEMPT_FIELDS: list[pa.Field] = [
     pa.field("prompt_tokens", pa.int64()),
     pa.field("completion_tokens", pa.int64()),
     pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
+    # filled when a release is built (corpus.release): null in the shards a run writes
+    pa.field("code_norm_hash", pa.string()),  # hash of the code without comments, docstrings, formatting
+    pa.field("duplicate_of", pa.string()),  # attempt_id of the first equal or near-equal attempt of the task
+    pa.field("duplicate_kind", pa.string()),  # "exact" | "near" | null
 ]
 ATTEMPT_SCHEMA = pa.schema(ATTEMPT_FIELDS, metadata={SCHEMA_VERSION_KEY: str(SCHEMA_VERSION).encode()})
 
@@ -102,6 +106,24 @@ def check_schema(schema: pa.Schema) -> int:
             f"shard has schema v{version}, this KernelVault reads up to v{SCHEMA_VERSION}: upgrade kernelvault"
         )
     return version
+
+
+def conform(table: pa.Table) -> pa.Table:
+    """Bring a table read from a shard of this or an older v1 layout to ATTEMPT_SCHEMA.
+
+    Columns added to v1 after a shard was written are nullable and come back as nulls; a missing
+    required column is an error naming it.
+    """
+    check_schema(table.schema)
+    columns = []
+    for schema_field in ATTEMPT_SCHEMA:
+        if schema_field.name in table.column_names:
+            columns.append(table.column(schema_field.name).cast(schema_field.type))
+        elif schema_field.nullable:
+            columns.append(pa.nulls(table.num_rows, type=schema_field.type))
+        else:
+            raise SchemaVersionError(f"shard lacks the required column {schema_field.name!r}")
+    return pa.Table.from_arrays(columns, schema=ATTEMPT_SCHEMA)
 
 
 def attempt_row(

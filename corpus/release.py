@@ -1,0 +1,253 @@
+"""Build a release folder (what gets published as one dataset version) from a corpus folder.
+
+    corpus DIR/data/{triton,hip}/*.parquet ──► decontaminate ──► dedup ──► RELEASE/
+        triton/, hip/   every verified attempt (ATTEMPT_SCHEMA), duplicates marked, not removed:
+                        GRPO-style statistics need every sample
+        sft/            chat `messages` from correct, non-duplicate attempts, reasoning kept apart
+                        (TRL SFTTrainer's conversational format)
+        rl/             one prompt per task and target with the reference the reward needs
+                        (TRL GRPOTrainer's conversational prompt format)
+        rl_verl/        the same prompts in verl's layout: prompt, data_source, ability,
+                        reward_model {style, ground_truth}, extra_info
+
+Decontamination drops every row of a task that matches an evaluation task (same normalised
+reference, or a near-duplicate); the report names each one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from agents.prompts import SYSTEM_PROMPT, answer_from_code, task_prompt
+from corpus.dedup import Contamination, find_contaminated_tasks, find_duplicates, normalized_hash
+from corpus.schema import ATTEMPT_SCHEMA, conform
+from kernelvault.contracts import TARGETS, Task
+from toolchain.tasks import TaskFormatError, parse_task
+
+ROWS_PER_FILE = 50_000
+MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string())])
+SFT_SCHEMA = pa.schema([
+    pa.field("messages", pa.list_(MESSAGE), nullable=False),
+    pa.field("reasoning", pa.list_(pa.string())),  # one entry per assistant message ("" when none)
+    pa.field("task_id", pa.string(), nullable=False),
+    pa.field("task_name", pa.string(), nullable=False),
+    pa.field("task_category", pa.string()),
+    pa.field("target", pa.string(), nullable=False),
+    pa.field("platform", pa.string(), nullable=False),
+    pa.field("reward", pa.float64(), nullable=False),
+    pa.field("speedup", pa.float64()),
+    pa.field("model", pa.string()),
+    pa.field("attempt_id", pa.string(), nullable=False),
+])  # fmt: skip
+RL_SCHEMA = pa.schema([
+    pa.field("prompt", pa.list_(MESSAGE), nullable=False),
+    pa.field("task_id", pa.string(), nullable=False),
+    pa.field("task_name", pa.string(), nullable=False),
+    pa.field("task_category", pa.string()),
+    pa.field("task_source", pa.string(), nullable=False),  # the reference: all the reward function needs
+    pa.field("target", pa.string(), nullable=False),
+    pa.field("attempts", pa.int64(), nullable=False),  # corpus statistics, for curricula and filtering
+    pa.field("correct_rate", pa.float64(), nullable=False),
+    pa.field("best_speedup", pa.float64()),
+])  # fmt: skip
+VERL_SCHEMA = pa.schema([
+    pa.field("data_source", pa.string(), nullable=False),
+    pa.field("prompt", pa.list_(MESSAGE), nullable=False),
+    pa.field("ability", pa.string(), nullable=False),
+    pa.field("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())]), nullable=False),
+    pa.field("extra_info", pa.struct([("index", pa.int64()), ("task_id", pa.string()), ("task_name", pa.string()),
+                                      ("target", pa.string())]), nullable=False),  # fmt: skip
+])  # fmt: skip
+
+
+@dataclass
+class ReleaseReport:
+    rows: dict[str, int] = field(default_factory=dict)  # config -> rows written
+    exact_duplicates: dict[str, int] = field(default_factory=dict)
+    near_duplicates: dict[str, int] = field(default_factory=dict)
+    contaminated: list[Contamination] = field(default_factory=list)
+    dropped_rows: int = 0
+
+    def lines(self) -> list[str]:
+        lines = [f"{config}: {count} rows" for config, count in sorted(self.rows.items())]
+        for config in sorted(self.exact_duplicates):
+            lines.append(f"{config}: {self.exact_duplicates[config]} exact and {self.near_duplicates[config]} "
+                         "near duplicates marked (kept in the attempts config, left out of sft)")  # fmt: skip
+        for item in self.contaminated:
+            lines.append(f"decontamination: dropped task {item.task_name} ({item.kind} match of {item.eval_task}, "
+                         f"similarity {item.similarity:.2f})")  # fmt: skip
+        if self.contaminated:
+            lines.append(f"decontamination: {self.dropped_rows} rows dropped")
+        return lines
+
+
+def read_config(folder: Path) -> pa.Table:
+    """Every shard of one config folder, conformed to the current schema (older v1 shards included)."""
+    shards = sorted(folder.glob("*.parquet"))
+    if not shards:
+        return ATTEMPT_SCHEMA.empty_table()
+    return pa.concat_tables([conform(pq.read_table(shard)) for shard in shards])
+
+
+def write_table(table: pa.Table, folder: Path) -> list[Path]:
+    """train-00000-of-0000N.parquet files, zstd, the naming `datasets` reads as the train split."""
+    folder.mkdir(parents=True, exist_ok=True)
+    count = max(1, math.ceil(table.num_rows / ROWS_PER_FILE))
+    paths = []
+    for index in range(count):
+        path = folder / f"train-{index:05d}-of-{count:05d}.parquet"
+        pq.write_table(table.slice(index * ROWS_PER_FILE, ROWS_PER_FILE), path, compression="zstd")
+        paths.append(path)
+    return paths
+
+
+def _tasks_of(table: pa.Table) -> list[Task]:
+    seen: dict[str, Task] = {}
+    for task_id, name, source, origin in zip(*(table.column(c).to_pylist() for c in
+                                               ("task_id", "task_name", "task_source", "task_origin")), strict=True):  # fmt: skip
+        if task_id in seen:
+            continue
+        try:
+            seen[task_id] = parse_task(source, name, origin or "corpus")
+        except TaskFormatError:
+            continue  # a row whose task no longer parses cannot be compared; keep it
+    return list(seen.values())
+
+
+def mark_duplicates(table: pa.Table, threshold: float) -> tuple[pa.Table, int, int]:
+    rows = table.select(["attempt_id", "task_id", "code"]).to_pydict()
+    report = find_duplicates(
+        zip(rows["attempt_id"], rows["task_id"], rows["code"], strict=True), threshold=threshold
+    )
+    duplicates = report.duplicate_of()
+    norm = [normalized_hash(code) if code else None for code in rows["code"]]
+    of = [duplicates[a].duplicate_of if a in duplicates else None for a in rows["attempt_id"]]
+    kind = [duplicates[a].kind if a in duplicates else None for a in rows["attempt_id"]]
+    for name, values in (("code_norm_hash", norm), ("duplicate_of", of), ("duplicate_kind", kind)):
+        table = table.set_column(table.schema.get_field_index(name), name, pa.array(values, type=pa.string()))
+    return table, report.exact, report.near
+
+
+def sft_rows(table: pa.Table) -> list[dict[str, Any]]:
+    """Chat samples from correct attempts that are not duplicates of an earlier one."""
+    rows = []
+    for row in table.to_pylist():
+        if row["correct"] is not True or row["duplicate_of"] is not None or not row["code"]:
+            continue
+        if row["messages"]:
+            messages = [{"role": m["role"], "content": m["content"] or ""} for m in row["messages"]]
+            reasoning = [m.get("reasoning") or "" for m in row["messages"] if m["role"] == "assistant"]
+        else:  # a candidate without a conversation (bundled examples, imported generations)
+            messages = [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": task_prompt(row["task_source"], row["target"])},
+                {"role": "assistant", "content": answer_from_code(row["code"])},
+            ]
+            reasoning = [""]
+        rows.append({
+            "messages": messages, "reasoning": reasoning, "task_id": row["task_id"], "task_name": row["task_name"],
+            "task_category": row["task_category"], "target": row["target"], "platform": row["platform"],
+            "reward": row["reward"], "speedup": row["speedup"], "model": row["model"], "attempt_id": row["attempt_id"],
+        })  # fmt: skip
+    return rows
+
+
+def rl_rows(tables: dict[str, pa.Table]) -> list[dict[str, Any]]:
+    """One prompt per (task, target) seen in the corpus, with the corpus's statistics for it."""
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for table in tables.values():
+        columns = ["task_id", "task_name", "task_category", "task_source", "target", "correct", "speedup"]
+        for row in table.select(columns).to_pylist():
+            grouped[(row["task_id"], row["target"])].append(row)
+    rows = []
+    for (task_id, target), attempts in sorted(grouped.items()):
+        first = attempts[0]
+        speedups = [a["speedup"] for a in attempts if a["correct"] is True and a["speedup"] is not None]
+        rows.append({
+            "prompt": [{"role": "system", "content": SYSTEM_PROMPT},
+                       {"role": "user", "content": task_prompt(first["task_source"], target)}],
+            "task_id": task_id, "task_name": first["task_name"], "task_category": first["task_category"],
+            "task_source": first["task_source"], "target": target, "attempts": len(attempts),
+            "correct_rate": sum(a["correct"] is True for a in attempts) / len(attempts),
+            "best_speedup": max(speedups) if speedups else None,
+        })  # fmt: skip
+    return rows
+
+
+def verl_rows(rl: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "data_source": f"kernelvault/{row['target']}",
+            "prompt": row["prompt"],
+            "ability": "gpu-kernels",
+            "reward_model": {"style": "rule", "ground_truth": row["task_source"]},
+            "extra_info": {
+                "index": index,
+                "task_id": row["task_id"],
+                "task_name": row["task_name"],
+                "target": row["target"],
+            },  # fmt: skip
+        }
+        for index, row in enumerate(rl)
+    ]
+
+
+def build_release(
+    dataset_dir: Path,
+    release_dir: Path,
+    eval_tasks: Sequence[Task] = (),
+    near_threshold: float = 0.85,
+    contamination_threshold: float = 0.8,
+) -> ReleaseReport:
+    report = ReleaseReport()
+    tables: dict[str, pa.Table] = {}
+    for target in TARGETS:
+        folder = Path(dataset_dir) / "data" / target
+        if folder.is_dir() and any(folder.glob("*.parquet")):
+            tables[target] = read_config(folder)
+    if not tables:
+        raise ValueError(f"no corpus shards under {dataset_dir}/data/{{{','.join(TARGETS)}}}")
+
+    if eval_tasks:
+        all_tasks = {task.task_id: task for table in tables.values() for task in _tasks_of(table)}
+        contamination = find_contaminated_tasks(
+            list(all_tasks.values()), list(eval_tasks), contamination_threshold
+        )
+        report.contaminated = list(contamination.contaminated)
+        dropped = contamination.task_ids()
+        for target, table in tables.items():
+            keep = pa.array([task_id not in dropped for task_id in table.column("task_id").to_pylist()])
+            report.dropped_rows += table.num_rows - pc.sum(keep.cast(pa.int64())).as_py()
+            tables[target] = table.filter(keep)
+
+    sft: list[dict[str, Any]] = []
+    for target, table in tables.items():
+        table, exact, near = mark_duplicates(table, near_threshold)
+        tables[target] = table
+        report.exact_duplicates[target], report.near_duplicates[target] = exact, near
+        write_table(table, release_dir / target)
+        report.rows[target] = table.num_rows
+        sft += sft_rows(table)
+    rl = rl_rows(tables)
+    for config, rows, schema in (
+        ("sft", sft, SFT_SCHEMA),
+        ("rl", rl, RL_SCHEMA),
+        ("rl_verl", verl_rows(rl), VERL_SCHEMA),
+    ):
+        write_table(pa.Table.from_pylist(rows, schema=schema), release_dir / config)
+        report.rows[config] = len(rows)
+    (release_dir / "release_report.json").write_text(json.dumps({
+        "rows": report.rows, "exact_duplicates": report.exact_duplicates, "near_duplicates": report.near_duplicates,
+        "contaminated": [vars(item) for item in report.contaminated], "dropped_rows": report.dropped_rows,
+    }, indent=2))  # fmt: skip
+    return report

@@ -1,0 +1,108 @@
+"""Release folders: dedup marks, decontamination, and sft/rl configs that TRL's own format code accepts."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import datasets
+import pytest
+from corpus_rows import ROOT, example_code, row_for
+
+from corpus.release import build_release
+from corpus.shards import ShardWriter
+from toolchain.tasks import parse_task
+
+
+def renamed(code: str) -> str:
+    """The same kernel with its local names changed consistently."""
+    for old, new in (("offsets", "idx"), ("mask", "valid"), ("out_ptr", "dst_ptr"), ("x_ptr", "src_ptr")):
+        code = re.sub(rf"\b{old}\b", new, code)
+    return code
+
+
+@pytest.fixture()
+def corpus_dir(tmp_path: Path) -> Path:
+    relu = example_code("relu")
+    rows = [
+        row_for("relu", relu, True, 0, speedup=1.5),
+        row_for(
+            "relu", "# a comment the model added\n" + relu.replace("\n\n", "\n\n\n"), True, 1, speedup=1.4
+        ),
+        row_for("relu", renamed(relu), True, 2, speedup=1.3),
+        row_for("relu", example_code("silu"), False, 3),  # wrong kernel for the task: a mismatch
+        row_for("softmax", example_code("softmax"), True, 0, speedup=2.0),
+        row_for("silu", example_code("silu"), True, 0, speedup=None),
+    ]
+    with ShardWriter(tmp_path / "corpus", "triton", "run1", max_rows=4) as writer:
+        writer.write_many(rows)
+    return tmp_path / "corpus"
+
+
+def test_release_marks_duplicates_and_keeps_them_out_of_sft(corpus_dir: Path, tmp_path: Path) -> None:
+    report = build_release(corpus_dir, tmp_path / "release")
+    assert report.exact_duplicates["triton"] == 1 and report.near_duplicates["triton"] == 1
+    attempts = datasets.load_dataset(str(tmp_path / "release"), data_dir="triton", split="train")
+    assert attempts.num_rows == 6  # every attempt stays: GRPO statistics need each sample
+    by_sample = {(row["task_name"], row["sample_index"]): row for row in attempts}
+    original = by_sample[("relu", 0)]
+    assert original["duplicate_of"] is None
+    assert by_sample[("relu", 1)]["duplicate_kind"] == "exact"
+    assert by_sample[("relu", 1)]["duplicate_of"] == original["attempt_id"]
+    assert by_sample[("relu", 2)]["duplicate_kind"] == "near"
+    assert by_sample[("relu", 1)]["code_norm_hash"] == original["code_norm_hash"]
+
+    sft = datasets.load_dataset(str(tmp_path / "release"), data_dir="sft", split="train")
+    assert sorted(sft["task_name"]) == ["relu", "silu", "softmax"]  # correct, non-duplicate attempts only
+    assert report.rows["sft"] == 3 and report.rows["rl"] == 3
+
+
+def test_decontamination_drops_matching_tasks_and_says_which(corpus_dir: Path, tmp_path: Path) -> None:
+    softmax = (ROOT / "tasks" / "softmax.py").read_text()
+    eval_set = [parse_task("# evaluation copy\n" + softmax, "eval/softmax_copy", "eval")]
+    report = build_release(corpus_dir, tmp_path / "release", eval_tasks=eval_set)
+    assert [(c.task_name, c.eval_task, c.kind) for c in report.contaminated] == [
+        ("softmax", "eval/softmax_copy", "exact")
+    ]
+    assert report.dropped_rows == 1
+    attempts = datasets.load_dataset(str(tmp_path / "release"), data_dir="triton", split="train")
+    assert "softmax" not in set(attempts["task_name"])
+    rl = datasets.load_dataset(str(tmp_path / "release"), data_dir="rl", split="train")
+    assert "softmax" not in set(rl["task_name"])
+    assert any("dropped task softmax" in line for line in report.lines())
+
+
+def test_sft_and_rl_configs_pass_trls_format_handling(corpus_dir: Path, tmp_path: Path) -> None:
+    trl_data = pytest.importorskip("trl.data_utils")
+    build_release(corpus_dir, tmp_path / "release")
+    tokenizer = tiny_chat_tokenizer()
+    sft = datasets.load_dataset(str(tmp_path / "release"), data_dir="sft", split="train")
+    for example in sft:
+        assert trl_data.is_conversational(example)
+        text = trl_data.maybe_apply_chat_template(example, tokenizer)["text"]
+        assert "ModelNew" in text and "class Model(nn.Module)" in text  # the answer and the reference
+    rl = datasets.load_dataset(str(tmp_path / "release"), data_dir="rl", split="train")
+    for example in rl:
+        assert trl_data.is_conversational(example)
+        prompt = trl_data.maybe_apply_chat_template(example, tokenizer)["prompt"]
+        assert example["task_source"].splitlines()[0] in prompt
+        # the reference in the row is the task itself: the reward function can rebuild it
+        assert parse_task(example["task_source"], example["task_name"], "rl").task_id == example["task_id"]
+    verl = datasets.load_dataset(str(tmp_path / "release"), data_dir="rl_verl", split="train")
+    assert set(verl.column_names) == {"data_source", "prompt", "ability", "reward_model", "extra_info"}
+    assert verl[0]["reward_model"]["style"] == "rule" and verl[0]["data_source"] == "kernelvault/triton"
+
+
+def tiny_chat_tokenizer():  # noqa: ANN201 - a transformers tokenizer
+    """A word-level tokenizer with a chat template, trained on nothing: enough for template rendering."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.WordLevel({"<unk>": 0}, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", eos_token="<unk>")
+    tokenizer.chat_template = (
+        "{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n{% endfor %}"
+        "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+    )
+    return tokenizer
