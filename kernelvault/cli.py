@@ -175,6 +175,108 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval_tasks(spec: str | None) -> list:  # noqa: ANN202
+    if not spec:
+        return []
+    loaded = _load_tasks(spec)
+    return list(loaded.tasks)
+
+
+def _attempt_tables(dataset: Path) -> dict:  # noqa: ANN202
+    """config -> attempts table, for a corpus folder (data/<target>/) or a release folder (<target>/)."""
+    from corpus.release import read_config
+    from kernelvault.contracts import TARGETS
+
+    tables = {}
+    for target in TARGETS:
+        for folder in (dataset / "data" / target, dataset / target):
+            if folder.is_dir() and any(folder.glob("*.parquet")):
+                tables[target] = read_config(folder)
+                break
+    if not tables:
+        raise UsageError(
+            f"no attempt shards in {dataset} (expected data/triton/ or triton/ with .parquet files)"
+        )
+    return tables
+
+
+def cmd_release(args: argparse.Namespace) -> int:
+    from corpus.release import build_release
+
+    dataset, out = Path(args.dataset), Path(args.out)
+    if out.exists() and any(out.iterdir()):
+        raise UsageError(f"release folder {out} is not empty")
+    report = build_release(dataset, out, eval_tasks=_eval_tasks(args.decontaminate))
+    for line in report.lines():
+        print(line)
+    print(f"release written to {out.resolve()}")
+    return 0
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from corpus.card import build_card
+    from corpus.hub import PublishError, check_repo_id, check_version, hub_from_env, publish
+    from corpus.release import build_release
+    from corpus.stats import compute_stats, write_plots
+
+    try:
+        check_version(args.version)
+        check_repo_id(args.repo)
+    except (ValueError, PublishError) as error:
+        raise UsageError(str(error)) from None
+    dataset = Path(args.dataset)
+    if not dataset.is_dir():
+        raise UsageError(f"dataset folder not found: {dataset}")
+    hub = hub_from_env(args.remote or None)
+    tag = f"v{args.version}"
+    try:
+        if tag in hub.versions(args.repo):  # refuse before building anything
+            raise UsageError(
+                f"{args.repo} already has version {tag}; versions are immutable, choose a new one"
+            )
+    except PublishError as error:
+        raise UsageError(str(error)) from None
+    with tempfile.TemporaryDirectory(prefix="kv-release-") as temporary:
+        release = Path(temporary) / "release"
+        try:
+            report = build_release(dataset, release, eval_tasks=_eval_tasks(args.decontaminate))
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        for line in report.lines():
+            print(line)
+        tables = _attempt_tables(release)
+        stats = [compute_stats(table, config) for config, table in tables.items()]
+        plots = write_plots(tables, stats, release / "plots")
+        build_card(release, args.repo, args.version, stats, plots, license=args.license).save(
+            release / "README.md"
+        )
+        try:
+            result = publish(release, args.repo, args.version, hub)
+        except PublishError as error:
+            raise UsageError(str(error)) from None
+    print(
+        f"published {result.repo_id} {result.tag} ({result.files} files, commit {result.commit[:12]}) at {result.url_or_path}"
+    )
+    print(f'load with: datasets.load_dataset("{result.repo_id}", "triton", revision="{result.tag}")'
+          if args.remote else
+          f'load with: datasets.load_dataset(str(LocalHub().checkout("{result.repo_id}", "{result.tag}")), "triton")')  # fmt: skip
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from corpus.stats import compute_stats, format_table, write_plots
+
+    tables = _attempt_tables(Path(args.dataset))
+    stats = [compute_stats(table, config) for config, table in tables.items()]
+    print(format_table(stats, markdown=args.markdown))
+    if args.plots:
+        for path in write_plots(tables, stats, Path(args.plots)):
+            print(f"plot: {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kernelvault", description="Execution-verified GPU kernel corpora.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -207,6 +309,35 @@ def build_parser() -> argparse.ArgumentParser:
     corpus.add_argument("--shard-rows", type=int, default=1000, help="rows per Parquet shard (default 1000)")
     _add_platform_options(corpus)
     corpus.set_defaults(handler=cmd_corpus)
+
+    release = commands.add_parser(
+        "release", help="build a release folder (configs triton/hip/sft/rl) from a corpus"
+    )
+    release.add_argument("--dataset", required=True, help="corpus folder written by `kernelvault corpus`")
+    release.add_argument("--out", required=True, help="release folder to write (must be empty or absent)")
+    release.add_argument(
+        "--decontaminate", help="evaluation task set to drop from the release (same forms as --tasks)"
+    )
+    release.set_defaults(handler=cmd_release)
+
+    publish = commands.add_parser("publish", help="publish a corpus as a tagged dataset version")
+    publish.add_argument("--dataset", required=True, help="corpus folder written by `kernelvault corpus`")
+    publish.add_argument("--repo", required=True, help="dataset repo id, ORG/NAME")
+    publish.add_argument("--version", required=True, help="semantic version X.Y.Z (tagged vX.Y.Z)")
+    publish.add_argument("--decontaminate", help="evaluation task set to drop before publishing")
+    publish.add_argument("--license", default="apache-2.0")
+    publish.add_argument(
+        "--remote",
+        action="store_true",
+        help="the Hugging Face Hub (HF_TOKEN, HF_ENDPOINT) instead of the local hub folder (KV_HUB_DIR)",
+    )
+    publish.set_defaults(handler=cmd_publish)
+
+    stats = commands.add_parser("stats", help="statistics of a corpus or release folder")
+    stats.add_argument("dataset", help="corpus folder (data/<target>/) or release folder (<target>/)")
+    stats.add_argument("--plots", help="write PNG plots into this folder")
+    stats.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    stats.set_defaults(handler=cmd_stats)
 
     tasks = commands.add_parser("tasks", help="inspect task suites")
     tasks_commands = tasks.add_subparsers(dest="tasks_command", required=True)

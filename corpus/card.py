@@ -1,0 +1,176 @@
+"""The dataset card (README.md at the root of a release): YAML metadata for the Hub, then the prose.
+
+The metadata lists one config per subfolder of the release that holds `train-*.parquet` shards, so that
+`datasets.load_dataset(repo_id, config, revision=tag)` finds the files of that config and nothing else
+(plots and the card itself are never read as data). The body says what the dataset is, how to load a
+version, which schema it uses, its statistics and plots, and the platforms the results come from.
+
+The card reports only what the rows record: statistics come from `corpus.stats`, which counts a row as
+correct only when correctness was established and takes speedups only from measured timings.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from huggingface_hub import DatasetCard, DatasetCardData
+
+from corpus.schema import ATTEMPT_SCHEMA, SCHEMA_VERSION
+from corpus.stats import ConfigStats, format_table
+
+KNOWN_CONFIGS: dict[str, str] = {
+    "triton": "verified attempts at Triton kernels, one row per attempt (schema below)",
+    "hip": "verified attempts at HIP kernels, one row per attempt (schema below)",
+    "sft": "chat-format supervised fine-tuning examples built from verified trajectories",
+    "rl": "prompts and reference data for reinforcement learning with the execution reward",
+}
+TAGS = ["code", "gpu-kernels", "triton", "hip"]
+
+PLATFORM_MEANING: dict[str, str] = {
+    "rocm": "AMD Instinct GPU with a ROCm build of PyTorch: compiled for the device, checked and timed",
+    "cuda": "NVIDIA GPU with a CUDA build of PyTorch: compiled, checked and timed on the device "
+    "(HIP sources through a HIP-to-CUDA portability header)",
+    "cpu": "no GPU: Triton kernels checked with the Triton interpreter and cross-compiled for AMD CDNA; "
+    "HIP kernels compiled only; no timing, so no speedup",
+}
+
+
+def release_configs(release_dir: Path) -> list[str]:
+    """Subfolders of a release holding train-*.parquet shards: known configs first, then the others by name."""
+    found = {
+        path.name
+        for path in Path(release_dir).iterdir()
+        if path.is_dir() and not path.name.startswith(".") and any(path.glob("train-*.parquet"))
+    }
+    return [name for name in KNOWN_CONFIGS if name in found] + sorted(found - set(KNOWN_CONFIGS))
+
+
+def _rows(folder: Path) -> int:
+    return sum(pq.ParquetFile(path).metadata.num_rows for path in folder.glob("train-*.parquet"))
+
+
+def _relative(plot: Path, release_dir: Path) -> str:
+    try:
+        return Path(plot).resolve().relative_to(Path(release_dir).resolve()).as_posix()
+    except ValueError:
+        raise ValueError(
+            f"plot {plot} is outside the release folder {release_dir}: write plots inside it (e.g. plots/)"
+        ) from None
+
+
+def build_card(
+    release_dir: Path,
+    repo_id: str,
+    version: str,
+    stats: Sequence[ConfigStats],
+    plots: Sequence[Path],
+    license: str = "apache-2.0",
+) -> DatasetCard:
+    """The dataset card of one release; save it as README.md at the root of `release_dir`."""
+    release_dir = Path(release_dir)
+    configs = release_configs(release_dir)
+    if not configs:
+        raise ValueError(f"{release_dir} holds no config folder with train-*.parquet shards")
+    name = repo_id.split("/")[-1]
+    data = DatasetCardData(
+        license=license,
+        pretty_name=name,
+        tags=TAGS,
+        task_categories=["text-generation"],
+        configs=[
+            {"config_name": config, "data_files": [{"split": "train", "path": f"{config}/train-*.parquet"}]}
+            for config in configs
+        ],
+    )
+    tag = f"v{version}"
+    lines = [
+        f"# {name} {tag}",
+        "",
+        "Execution-verified GPU kernels built by KernelVault. PyTorch reference programs went in; Triton "
+        "and HIP kernels written for them were compiled, checked against the reference on several inputs and, "
+        "where a GPU was available, timed against it. Every attempt is kept, failed ones included, with its "
+        "failure kind, its evidence and its graded execution reward, so the data serves supervised "
+        "fine-tuning (correct kernels) and reinforcement learning (the full reward distribution).",
+        "",
+        "## Configs",
+        "",
+        "| config | rows | contents |",
+        "|---|---|---|",
+        *(
+            f"| `{config}` | {_rows(release_dir / config)} | {KNOWN_CONFIGS.get(config, 'additional data')} |"
+            for config in configs
+        ),
+        "",
+        "## Loading a version",
+        "",
+        f"Each release is one commit with a tag; `{tag}` is this one. Pin the tag to get exactly these rows:",
+        "",
+        "```python",
+        "import datasets",
+        "",
+        *(
+            f'{config} = datasets.load_dataset("{repo_id}", "{config}", revision="{tag}", split="train")'
+            for config in configs
+        ),
+        "```",
+        "",
+        "## Schema",
+        "",
+        f"Attempt rows (`triton`, `hip`) follow KernelVault attempt schema v{SCHEMA_VERSION}; the version is "
+        "also stored in each Parquet file's metadata (`kernelvault.schema_version`). Nested evidence (stages, "
+        "per-case checks and timings, the conversation) are lists of structs; toolchain versions and sampling "
+        "settings are JSON strings.",
+        "",
+        "<details><summary>Columns</summary>",
+        "",
+        "| column | type |",
+        "|---|---|",
+        *(f"| `{field.name}` | `{field.type}` |" for field in ATTEMPT_SCHEMA),
+        "",
+        "</details>",
+        "",
+        "## Statistics",
+        "",
+    ]
+    if stats:
+        lines += [
+            format_table(stats, markdown=True),
+            "",
+            'Rates are over all attempts. "Correct" means correctness was established on the recorded '
+            "platform; attempts that compiled where nothing could run them are counted separately and never "
+            "as correct. Speedups are `sum(reference ms) / sum(candidate ms)` over the performance cases, "
+            "only for correct attempts that were timed on a GPU. The reward is 0 (no compile), 0.4 "
+            "(compiles), 1.4 (correct) plus up to 1.5 for speed: `min(1.5, 0.375 * log2(speedup)^2)`.",
+            "",
+        ]
+    else:
+        lines += ["No attempt statistics in this release.", ""]
+    if plots:
+        lines += ["## Plots", ""]
+        lines += [f"![{Path(plot).stem}]({_relative(plot, release_dir)})" for plot in plots]
+        lines.append("")
+    platforms = Counter[str]()
+    for s in stats:
+        platforms.update(s.platforms)
+    lines += ["## Where the results come from", ""]
+    if platforms:
+        lines += ["| platform | attempts | what was measured |", "|---|---|---|"]
+        lines += [
+            f"| `{platform}` | {count} | {PLATFORM_MEANING.get(platform, 'see the rows')} |"
+            for platform, count in platforms.most_common()
+        ]
+        lines.append("")
+    lines += [
+        "Every row records its platform, device, compile target and toolchain versions. Nothing in this "
+        "dataset claims more than was measured: a kernel only compiled is not called correct, a kernel "
+        "checked without a GPU has no speedup, and a result from one GPU is not claimed for another.",
+        "",
+        "## License",
+        "",
+        f"`{license}`.",
+        "",
+    ]
+    return DatasetCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines))
