@@ -119,6 +119,16 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     if args.target != "triton":
         raise UsageError("--target hip is not available yet: this build verifies Triton candidates")
     loaded = _load_tasks(args.tasks)
+    if args.decontaminate:
+        from corpus.dedup import find_contaminated_tasks
+
+        report = find_contaminated_tasks(loaded.tasks, _eval_tasks(args.decontaminate))
+        for item in report.contaminated:
+            print(f"decontamination: skipping task {item.task_name} ({item.kind} match of {item.eval_task}, "
+                  f"similarity {item.similarity:.2f})")  # fmt: skip
+        loaded.tasks = [task for task in loaded.tasks if task.task_id not in report.task_ids()]
+        if not loaded.tasks:
+            raise UsageError("every task matches the evaluation set: nothing left to run")
     base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
     source = ExampleCandidates(args.target, Path(args.examples) if args.examples else None)
     if base_url:
@@ -305,6 +315,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--new-run",
         action="store_true",
         help="start a new run even if --out holds one (default: resume it; refuse if its config differs)",
+    )
+    corpus.add_argument(
+        "--decontaminate", help="evaluation task set: skip tasks that match it (same forms as --tasks)"
     )
     corpus.add_argument("--shard-rows", type=int, default=1000, help="rows per Parquet shard (default 1000)")
     _add_platform_options(corpus)

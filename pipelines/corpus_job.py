@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from corpus.dedup import find_duplicates
 from corpus.ledger import AttemptInfo, RunLedger, attempt_key
 from corpus.schema import attempt_row
 from corpus.shards import ShardWriter, read_columns, run_shards
@@ -52,6 +53,8 @@ class RunSummary:
     correct: int = 0
     reward_sum: float = 0.0
     failures: Counter[str] = field(default_factory=Counter)
+    exact_duplicates: int = 0  # attempts whose code equals an earlier attempt of the same task (normalised)
+    near_duplicates: int = 0  # MinHash near-duplicates within a task
     retry_later: list[str] = field(
         default_factory=list
     )  # attempts not written (our or the provider's failure)
@@ -69,13 +72,16 @@ class RunSummary:
 
     def count_rows(self, shards: list[Path]) -> None:
         """Totals over every row of the run, including rows written before a resume."""
-        table = read_columns(shards, ["compiled", "correct", "reward", "failure_kind"]).to_pydict()
+        table = read_columns(shards, ["attempt_id", "task_id", "code", "compiled", "correct", "reward",
+                                      "failure_kind"]).to_pydict()  # fmt: skip
         self.shards = shards
         self.attempts = len(table["reward"])
         self.compiled = sum(bool(value) for value in table["compiled"])
         self.correct = sum(value is True for value in table["correct"])
         self.reward_sum = float(sum(table["reward"]))
         self.failures = Counter(kind for kind in table["failure_kind"] if kind)
+        duplicates = find_duplicates(zip(table["attempt_id"], table["task_id"], table["code"], strict=True))
+        self.exact_duplicates, self.near_duplicates = duplicates.exact, duplicates.near
 
     def table(self) -> str:
         mean = self.reward_sum / self.attempts if self.attempts else 0.0
@@ -86,6 +92,7 @@ class RunSummary:
             ("mean reward", f"{mean:.3f}"),
         ]
         rows += [(f"failure: {kind}", str(count)) for kind, count in sorted(self.failures.items())]
+        rows.append(("duplicates (exact / near)", f"{self.exact_duplicates} / {self.near_duplicates}"))
         if self.retry_later:
             rows.append(("not written, retried on resume", str(len(self.retry_later))))
         width = max(len(name) for name, _ in rows)
@@ -99,7 +106,8 @@ class RunSummary:
             "run_id": self.run_id, "platform": self.platform, "resumed": self.resumed, "skipped": self.skipped,
             "attempts": self.attempts, "compiled": self.compiled, "correct": self.correct,
             "mean_reward": self.reward_sum / self.attempts if self.attempts else None,
-            "failures": dict(self.failures), "retry_later": self.retry_later, "unexpected": self.unexpected,
+            "failures": dict(self.failures), "exact_duplicates": self.exact_duplicates,
+            "near_duplicates": self.near_duplicates, "retry_later": self.retry_later, "unexpected": self.unexpected,
             "shards": [str(p) for p in self.shards], "seconds": self.seconds,
         }  # fmt: skip
 

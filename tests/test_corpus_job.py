@@ -75,6 +75,7 @@ def test_summary_table_and_run_record(corpus_run: tuple[Path, str]) -> None:
     out, printed = corpus_run
     assert "no model endpoint configured" in printed
     assert "mean reward" in printed and "failure: timeout" in printed
+    assert "duplicates (exact / near)" in printed
     assert "unexpected:" not in printed
     records = list((out / "runs").glob("*.json"))
     assert len(records) == 1

@@ -137,3 +137,23 @@ def rows_by_attempt_all_runs(out: Path) -> list[dict]:
         for shard in sorted((out / "data" / "triton").glob("*.parquet"))
         for row in pq.read_table(shard).to_pylist()
     ]
+
+
+def test_corpus_skips_tasks_that_match_the_evaluation_set(tmp_path: Path) -> None:
+    tasks, broken = tmp_path / "tasks", tmp_path / "examples" / "triton" / "broken"
+    tasks.mkdir()
+    broken.mkdir(parents=True)
+    for name in ("relu", "softmax"):
+        shutil.copy(ROOT / "tasks" / f"{name}.py", tasks)
+        shutil.copy(EXAMPLES / "broken" / "parse_error__relu.md", broken / f"parse_error__{name}.md")
+    evaluation = tmp_path / "eval"
+    evaluation.mkdir()
+    (evaluation / "eval_relu.py").write_text(
+        "# copied into an evaluation suite\n" + (ROOT / "tasks" / "relu.py").read_text()
+    )
+    out = tmp_path / "out"
+    run = subprocess.run(corpus_command(tasks, tmp_path / "examples", out, "--decontaminate", str(evaluation)),
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "skipping task relu (exact match of eval_relu" in run.stdout
+    assert [row["task_name"] for row in rows_by_attempt_all_runs(out)] == ["softmax"]
