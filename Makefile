@@ -2,7 +2,8 @@
 # The first use builds .venv by itself. torch is pinned so that a CPU-only machine takes the local
 # CPU build (an unpinned torch pulls several GB of CUDA build); numpy and triton are installed
 # explicitly because the Triton interpreter (how the cpu platform runs kernels) needs numpy. The train
-# extra (transformers, TRL) is installed too: tests check the sft/rl configs with TRL's own format code.
+# extra (transformers, TRL) is installed too: tests check the sft/rl configs with TRL's own format code;
+# and the agents extra (langgraph, openai, tenacity), which `corpus` uses when an endpoint is configured.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -19,11 +20,12 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check "$(TORCH_SPEC)" numpy "$(TRITON_SPEC)"
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev,train]"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev,train,agents]"
 	touch $(STAMP)
 
+ARGS ?=
 corpus: $(STAMP)
-	$(BIN)/kernelvault corpus --target $(TARGET)
+	$(BIN)/kernelvault corpus --target $(TARGET) $(ARGS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -m "not gpu" $(PYTEST_ARGS)

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from agents.prompts import SYSTEM_PROMPT, answer_from_code, task_prompt
+from agents.prompting import SYSTEM_PROMPT, answer_from_code, task_prompt
 from corpus.dedup import Contamination, find_contaminated_tasks, find_duplicates, normalized_hash
 from corpus.schema import ATTEMPT_SCHEMA, conform
 from kernelvault.contracts import TARGETS, Task

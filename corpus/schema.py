@@ -80,6 +80,8 @@ ATTEMPT_FIELDS: list[pa.Field] = [
     pa.field("messages", pa.list_(MESSAGE)),
     pa.field("prompt_tokens", pa.int64()),
     pa.field("completion_tokens", pa.int64()),
+    pa.field("finish_reason", pa.string()),  # the endpoint's: "stop", "length" (cut off), …
+    pa.field("trajectory_return", pa.float64()),  # G = r1 + 0.6 r2 + 0.36 r3 of the whole trajectory
     pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
     # filled when a release is built (corpus.release): null in the shards a run writes
     pa.field("code_norm_hash", pa.string()),  # hash of the code without comments, docstrings, formatting
@@ -138,6 +140,8 @@ def attempt_row(
     messages: list[dict[str, str | None]] | None = None,
     prompt_tokens: int | None = None,
     completion_tokens: int | None = None,
+    finish_reason: str | None = None,
+    trajectory_return: float | None = None,
 ) -> dict[str, Any]:
     """One row of ATTEMPT_SCHEMA from the plain objects of one attempt."""
     environment = verdict.environment
@@ -182,5 +186,7 @@ def attempt_row(
         "messages": messages or [],
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
+        "finish_reason": finish_reason,
+        "trajectory_return": trajectory_return,
         "created_at": datetime.now(timezone.utc),
     }

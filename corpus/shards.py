@@ -73,20 +73,25 @@ class ShardWriter:
         return max(taken, default=-1) + 1
 
     def write(self, row: dict[str, Any]) -> None:
-        if not self._buffer:
-            self._oldest_row_at = time.monotonic()
-        self._buffer.append(row)
-        self._buffered_bytes += _approximate_size(row)
-        too_old = (
-            self.flush_interval_s is not None
-            and time.monotonic() - self._oldest_row_at >= self.flush_interval_s
-        )
-        if len(self._buffer) >= self.max_rows or self._buffered_bytes >= self.max_bytes or too_old:
-            self.flush()
+        self.write_group([row])
 
     def write_many(self, rows: Iterable[dict[str, Any]]) -> None:
         for row in rows:
             self.write(row)
+
+    def write_group(self, rows: Iterable[dict[str, Any]]) -> None:
+        """Write rows that belong together (one trajectory's turns): never split across two shards."""
+        rows = list(rows)
+        if not rows:
+            return
+        if not self._buffer:
+            self._oldest_row_at = time.monotonic()
+        self._buffer.extend(rows)
+        self._buffered_bytes += sum(_approximate_size(row) for row in rows)
+        interval = self.flush_interval_s
+        too_old = interval is not None and time.monotonic() - self._oldest_row_at >= interval
+        if len(self._buffer) >= self.max_rows or self._buffered_bytes >= self.max_bytes or too_old:
+            self.flush()
 
     def flush(self) -> Path | None:
         if not self._buffer:

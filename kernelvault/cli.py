@@ -129,21 +129,41 @@ def cmd_corpus(args: argparse.Namespace) -> int:
         loaded.tasks = [task for task in loaded.tasks if task.task_id not in report.task_ids()]
         if not loaded.tasks:
             raise UsageError("every task matches the evaluation set: nothing left to run")
-    base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
-    source = ExampleCandidates(args.target, Path(args.examples) if args.examples else None)
-    if base_url:
-        print(f"model endpoint {base_url} is configured, but this build has no LLM agents yet: "
-              f"verifying the {source.description} instead")  # fmt: skip
-    else:
-        print(
-            f"no model endpoint configured (--base-url / OPENAI_BASE_URL): verifying the {source.description}"
-        )
+    endpoint = None
+    if args.base_url or os.environ.get("OPENAI_BASE_URL"):
+        try:
+            from agents.client import EndpointConfig, SamplingSettings
+            from pipelines.agent_job import AgentJobConfig, run_agent_job
+        except ImportError as error:
+            raise UsageError(f"the LLM agents need the 'agents' extra ({error.name} is missing): "
+                             "pip install 'kernelvault[agents]'") from None  # fmt: skip
+        try:
+            endpoint = EndpointConfig.from_env(args.base_url, args.model)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
     verifier = _verifier(args)
     out_dir = Path(args.out) if args.out else DEFAULT_OUT / args.target
     try:
-        summary = run_corpus_job(loaded, source, verifier, out_dir, args.target, workers=args.workers,
-                                 progress=not args.no_progress, new_run=args.new_run,
-                                 shard_rows=args.shard_rows)  # fmt: skip
+        if endpoint is None:
+            source = ExampleCandidates(args.target, Path(args.examples) if args.examples else None)
+            print(
+                f"no model endpoint configured (--base-url / OPENAI_BASE_URL): verifying the {source.description}"
+            )
+            summary = run_corpus_job(loaded, source, verifier, out_dir, args.target, workers=args.workers,
+                                     progress=not args.no_progress, new_run=args.new_run,
+                                     shard_rows=args.shard_rows)  # fmt: skip
+        else:
+            config = AgentJobConfig(
+                endpoint=endpoint, samples=args.samples, max_turns=args.turns,
+                stop_on_correct=not args.keep_optimising, concurrency=args.concurrency,
+                sampling=SamplingSettings(args.temperature, args.top_p, args.max_new_tokens),
+                max_requests=args.max_requests, max_tokens=args.max_tokens, verify_workers=args.workers,
+            )  # fmt: skip
+            agent_name = "HIPKernelGen" if args.target == "hip" else "TritonKernelGen"
+            print(f"{agent_name} with model {endpoint.model} at {endpoint.base_url}: {len(loaded.tasks)} tasks × "
+                  f"{args.samples} samples, up to {args.turns} turns, verified on {verifier.choice.platform}")  # fmt: skip
+            summary = run_agent_job(loaded, verifier, out_dir, args.target, config, progress=not args.no_progress,
+                                    new_run=args.new_run, shard_rows=args.shard_rows)  # fmt: skip
     except ConfigurationChanged as error:
         raise UsageError(str(error)) from None
     print(summary.table())
@@ -307,6 +327,26 @@ def build_parser() -> argparse.ArgumentParser:
     corpus.add_argument(
         "--base-url", help="OpenAI-compatible endpoint for the LLM agents (env OPENAI_BASE_URL)"
     )
+    corpus.add_argument(
+        "--model", help="model name at the endpoint (env KV_MODEL); the key is read from OPENAI_API_KEY"
+    )
+    corpus.add_argument(
+        "--samples", type=int, default=1, help="independent trajectories per task (default 1)"
+    )
+    corpus.add_argument("--turns", type=int, default=3, help="turn budget of each trajectory (default 3)")
+    corpus.add_argument(
+        "--keep-optimising",
+        action="store_true",
+        help="after a correct kernel, keep asking for faster ones until the turn budget is spent",
+    )
+    corpus.add_argument("--concurrency", type=int, default=16, help="model requests in flight (default 16)")
+    corpus.add_argument("--temperature", type=float, default=0.7)
+    corpus.add_argument("--top-p", type=float, default=0.95)
+    corpus.add_argument(
+        "--max-new-tokens", type=int, default=8192, help="max tokens per answer (default 8192)"
+    )
+    corpus.add_argument("--max-requests", type=int, help="request budget of the run")
+    corpus.add_argument("--max-tokens", type=int, help="token budget of the run (prompt + completion)")
     corpus.add_argument(
         "--workers", type=int, help="verifications in flight (default: cores on cpu, 1 per GPU)"
     )

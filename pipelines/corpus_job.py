@@ -162,20 +162,9 @@ def run_corpus_job(
     """
     started = time.monotonic()
     platform = verifier.choice.platform
-    ledger = RunLedger(out_dir / "ledger.sqlite")
-    run_id, resumed = ledger.open_run(job_identity(loaded, source, verifier, target), new_run_id(), new_run)
-    summary = RunSummary(run_id=run_id, out_dir=out_dir, platform=platform, resumed=resumed)
-    config_folder = out_dir / "data" / target
-
-    # Reconcile: a shard may have landed just before the process died, before its ledger transaction.
-    for shard in run_shards(config_folder, run_id):
-        keys = read_columns([shard], ["task_id", "sample_index", "turn"]).to_pydict()
-        ledger.mark_finished(
-            run_id, map(attempt_key, keys["task_id"], keys["sample_index"], keys["turn"]), shard.name
-        )
-    done = ledger.finished_keys(run_id)
-    attempts = [a for a in source.attempts(loaded.tasks) if _key(a) not in done]
-    summary.skipped = len(done)
+    run = open_run(out_dir, job_identity(loaded, source, verifier, target), target, platform, new_run)
+    ledger, run_id, summary = run.ledger, run.run_id, run.summary
+    attempts = [a for a in source.attempts(loaded.tasks) if _key(a) not in run.done]
 
     def record_shard(path: Path, rows: list[dict[str, Any]]) -> None:
         ledger.mark_finished(
@@ -196,12 +185,43 @@ def run_corpus_job(
         while pending:
             _drain(pending, writer, ledger, summary, bar)
     bar.close()
+    return close_run(run, out_dir / "data" / target, started)
+
+
+@dataclass
+class OpenRun:
+    ledger: RunLedger
+    run_id: str
+    summary: RunSummary
+    done: set[str]  # attempt keys already in shards
+
+
+def open_run(out_dir: Path, identity: dict[str, Any], target: str, platform: str, new_run: bool) -> OpenRun:
+    """Open (or resume) the run in out_dir; raises ConfigurationChanged for another configuration."""
+    ledger = RunLedger(out_dir / "ledger.sqlite")
+    run_id, resumed = ledger.open_run(identity, new_run_id(), new_run)
+    # Reconcile: a shard may have landed just before the process died, before its ledger transaction.
+    for shard in run_shards(out_dir / "data" / target, run_id):
+        keys = read_columns([shard], ["task_id", "sample_index", "turn"]).to_pydict()
+        ledger.mark_finished(
+            run_id, map(attempt_key, keys["task_id"], keys["sample_index"], keys["turn"]), shard.name
+        )
+    done = ledger.finished_keys(run_id)
+    summary = RunSummary(
+        run_id=run_id, out_dir=out_dir, platform=platform, resumed=resumed, skipped=len(done)
+    )
+    return OpenRun(ledger, run_id, summary, done)
+
+
+def close_run(run: OpenRun, config_folder: Path, started: float) -> RunSummary:
+    """Mark the run finished when nothing is left to retry; count its rows; write runs/{run_id}.json."""
+    summary = run.summary
     if not summary.retry_later:
-        ledger.finish_run(run_id)
-    ledger.close()
-    summary.count_rows(run_shards(config_folder, run_id))
+        run.ledger.finish_run(run.run_id)
+    run.ledger.close()
+    summary.count_rows(run_shards(config_folder, run.run_id))
     summary.seconds = time.monotonic() - started
-    runs = out_dir / "runs"
+    runs = summary.out_dir / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     (runs / f"{summary.run_id}.json").write_text(json.dumps(summary.to_json(), indent=2))
     return summary

@@ -1,0 +1,43 @@
+"""The user turn after a verdict: what the toolchain said, trimmed to what helps the next draft."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from agents.prompting import feedback_templates
+from kernelvault.contracts import Verdict
+
+FEEDBACK_LOG_LIMIT = 1500  # characters of compiler/runtime log; long logs bury the first error
+
+
+def _trim(text: str, limit: int) -> str:
+    text = (text or "").strip()
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n… [cut] …\n{text[-half:]}"
+
+
+def feedback_message(verdict: Verdict, turn: int, max_turns: int) -> str:
+    """The feedback for the verdict of turn `turn` (1-based) of `max_turns`."""
+    templates = feedback_templates()
+    if verdict.correct is True:
+        kind = "correct_fast" if (verdict.speedup or 0.0) >= 1.0 else "correct_slow"
+    else:
+        kind = verdict.failure_kind or "runtime_error"
+    template = templates.get(kind) or templates.get("runtime_error", "{failure_message}")
+    failed = [check for check in verdict.checks if not check.passed]
+    stage_log = next((stage.log for stage in verdict.stages if stage.outcome == "failed"), "")
+    environment = verdict.environment
+    values: dict[str, object] = defaultdict(str, {
+        "turn": turn,
+        "turns_left": max(0, max_turns - turn),
+        "failure_message": _trim(verdict.failure_message or "", FEEDBACK_LOG_LIMIT),
+        "log": _trim(verdict.compile_log or stage_log, FEEDBACK_LOG_LIMIT),
+        "case": failed[0].case if failed else "",
+        "max_abs_error": f"{failed[0].max_abs_error:.3g}" if failed and failed[0].max_abs_error is not None else "n/a",
+        "speedup": f"{verdict.speedup:.2f}x" if verdict.speedup is not None else "not measured on this platform",
+        "platform": environment.platform if environment else "",
+        "device": environment.device if environment else "",
+    })  # fmt: skip
+    return template.format_map(values)

@@ -1,0 +1,168 @@
+"""The main job with a model: K agent trajectories per task, every turn written as a corpus row.
+
+    tasks × samples ──► KernelAgent (LangGraph: draft → verify → reflect, N trajectories at once)
+                           │ model requests: async, bounded by --concurrency
+                           │ verification: sandboxed workers, bounded by the verifier's slots
+                           ▼
+                     ShardWriter (a trajectory's turns land in one shard) ◄─► run ledger
+
+A trajectory is the unit of resume: its rows are written together, so after a kill it is either
+wholly in a shard (skipped on resume) or not at all (redone). A trajectory whose endpoint stays down
+(`ProviderError`) is recorded in the ledger as `provider_error` and left for the resume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agents.client import EndpointConfig, ModelClient, ProviderError, RunBudget, SamplingSettings
+from agents.graph import KernelAgent, Trajectory
+from agents.prompting import PROMPT_FILES
+from corpus.ledger import AttemptInfo, attempt_key
+from corpus.schema import attempt_row
+from corpus.shards import ShardWriter
+from kernelvault.contracts import Candidate, Task
+from pipelines.corpus_job import RunSummary, _progress_bar, close_run, default_workers, open_run
+from toolchain.tasks import LoadedTasks
+from toolchain.verify import Verifier
+
+
+@dataclass(frozen=True)
+class AgentJobConfig:
+    endpoint: EndpointConfig
+    samples: int = 1  # independent trajectories per task (Pass@k, GRPO-style groups)
+    max_turns: int = 3
+    stop_on_correct: bool = True
+    concurrency: int = 16  # model requests in flight
+    sampling: SamplingSettings = SamplingSettings()
+    max_requests: int | None = None
+    max_tokens: int | None = None
+    verify_workers: int | None = None  # verifications at once (default: cores on cpu, 1 per GPU)
+
+
+def prompts_fingerprint() -> str:
+    digest = hashlib.sha256()
+    for path in sorted(PROMPT_FILES.glob("*")):
+        digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def agent_identity(
+    loaded: LoadedTasks, verifier: Verifier, target: str, config: AgentJobConfig
+) -> dict[str, Any]:
+    task_ids = sorted(task.task_id for task in loaded.tasks)
+    verify = verifier.config
+    return {
+        "target": target,
+        "tasks": hashlib.sha256(",".join(task_ids).encode()).hexdigest()[:16],
+        "task_count": len(task_ids),
+        "source": {
+            "kind": "agent",
+            "base_url": config.endpoint.base_url,
+            "model": config.endpoint.model,
+            "samples": config.samples,
+            "max_turns": config.max_turns,
+            "stop_on_correct": config.stop_on_correct,
+            "sampling": vars(config.sampling),
+            "prompts": prompts_fingerprint(),
+        },  # fmt: skip
+        "platform": verifier.choice.platform,
+        "arch": verifier.choice.arch,
+        "verify": {
+            "timeout_s": verify.timeout_s,
+            "trials": verify.trials,
+            "repetitions": verify.repetitions,
+            "reward": vars(verify.reward),
+        },  # fmt: skip
+    }
+
+
+def trajectory_rows(
+    run_id: str, trajectory: Trajectory, config: AgentJobConfig, target: str
+) -> list[dict[str, Any]]:
+    rows = []
+    for record in trajectory.turns:
+        messages = [
+            {"role": m["role"], "content": m["content"], "reasoning": m.get("reasoning")}
+            for m in record.messages
+        ]
+        candidate = Candidate(trajectory.task.task_id, target, record.reply.content,  # type: ignore[arg-type]
+                              f"model:{config.endpoint.model}")  # fmt: skip
+        rows.append(attempt_row(
+            run_id, trajectory.task, candidate, record.verdict, sample_index=trajectory.sample_index,
+            turn=record.turn, model=config.endpoint.model,
+            sampling={**vars(config.sampling), "max_turns": config.max_turns, "stop_on_correct": config.stop_on_correct},
+            messages=messages, prompt_tokens=record.reply.prompt_tokens,
+            completion_tokens=record.reply.completion_tokens, finish_reason=record.reply.finish_reason,
+            trajectory_return=trajectory.trajectory_return,
+        ))  # fmt: skip
+    return rows
+
+
+def run_agent_job(
+    loaded: LoadedTasks,
+    verifier: Verifier,
+    out_dir: Path,
+    target: str,
+    config: AgentJobConfig,
+    progress: bool = True,
+    new_run: bool = False,
+    shard_rows: int = 1000,
+    flush_interval_s: float = 60.0,
+) -> RunSummary:
+    started = time.monotonic()
+    platform = verifier.choice.platform
+    run = open_run(out_dir, agent_identity(loaded, verifier, target, config), target, platform, new_run)
+    work = [
+        (task, sample)
+        for task in loaded.tasks
+        for sample in range(config.samples)
+        if attempt_key(task.task_id, sample, 0) not in run.done
+    ]
+
+    def record_shard(path: Path, rows: list[dict[str, Any]]) -> None:
+        keys = [attempt_key(r["task_id"], r["sample_index"], r["turn"]) for r in rows]
+        run.ledger.mark_finished(run.run_id, keys, path.name)
+
+    writer = ShardWriter(out_dir, config=target, run_id=run.run_id, max_rows=shard_rows,
+                         flush_interval_s=flush_interval_s, on_shard=record_shard)  # fmt: skip
+    bar = _progress_bar(len(work), progress)
+    with writer:
+        asyncio.run(_run_trajectories(work, verifier, target, platform, config, run, writer, bar))
+    bar.close()
+    return close_run(run, out_dir / "data" / target, started)
+
+
+async def _run_trajectories(work: list[tuple[Task, int]], verifier: Verifier, target: str, platform: str,
+                            config: AgentJobConfig, run: Any, writer: ShardWriter, bar: Any) -> None:  # fmt: skip
+    budget = RunBudget(max_requests=config.max_requests, max_tokens=config.max_tokens)
+    client = ModelClient(config.endpoint, concurrency=config.concurrency, budget=budget)
+    agent = KernelAgent(
+        target=target, platform=platform, client=client, verify=verifier.verify, sampling=config.sampling,
+        max_turns=config.max_turns, stop_on_correct=config.stop_on_correct,
+        verify_slots=config.verify_workers or default_workers(platform),
+    )  # fmt: skip
+
+    async def one(task: Task, sample: int) -> None:
+        key = attempt_key(task.task_id, sample, 0)
+        run.ledger.mark_started(run.run_id, AttemptInfo(key, task.task_id, task.name, sample, 0, platform,
+                                                        config.endpoint.model, vars(config.sampling)))  # fmt: skip
+        try:
+            trajectory = await agent.run(task, sample)
+        except ProviderError as error:
+            run.ledger.mark_failed(run.run_id, key, "provider_error", str(error))
+            run.summary.retry_later.append(f"{task.name}/{sample}: provider_error: {error}")
+        else:
+            writer.write_group(trajectory_rows(run.run_id, trajectory, config, target))
+        bar.update(1)
+
+    try:
+        # Trajectories are cheap coroutines; the client's semaphore and the verifier's slots bound the work.
+        await asyncio.gather(*(one(task, sample) for task, sample in work))
+    finally:
+        await client.close()

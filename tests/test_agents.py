@@ -1,0 +1,197 @@
+"""The agent graph end to end against a real OpenAI-compatible HTTP server on localhost.
+
+Scripted answers run through the real toolchain on the cpu platform (Triton interpreter + AMD
+cross-compile), and the rows land in real shards with a real ledger.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from fake_openai import Answer, FakeOpenAI
+
+from agents.client import EndpointConfig, SamplingSettings
+from pipelines.agent_job import AgentJobConfig, run_agent_job
+from toolchain.tasks import LoadedTasks, load_task_file
+from toolchain.verify import Verifier, VerifyConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "triton"
+MARKERS = {
+    "relu": "ReLU activation, max(x, 0)",
+    "silu": "SiLU (swish) activation",
+    "softmax": "Softmax over the last dimension",
+    "vector_add": "Sum of two 1-D float32 vectors",
+}
+
+
+def fenced(path: Path, note: str = "Here is the kernel.") -> str:
+    return f"{note}\n\n```python\n{path.read_text()}```\n"
+
+
+def tasks(*names: str) -> LoadedTasks:
+    return LoadedTasks(tasks=[load_task_file(ROOT / "tasks" / f"{name}.py") for name in names])
+
+
+def endpoint(url: str) -> EndpointConfig:
+    return EndpointConfig(
+        base_url=url, model="qwen3-test", attempts=4, backoff_initial_s=0.01, backoff_max_s=0.05
+    )
+
+
+def rows_of(out: Path) -> list[dict]:
+    return [
+        row
+        for shard in sorted((out / "data" / "triton").glob("*.parquet"))
+        for row in pq.read_table(shard).to_pylist()
+    ]
+
+
+@pytest.fixture(scope="module")
+def scripted_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[FakeOpenAI, Path, object]:
+    server = FakeOpenAI(
+        scenarios={
+            MARKERS["relu"]: [
+                Answer(fenced(EXAMPLES / "broken" / "compile_error__relu.py"), reasoning="try a loop"),
+                Answer(fenced(EXAMPLES / "relu.py"), reasoning="remove the break"),
+            ],
+            MARKERS["silu"]: [Answer(fenced(EXAMPLES / "broken" / "mismatch__silu.py"))] * 3,
+            MARKERS["softmax"]: [Answer("Softmax subtracts the row max, exponentiates and normalises.")] * 3,
+            MARKERS["vector_add"]: [
+                Answer(
+                    "```python\nimport torch\nimport triton\n\n@triton.jit\ndef add(", finish_reason="length"
+                ),
+                Answer(fenced(EXAMPLES / "vector_add.py")),
+            ],
+        },  # fmt: skip
+        faults=[429, 500, "drop"],
+    )
+    url, stop = server.start()
+    out = tmp_path_factory.mktemp("agents")
+    verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60))
+    config = AgentJobConfig(endpoint=endpoint(url), samples=1, max_turns=3, concurrency=4,
+                            sampling=SamplingSettings(temperature=0.6, top_p=0.95, max_tokens=4096))  # fmt: skip
+    try:
+        summary = run_agent_job(tasks("relu", "silu", "softmax", "vector_add"), verifier, out, "triton", config,
+                                progress=False)  # fmt: skip
+    finally:
+        stop()
+    return server, out, summary
+
+
+def by_task(rows: list[dict]) -> dict[str, list[dict]]:
+    grouped: dict[str, list[dict]] = {}
+    for row in sorted(rows, key=lambda r: (r["task_name"], r["turn"])):
+        grouped.setdefault(row["task_name"], []).append(row)
+    return grouped
+
+
+def test_each_scripted_scenario_produces_its_turns(scripted_run) -> None:  # noqa: ANN001
+    _, out, summary = scripted_run
+    turns = by_task(rows_of(out))
+    outcome = {name: [r["failure_kind"] or "correct" for r in rows] for name, rows in turns.items()}
+    assert outcome == {
+        "relu": ["compile_error", "correct"],  # fixed on turn 2, then stops (stop on first correct)
+        "silu": ["mismatch", "mismatch", "mismatch"],  # wrong three times: the budget ends it
+        "softmax": ["parse_error", "parse_error", "parse_error"],  # no code at all
+        "vector_add": ["parse_error", "correct"],  # cut off at max_tokens, then a full answer
+    }
+    assert summary.attempts == 10 and not summary.retry_later
+    relu = turns["relu"]
+    assert relu[0]["trajectory_return"] == pytest.approx(
+        0.0 + 0.6 * 1.4
+    )  # r1 + 0.6 r2, cpu has no speed term
+    assert turns["silu"][0]["trajectory_return"] == pytest.approx(0.4 * (1 + 0.6 + 0.36))
+    assert "cut off at max_tokens" in turns["vector_add"][0]["failure_message"]
+    assert turns["vector_add"][0]["finish_reason"] == "length"
+    assert turns["softmax"][0]["answer"].startswith("Softmax subtracts")  # the raw text is kept
+
+
+def test_rows_carry_the_conversation_reasoning_and_sampling(scripted_run) -> None:  # noqa: ANN001
+    _, out, _ = scripted_run
+    relu = by_task(rows_of(out))["relu"]
+    second = relu[1]
+    roles = [m["role"] for m in second["messages"]]
+    assert roles[0] == "system" and roles[-1] == "assistant" and roles.count("assistant") >= 2
+    assert second["messages"][-1]["reasoning"] == "remove the break"
+    assert second["model"] == "qwen3-test" and '"temperature": 0.6' in second["sampling"]
+    assert second["completion_tokens"] > 0 and second["platform"] == "cpu"
+
+
+def test_each_turn_prompt_carries_the_previous_verdict(scripted_run) -> None:  # noqa: ANN001
+    server, _, _ = scripted_run
+    answered = [r for r in server.requests if r.status == 200]
+
+    def follow_up(marker: str) -> str:
+        conversations = [
+            r.body["messages"] for r in answered if any(marker in m["content"] for m in r.body["messages"])
+        ]
+        longest = max(conversations, key=len)
+        return longest[-1]["content"]
+
+    assert "gfx942" in follow_up(MARKERS["relu"])  # the compiler error of turn 1
+    silu = follow_up(MARKERS["silu"])
+    assert "c0:" in silu and "max abs error" in silu.lower() or "max_abs_error" in silu.lower()
+    assert "cut off" in follow_up(MARKERS["vector_add"])
+    for request in answered:  # reasoning never goes back over the wire
+        assert all(set(m) == {"role", "content"} for m in request.body["messages"])
+
+
+def test_transport_faults_are_retried_once_each_by_one_layer(scripted_run) -> None:  # noqa: ANN001
+    server, out, _ = scripted_run
+    statuses = [r.status for r in server.requests]
+    assert statuses[:3] == [429, 500, 0]  # injected: rate limit, server error, dropped connection
+    assert (
+        statuses.count(200) == 10
+    )  # every turn answered once: no duplicate requests from a second retry layer
+    with sqlite3.connect(out / "ledger.sqlite") as db:
+        states = dict(db.execute("SELECT status, COUNT(*) FROM attempts GROUP BY status").fetchall())
+    assert states == {"finished": 10}
+
+
+def test_an_endpoint_that_stays_down_is_resumed_by_a_later_run(tmp_path: Path) -> None:
+    down = FakeOpenAI(always_fail=503)
+    url, stop = down.start()
+    config = AgentJobConfig(endpoint=endpoint(url), samples=2, max_turns=1)
+    verifier = Verifier(VerifyConfig(platform="cpu"))
+    try:
+        summary = run_agent_job(tasks("softmax"), verifier, tmp_path, "triton", config, progress=False)
+    finally:
+        stop()
+    assert summary.attempts == 0 and len(summary.retry_later) == 2
+    assert "provider_error" in summary.retry_later[0]
+    with sqlite3.connect(tmp_path / "ledger.sqlite") as db:
+        assert (
+            db.execute("SELECT status, failure_kind FROM attempts").fetchall()
+            == [("failed", "provider_error")] * 2
+        )
+
+    healthy = FakeOpenAI(scenarios={MARKERS["softmax"]: [Answer("no code")]})
+    url2, stop2 = healthy.start(port=int(url.rsplit(":", 1)[1].split("/")[0]))  # the same endpoint, back up
+    assert url2 == url
+    try:
+        summary2 = run_agent_job(tasks("softmax"), verifier, tmp_path, "triton", config, progress=False)
+    finally:
+        stop2()
+    assert summary2.resumed and summary2.attempts == 2 and not summary2.retry_later
+    with sqlite3.connect(tmp_path / "ledger.sqlite") as db:
+        assert db.execute("SELECT status, tries FROM attempts").fetchall() == [("finished", 2)] * 2
+
+
+def test_many_trajectories_against_a_slow_server_run_concurrently(tmp_path: Path) -> None:
+    slow = FakeOpenAI(scenarios={MARKERS["softmax"]: [Answer("no code here")]}, delay_s=0.5)
+    url, stop = slow.start()
+    config = AgentJobConfig(endpoint=endpoint(url), samples=64, max_turns=1, concurrency=64)
+    started = time.monotonic()
+    try:
+        summary = run_agent_job(tasks("softmax"), Verifier(VerifyConfig(platform="cpu")), tmp_path, "triton", config,
+                                progress=False)  # fmt: skip
+    finally:
+        stop()
+    elapsed = time.monotonic() - started
+    assert summary.attempts == 64
+    assert elapsed < 8.0, f"64 trajectories of 0.5 s each took {elapsed:.1f} s (sequential would be 32 s)"
