@@ -7,14 +7,14 @@ from toolchain.extract import extract_code
 KERNEL = "import torch\n\n\nclass ModelNew(torch.nn.Module):\n    pass\n"
 
 
-def test_last_python_block_is_chosen():
+def test_several_python_blocks_are_a_parse_error_not_a_guess():
     answer = (
         "The reference is:\n```python\nclass Model:\n    pass\n```\n"
-        "First try:\n```python\nx = 1\n```\n"
         f"My kernel:\n```python\n{KERNEL}```\nDone."
     )
     result = extract_code(answer)
-    assert result.code == KERNEL
+    assert result.code is None
+    assert "2 python code blocks" in result.message
 
 
 def test_python_label_is_preferred_over_later_unlabeled_block():

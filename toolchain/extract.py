@@ -1,10 +1,12 @@
 """The parse stage: take the candidate's code out of a model's answer.
 
-A model answers with markdown that holds one fenced code block. We take the last ```python block
-(models often show the reference first and their kernel last), or the last unlabeled fence when no
-block is labeled python. A plain Python file (no fences at all) is taken whole when it parses as
-Python, so ready candidate files and KernelBench generations work unchanged. Anything else is a
-`parse_error`, recorded, never raised.
+A model answers with markdown that holds ONE fenced python code block (```python, ```py, or an
+unlabeled fence when no block is labeled). Several python blocks are a `parse_error`: guessing which
+one is "the kernel" would put words in the model's mouth, and the contract we train on is one block.
+Blocks in other languages (a shell command, a C++ excerpt) are ignored, and thinking text
+(`<think>…</think>`) is dropped before looking. A plain Python file (no fences at all) is taken whole
+when it parses as Python, so ready candidate files and KernelBench generations work unchanged.
+Anything else is a `parse_error`, recorded with the raw text, never raised.
 """
 
 from __future__ import annotations
@@ -41,10 +43,12 @@ def extract_code(answer: str) -> ExtractedCode:
         if not chosen:
             labels = sorted({info.split()[0] for info, _ in blocks if info})
             return ExtractedCode(None, f"no python code block in the answer (found blocks labeled {labels})")
+        if len(chosen) > 1:
+            return ExtractedCode(None, f"the answer has {len(chosen)} python code blocks; answer with exactly one")
         code = chosen[-1].strip("\n")
         if not code.strip():
             return ExtractedCode(None, "the python code block is empty")
-        return ExtractedCode(code + "\n", f"fenced block {len(chosen)} of {len(chosen)}")
+        return ExtractedCode(code + "\n", "one fenced python block")
     if "```" in text:
         return ExtractedCode(None, "unterminated code fence in the answer")
     try:
