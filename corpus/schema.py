@@ -65,6 +65,7 @@ ATTEMPT_FIELDS: list[pa.Field] = [
     pa.field("timings", pa.list_(TIMING)),
     pa.field("speedup", pa.float64()),
     pa.field("kernels", pa.list_(pa.string())),
+    pa.field("audit", pa.list_(pa.string())),  # e.g. ["speedup_over_10x"]: worth a human look
     pa.field("reward", pa.float64(), nullable=False),
     pa.field("reward_compile", pa.float64(), nullable=False),
     pa.field("reward_correct", pa.float64(), nullable=False),
@@ -173,6 +174,7 @@ def attempt_row(
         "timings": [vars(timing) for timing in verdict.timings],
         "speedup": verdict.speedup,
         "kernels": list(verdict.kernels),
+        "audit": list(verdict.audit),
         "reward": reward.total,
         "reward_compile": reward.compile,
         "reward_correct": reward.correct,

@@ -157,6 +157,7 @@ class Verdict:
     compile_log: str = ""
     environment: RunEnvironment | None = None
     reward: RewardBreakdown | None = None
+    audit: tuple[str, ...] = ()  # flags for a human to look at (e.g. "speedup_over_10x"); no effect on reward
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -183,4 +184,5 @@ def verdict_from_dict(data: dict[str, Any]) -> Verdict:
         compile_log=data.get("compile_log", ""),
         environment=RunEnvironment(**env) if env else None,
         reward=RewardBreakdown(**reward) if reward else None,
+        audit=tuple(data.get("audit", ())),
     )

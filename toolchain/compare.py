@@ -1,6 +1,7 @@
 """Compare a candidate's output with the reference's: structure first, then values.
 
-Structure (not a tensor, wrong shape, wrong dtype) is an interface error; values outside
+Structure (not a tensor, wrong shape, wrong dtype) is an interface error, a tensor subclass (a lazy or
+self-comparing object) an integrity reject; values outside
 `|out - ref| <= atol + rtol * |ref|`, or NaN/Inf where the reference has none, are a mismatch.
 """
 
@@ -15,7 +16,7 @@ DEFAULT_TOLERANCE = {torch.float32: 1e-4, torch.float64: 1e-6, torch.float16: 1e
 
 @dataclass(frozen=True)
 class Comparison:
-    failure_kind: str | None  # None, "interface_error" or "mismatch"
+    failure_kind: str | None  # None, "interface_error", "mismatch" or "integrity_reject" (tensor subclass)
     message: str
     max_abs_error: float | None = None
     max_rel_error: float | None = None
@@ -45,7 +46,9 @@ def compare_outputs(
         if not isinstance(out, torch.Tensor):
             return Comparison("interface_error", f"{where} is {type(out).__name__}, expected a torch.Tensor")
         if type(out) is not torch.Tensor and not isinstance(out, torch.nn.Parameter):
-            return Comparison("interface_error", f"{where} is a tensor subclass ({type(out).__name__})")
+            return Comparison(
+                "integrity_reject", f"tensor_subclass: {where} is a {type(out).__name__}, not a plain tensor"
+            )
         if out.shape != ref.shape:
             return Comparison(
                 "interface_error", f"{where} has shape {tuple(out.shape)}, expected {tuple(ref.shape)}"

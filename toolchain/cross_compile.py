@@ -141,12 +141,16 @@ def compile_launches(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
+    from toolchain.triton_worker import read_seal
+
+    seal = read_seal()
     job = json.loads(Path(argv[1]).read_text())
     try:
         result = compile_launches(job)
     except BaseException as error:  # noqa: BLE001 - a harness bug must still leave a result
         result = {"ok": False, "kernels": [], "log": f"cross-compile worker error: {error}", "harness_error": True,
                   "traceback": traceback.format_exc()[-4000:]}  # fmt: skip
+    result["seal"] = seal
     Path(job["result_path"]).write_text(json.dumps(result))
     return 0
 

@@ -44,7 +44,9 @@ def extract_code(answer: str) -> ExtractedCode:
             labels = sorted({info.split()[0] for info, _ in blocks if info})
             return ExtractedCode(None, f"no python code block in the answer (found blocks labeled {labels})")
         if len(chosen) > 1:
-            return ExtractedCode(None, f"the answer has {len(chosen)} python code blocks; answer with exactly one")
+            return ExtractedCode(
+                None, f"the answer has {len(chosen)} python code blocks; answer with exactly one"
+            )
         code = chosen[-1].strip("\n")
         if not code.strip():
             return ExtractedCode(None, "the python code block is empty")

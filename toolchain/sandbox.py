@@ -35,6 +35,7 @@ _ALLOWED_ENV = (
 )  # fmt: skip
 _TAIL_BYTES = 8000
 _PR_SET_PDEATHSIG = 1
+_CLONE_NEWNET = 0x40000000
 # Loaded once in the parent: the child only calls prctl between fork and exec.
 _LIBC = (
     ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True) if sys.platform.startswith("linux") else None
@@ -49,6 +50,7 @@ class SandboxLimits:
     )  # address-space limit; must be None for CUDA/ROCm (they map huge ranges)
     file_bytes: int = 1 << 30
     cpu_threads: int = 1  # torch/OpenMP threads inside the worker: pools run one worker per core
+    no_network: bool = True  # run in an empty network namespace where the OS allows it (root, Linux)
 
 
 @dataclass(frozen=True)
@@ -80,15 +82,32 @@ def _tail(path: Path) -> str:
 
 
 def run_sandboxed(
-    argv: Sequence[str], workdir: Path, limits: SandboxLimits, env_extra: Mapping[str, str] | None = None
+    argv: Sequence[str],
+    workdir: Path,
+    limits: SandboxLimits,
+    env_extra: Mapping[str, str] | None = None,
+    secret: bytes | None = None,
 ) -> SandboxResult:
-    """Run argv in workdir under limits; never raises for anything the child does."""
+    """Run argv in workdir under limits; never raises for anything the child does.
+
+    `secret` reaches the child through an inherited pipe (fd number in KV_SECRET_FD), not through a file
+    or the environment: the harness reads it before importing the candidate and seals its result with
+    it, so a candidate that writes a result file of its own cannot produce a valid one.
+    """
 
     def apply_limits() -> None:  # runs in the child between fork and exec
         if _LIBC is not None:
             # Die with the pipeline: a killed run (kill -9 included) must not leave candidates running.
             _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        cpu_seconds = (
+            int(limits.timeout_s * 2) + 10
+        )  # a spinning candidate cannot outlive its wall clock by much
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
+        if limits.no_network and _LIBC is not None:
+            _LIBC.unshare(
+                _CLONE_NEWNET
+            )  # a private network namespace with no interfaces; fails quietly unprivileged
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
         if limits.memory_bytes is not None:
             resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
@@ -96,13 +115,22 @@ def run_sandboxed(
     env = worker_environment(env_extra, limits.cpu_threads)
     env["HOME"] = str(workdir)
     env["TMPDIR"] = str(workdir)
+    pass_fds: tuple[int, ...] = ()
+    if secret is not None:
+        read_end, write_end = os.pipe()
+        os.write(write_end, secret)
+        os.close(write_end)
+        env["KV_SECRET_FD"] = str(read_end)
+        pass_fds = (read_end,)
     stdout_path, stderr_path = workdir / "stdout.log", workdir / "stderr.log"
     started = time.monotonic()
     with stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
         process = subprocess.Popen(
             list(argv), cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-            start_new_session=True, preexec_fn=apply_limits,
+            start_new_session=True, preexec_fn=apply_limits, pass_fds=pass_fds,
         )  # fmt: skip
+        for fd in pass_fds:
+            os.close(fd)
         timed_out = False
         try:
             process.wait(timeout=limits.timeout_s)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class StaticResult:
-    failure_kind: str | None  # None, "compile_error" (Python syntax) or "static_reject"
+    failure_kind: str | None  # None, "compile_error" (Python syntax), "static_reject" or "integrity_reject"
     message: str
     kernels: tuple[str, ...] = ()  # module-level @triton.jit function names
 
@@ -25,6 +25,26 @@ def _is_triton_jit(decorator: ast.expr) -> bool:
     if isinstance(node, ast.Attribute):  # @triton.jit, not @numba.jit
         return node.attr == "jit" and isinstance(node.value, ast.Name) and node.value.id == "triton"
     return isinstance(node, ast.Name) and node.id == "jit"
+
+
+_PYTORCH_NAMES = frozenset({"torch", "F", "nn", "functional"})
+
+
+def _pytorch_fallback(tree: ast.Module) -> str | None:
+    """An `except` branch that reaches for PyTorch: the kernel's failure would be hidden behind torch's answer."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try):
+            continue
+        for handler in node.handlers:
+            for inner in ast.walk(ast.Module(body=handler.body, type_ignores=[])):
+                base = inner
+                while isinstance(base, ast.Attribute):
+                    base = base.value
+                if inner is not base and isinstance(base, ast.Name) and base.id in _PYTORCH_NAMES:
+                    return f"an except branch (line {handler.lineno}) calls PyTorch instead of failing"
+                if isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.MatMult):
+                    return f"an except branch (line {handler.lineno}) computes a matmul with PyTorch"
+    return None
 
 
 def check_triton_candidate(code: str) -> StaticResult:
@@ -56,4 +76,7 @@ def check_triton_candidate(code: str) -> StaticResult:
         )
     if not module_kernels:
         return StaticResult("static_reject", "the code defines no @triton.jit kernel")
+    fallback = _pytorch_fallback(tree)
+    if fallback:
+        return StaticResult("integrity_reject", f"fallback: {fallback}")
     return StaticResult(None, f"ModelNew and {len(module_kernels)} kernel(s)", module_kernels)

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -32,6 +33,9 @@ class TimingStats:
     p25_ms: float
     p75_ms: float
     repetitions: int
+    outputs: dict[int, Any] = field(
+        default_factory=dict, repr=False
+    )  # clones of the kept repetitions' results
 
     @property
     def spread(self) -> float:
@@ -52,6 +56,7 @@ def time_on_device(
     warmup: int = 10,
     device: torch.device | None = None,
     warmup_ms: float = 50.0,
+    keep_outputs: Collection[int] = (),
 ) -> TimingStats:
     """Median device time of run(inputs) in ms, rotating over input_sets so no repetition reuses cached results."""
     device = device or torch.device("cuda")
@@ -73,13 +78,16 @@ def time_on_device(
     spin_cycles = int((2 * statistics.median(enqueue_seconds) + 50e-6) * _ASSUMED_CLOCK_HZ)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
+    kept: dict[int, Any] = {}
     for index in range(repetitions):
         flush.zero_()
         _spin(spin_cycles)
         starts[index].record()
-        run(input_sets[index % len(input_sets)])
+        output = run(input_sets[index % len(input_sets)])
         ends[index].record()
+        if index in keep_outputs:  # cloned after the end event: outside the measured span
+            kept[index] = output.clone() if isinstance(output, torch.Tensor) else output
     torch.cuda.synchronize(device)
     samples = sorted(start.elapsed_time(end) for start, end in zip(starts, ends, strict=True))
     quartiles = statistics.quantiles(samples, n=4) if len(samples) >= 2 else [samples[0]] * 3
-    return TimingStats(statistics.median(samples), quartiles[0], quartiles[2], repetitions)
+    return TimingStats(statistics.median(samples), quartiles[0], quartiles[2], repetitions, kept)

@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from toolchain.compare import compare_outputs
+from toolchain.integrity import PatchSnapshot, ProcessGuards, TorchComputeMonitor, Violations, patch_targets
 from toolchain.timing import time_on_device
 
 _LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "waves_per_eu", "matrix_instr_nonkdim"}
@@ -45,8 +46,10 @@ class CandidateFailure(Exception):
 class LaunchRecorder:
     """Wraps Triton's launch entry point to count launches and log each distinct signature to a file."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, monitor: TorchComputeMonitor, violations: Violations) -> None:
         self.path = path
+        self.monitor = monitor
+        self.violations = violations
         self.count = 0
         self.enabled = True  # off while timing: recording costs host time between launches
         self.kernels: list[str] = []
@@ -65,7 +68,11 @@ class LaunchRecorder:
             if not kwargs.get("warmup") and recorder.enabled:
                 launch_kwargs = {key: value for key, value in kwargs.items() if key not in ("grid", "warmup")}
                 recorder.record(kernel.fn, args, launch_kwargs)
-            return original(kernel, *args, **kwargs)
+            recorder.monitor.in_launch += 1  # the launch's own data movement is not the candidate's compute
+            try:
+                return original(kernel, *args, **kwargs)
+            finally:
+                recorder.monitor.in_launch -= 1
 
         launcher.run = recording_run  # type: ignore[method-assign]
 
@@ -74,6 +81,11 @@ class LaunchRecorder:
 
         self.count += 1
         name = getattr(fn, "__name__", "?")
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            if torch.cuda.current_stream() != torch.cuda.default_stream():
+                self.violations.add(
+                    "side_stream", f"{name} was launched on a side stream, outside the timed stream"
+                )
         if name not in self.kernels:
             self.kernels.append(name)
         options = {key: kwargs[key] for key in _LAUNCH_OPTIONS if key in kwargs}
@@ -168,9 +180,9 @@ def clone_inputs(inputs: list[Any]) -> list[Any]:
     return [item.clone() if isinstance(item, torch.Tensor) else item for item in inputs]
 
 
-def poison_allocator(device: torch.device, nbytes: int = 64 << 20) -> None:
-    """Fill memory the allocator will hand out next with NaN, so unwritten outputs cannot look right."""
-    block = torch.full((nbytes // 4,), float("nan"), dtype=torch.float32, device=device)
+def poison_allocator(device: torch.device, nbytes: int = 64 << 20, value: float = float("nan")) -> None:
+    """Fill memory the allocator will hand out next with `value`, so unwritten outputs cannot look right."""
+    block = torch.full((nbytes // 4,), value, dtype=torch.float32, device=device)
     del block
 
 
@@ -220,19 +232,49 @@ def _outputs_alias_inputs(output: Any, inputs: list[Any]) -> bool:
     )
 
 
-def run_candidate_forward(model: torch.nn.Module, inputs: list[Any], recorder: LaunchRecorder) -> Any:
+class CandidateGuards:
+    """Everything that watches the candidate: launches, aten ops, patches, threads, processes, writes."""
+
+    def __init__(self, job: dict[str, Any], device: torch.device, workdir: Path) -> None:
+        self.violations = Violations()
+        self.monitor = TorchComputeMonitor(self.violations, job.get("allowed_ops", ()))
+        self.recorder = LaunchRecorder(Path(job["launches_path"]), self.monitor, self.violations)
+        self.recorder.install(interpreted=device.type == "cpu")
+        writable = [workdir] + ([Path(job["triton_cache"])] if job.get("triton_cache") else [])
+        self.process_guards = ProcessGuards(self.violations, writable)
+        self.process_guards.install()
+        # Taken after our own wrappers are in place: anything that changes from here on was the candidate.
+        self.snapshot = PatchSnapshot(patch_targets([sys.modules[__name__], sys.modules["toolchain.compare"],
+                                                     sys.modules["toolchain.timing"]]))  # fmt: skip
+
+    def raise_if_violated(self) -> None:
+        changed = self.snapshot.changed()
+        if changed:
+            self.violations.add("monkey_patch", f"the candidate replaced {', '.join(changed[:5])}")
+        if self.violations.first:
+            raise CandidateFailure("integrity_reject", self.violations.first)
+
+
+def run_candidate_forward(model: torch.nn.Module, inputs: list[Any], guards: CandidateGuards) -> Any:
+    recorder = guards.recorder
     launches_before = recorder.count
     try:
-        output = model(*inputs)
+        guards.monitor.active = True
+        with guards.monitor:
+            output = model(*inputs)
+        guards.monitor.active = False
         _sync(inputs[0].device if inputs and isinstance(inputs[0], torch.Tensor) else torch.device("cpu"))
     except CandidateFailure:
         raise
     except BaseException as error:  # SystemExit and friends are the candidate's failures too
+        guards.monitor.active = False
         if isinstance(error, KeyboardInterrupt):
             raise
+        guards.raise_if_violated()  # a refused thread or write surfaces as an exception: name the cause
         if is_triton_compile_error(error):
             raise CandidateFailure("compile_error", _one_line_error(error)) from None
         raise CandidateFailure("runtime_error", f"forward raised {_one_line_error(error)}") from None
+    guards.raise_if_violated()
     if recorder.count == launches_before:
         raise CandidateFailure("integrity_reject", "no_kernel_launched: forward launched no Triton kernel")
     return output
@@ -283,12 +325,30 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
                 plan.append((case, seed, init, expected, inputs))
                 del reference
 
+    # The reference class stays ours: a candidate that runs it during its forward is wrapping it.
+    reference_forward = harness.task.Model.forward
+    phase = {"candidate": False}
+
+    def guarded_reference_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if phase["candidate"]:
+            guards.violations.add(
+                "reference_wrapping", "the reference Model ran during the candidate's forward"
+            )
+        return reference_forward(self, *args, **kwargs)
+
+    harness.task.Model.forward = guarded_reference_forward
+    Path(job["task_path"]).unlink(missing_ok=True)  # nothing left on disk to import the reference from
+
     # 2. The candidate.
-    recorder = LaunchRecorder(Path(job["launches_path"]))
-    recorder.install(interpreted=device.type == "cpu")
+    guards = CandidateGuards(job, device, Path(job["task_path"]).parent)
     try:
         candidate = load_module(Path(job["candidate_path"]), "kv_candidate")
+        guards.raise_if_violated()
+    except CandidateFailure as failure:
+        return {**result, "failure_kind": failure.kind, "failure_message": failure.message}
     except BaseException as error:  # noqa: BLE001 - sys.exit() at import is the candidate's failure
+        if guards.violations.first:
+            return {**result, "failure_kind": "integrity_reject", "failure_message": guards.violations.first}
         return {
             **result,
             "failure_kind": "compile_error",
@@ -310,60 +370,83 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
                 try:
                     model = harness.build(model_class, init, seed)
                 except BaseException as error:  # noqa: BLE001
+                    guards.raise_if_violated()
                     raise CandidateFailure(
                         "interface_error", f"ModelNew{tuple(init)!r} failed: {_one_line_error(error)}"
                     ) from None
                 pristine = clone_inputs(inputs)
                 poison_allocator(device)
                 started = time.perf_counter()
-                output = run_candidate_forward(model, inputs, recorder)
+                phase["candidate"] = True
+                output = run_candidate_forward(model, inputs, guards)
+                phase["candidate"] = False
                 if first_call:  # the first forward includes JIT compilation on a GPU
                     result["compile_seconds"] = time.perf_counter() - started
                     first_call = False
-                for before, after in zip(pristine, inputs, strict=True):
-                    if isinstance(before, torch.Tensor) and not torch.equal(before, after):
-                        raise CandidateFailure(
-                            "integrity_reject", "modified_inputs: forward changed its input tensors"
-                        )
-                if _outputs_alias_inputs(output, inputs):
-                    raise CandidateFailure(
-                        "integrity_reject", "output_aliases_input: an output shares memory with an input"
-                    )
+                check_untouched_inputs(pristine, inputs, output)
                 comparison = compare_outputs(expected, output, atol, rtol)
                 result["checks"].append({
                     "case": case["name"], "seed": seed, "passed": comparison.failure_kind is None,
                     "max_abs_error": comparison.max_abs_error, "max_rel_error": comparison.max_rel_error,
                     "message": comparison.message,
                 })  # fmt: skip
+                if comparison.failure_kind == "integrity_reject":  # the sub-reason leads the message
+                    raise CandidateFailure(
+                        comparison.failure_kind, f"{comparison.message} (case {case['name']})"
+                    )
                 if comparison.failure_kind is not None:
                     raise CandidateFailure(
                         comparison.failure_kind, f"case {case['name']}: {comparison.message}"
                     )
+                if seed == plan[0][1]:  # first seed of each case: run again over differently poisoned memory
+                    poison_allocator(device, value=12345.0)
+                    phase["candidate"] = True
+                    again = run_candidate_forward(model, clone_inputs(pristine), guards)
+                    phase["candidate"] = False
+                    repeat = compare_outputs(output, again, atol, rtol)
+                    if repeat.failure_kind is not None:
+                        raise CandidateFailure(
+                            "integrity_reject",
+                            f"nondeterministic: a second run on the same inputs differs ({repeat.message}); "
+                            "reads of unwritten memory or state kept between calls",
+                        )
                 del model, output
     except CandidateFailure as failure:
         return {
             **result,
-            "kernels": recorder.kernels,
+            "kernels": guards.recorder.kernels,
             "failure_kind": failure.kind,
             "failure_message": failure.message,
         }
 
-    result["kernels"] = recorder.kernels
+    result["kernels"] = guards.recorder.kernels
     if job["timed"]:
         try:
-            result["timings"] = time_cases(job, harness, model_class, recorder, device)
+            result["timings"] = time_cases(job, harness, model_class, guards, device)
+            guards.raise_if_violated()
         except CandidateFailure as failure:
             return {**result, "failure_kind": failure.kind, "failure_message": failure.message}
     return {**result, "failure_kind": None, "failure_message": None}
+
+
+def check_untouched_inputs(pristine: list[Any], inputs: list[Any], output: Any) -> None:
+    for before, after in zip(pristine, inputs, strict=True):
+        if isinstance(before, torch.Tensor) and not torch.equal(before, after):
+            raise CandidateFailure("integrity_reject", "modified_inputs: forward changed its input tensors")
+    if _outputs_alias_inputs(output, inputs):
+        raise CandidateFailure(
+            "integrity_reject", "output_aliases_input: an output shares memory with an input"
+        )
 
 
 def time_cases(
     job: dict[str, Any],
     harness: TaskHarness,
     model_class: type,
-    recorder: LaunchRecorder,
+    guards: CandidateGuards,
     device: torch.device,
 ) -> list[dict[str, Any]]:
+    recorder = guards.recorder
     timings = []
     with torch.no_grad():
         for case in job["performance_cases"]:
@@ -373,8 +456,9 @@ def time_cases(
             model = harness.build(model_class, init, seed=17)
             input_sets = [harness.inputs(seed) for seed in range(100, 100 + job["input_sets"])]
 
+            expected = [reference(*clone_inputs(list(inputs))) for inputs in input_sets]
             # Check once more on these inputs with launches observed, then time without the recorder.
-            run_candidate_forward(model, list(input_sets[0]), recorder)
+            run_candidate_forward(model, list(input_sets[0]), guards)
             recorder.enabled = False
 
             def run_candidate(inputs: Any, model: torch.nn.Module = model) -> Any:
@@ -384,12 +468,27 @@ def time_cases(
                 return reference(*inputs)
 
             repetitions, warmup = job["repetitions"], job["warmup"]
+            spot_checks = {
+                repetitions // 3,
+                repetitions - 1,
+            }  # timed calls whose outputs are checked afterwards
             try:
-                candidate_stats = time_on_device(run_candidate, input_sets, repetitions, warmup, device)
+                candidate_stats = time_on_device(
+                    run_candidate, input_sets, repetitions, warmup, device, keep_outputs=spot_checks
+                )
             except Exception as error:
                 raise CandidateFailure(
                     "runtime_error", f"failed while timed: {_one_line_error(error)}"
                 ) from None
+            for index, output in candidate_stats.outputs.items():
+                check = compare_outputs(
+                    expected[index % len(input_sets)], output, job.get("atol"), job.get("rtol")
+                )
+                if check.failure_kind is not None:
+                    raise CandidateFailure(
+                        "integrity_reject",
+                        f"cached_results: timed call {index} returned a wrong result ({check.message})",
+                    )
             reference_stats = time_on_device(run_reference, input_sets, repetitions, warmup, device)
             recorder.enabled = True
             timings.append({
@@ -397,12 +496,26 @@ def time_cases(
                 "reference_ms": reference_stats.median_ms, "candidate_spread": candidate_stats.spread,
                 "reference_spread": reference_stats.spread, "repetitions": repetitions,
             })  # fmt: skip
-            del reference, model, input_sets
+            del reference, model, input_sets, expected, candidate_stats
             torch.cuda.empty_cache()
     return timings
 
 
+def read_seal() -> str:
+    """The parent's secret, from an inherited pipe: read before any candidate code exists in this process."""
+    import os
+
+    fd = os.environ.pop("KV_SECRET_FD", None)
+    if fd is None:
+        return ""
+    try:
+        return os.read(int(fd), 256).decode()
+    finally:
+        os.close(int(fd))
+
+
 def main(argv: list[str]) -> int:
+    seal = read_seal()
     job_path = Path(argv[1])
     job = json.loads(job_path.read_text())
     try:
@@ -413,6 +526,7 @@ def main(argv: list[str]) -> int:
             "failure_message": f"worker error: {_one_line_error(error)}",
             "traceback": traceback.format_exc()[-4000:],
         }
+    result["seal"] = seal
     Path(job["result_path"]).write_text(json.dumps(result, default=str))
     return 0
 

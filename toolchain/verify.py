@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -57,6 +58,8 @@ class VerifyConfig:
     reward: RewardConfig = field(default_factory=lambda: DEFAULT_REWARD)
     python: str = sys.executable
     keep_workdir: bool = False
+    allowed_ops: tuple[str, ...] = ()  # aten ops allowed in forward beyond toolchain.integrity.GLUE_OPS
+    audit_speedup: float = 10.0  # speedups above this are flagged for a human to audit
     triton_cache: Path = field(
         default_factory=lambda: Path(
             os.environ.get("KV_TRITON_CACHE", Path.home() / ".cache" / "kernelvault" / "triton")
@@ -132,6 +135,9 @@ class Verifier:
         )  # fmt: skip
         stages.skip_rest()
         stages.add("reward", "passed", time.perf_counter() - started, f"total {reward.total:.3f}")
+        speedup = fields.get("speedup")
+        if speedup is not None and speedup > self.config.audit_speedup:
+            fields["audit"] = (f"speedup_over_{self.config.audit_speedup:g}x",)
         return Verdict(
             task_id=task.task_id, target="triton", candidate_hash=content_hash(code) if code else "", code=code,
             stages=tuple(stages.records), environment=self.environment, reward=reward,
@@ -183,21 +189,31 @@ class Verifier:
             "repetitions": self.config.repetitions,
             "warmup": self.config.warmup,
             "input_sets": self.config.input_sets,
+            "triton_cache": str(self.config.triton_cache),
+            "allowed_ops": list(self.config.allowed_ops),
         }
 
     def _run_worker(self, module: str, job: dict[str, Any], job_name: str, workdir: Path,
                     limits: SandboxLimits, env: dict[str, str]) -> tuple[SandboxResult, dict[str, Any] | None]:  # fmt: skip
+        """Run a worker; its result counts only if sealed with this run's secret (see sandbox.run_sandboxed)."""
         job_path = workdir / job_name
         job_path.write_text(json.dumps(job))
         result_path = Path(job["result_path"])
         result_path.unlink(missing_ok=True)
-        run = run_sandboxed([self.config.python, "-m", module, str(job_path)], workdir, limits, env)
+        secret = secrets.token_hex(16)
+        run = run_sandboxed(
+            [self.config.python, "-m", module, str(job_path)], workdir, limits, env, secret.encode()
+        )
         if not result_path.exists():
             return run, None
         try:
-            return run, json.loads(result_path.read_text())
-        except json.JSONDecodeError:
+            result = json.loads(result_path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError):
             return run, None
+        if not isinstance(result, dict) or result.get("seal") != secret:
+            return run, {"failure_kind": "integrity_reject", "ok": False, "kernels": [], "log": "forged result",
+                         "failure_message": "forged_result: the result file was not written by the harness"}  # fmt: skip
+        return run, result
 
     def _worker_env(self, interpret: bool) -> dict[str, str]:
         project_root = str(Path(__file__).resolve().parents[1])
@@ -264,6 +280,15 @@ class Verifier:
                                                            workdir, limits, self._worker_env(interpret=False))  # fmt: skip
             if compile_result is None:
                 kind, compile_log = _crash_message(compile_run, "the cross-compiler")
+            elif compile_result.get("failure_kind") == "integrity_reject":
+                stages.add(
+                    "compile",
+                    "failed",
+                    time.perf_counter() - compile_started,
+                    compile_result["failure_message"],
+                )
+                return self._finish(stages, task, code, failure_kind="integrity_reject",
+                                    failure_message=compile_result["failure_message"])  # fmt: skip
             elif compile_result.get("harness_error"):
                 stages.add("compile", "failed", time.perf_counter() - compile_started, compile_result["log"])
                 return self._finish(stages, task, code, failure_kind="infrastructure_error",

@@ -1,0 +1,217 @@
+"""Integrity checks that run inside the candidate's worker: did it do the work, and did it do it fairly?
+
+Every public kernel harness has been gamed. The checks here catch the known tricks while the
+candidate runs, and each yields an `integrity_reject` with a sub-reason (the first word of the
+failure message):
+
+- `torch_compute`: PyTorch ops other than glue (allocation, views, copies, fills) during forward,
+  seen by a TorchDispatchMode. Triton's own launches are exempt (the interpreter moves data with aten).
+- `reference_wrapping`: the reference `Model` ran during the candidate's forward.
+- `monkey_patch`: a function of torch, torch.cuda, time, triton or of the harness itself was replaced.
+- `threads`, `subprocess`: the candidate started a thread or a process.
+- `filesystem_write`: the candidate opened a file for writing outside its working directory.
+- `side_stream`: a kernel was launched on a stream other than the default one (GPU).
+(Checked by the worker itself: `no_kernel_launched`, `modified_inputs`, `output_aliases_input`,
+`tensor_subclass`, `nondeterministic`, `cached_results`; statically: `fallback`.)
+
+What these checks do NOT stop: code that goes below Python (ctypes system calls, writing to
+/proc/self/mem), or a candidate that walks the interpreter's frames to undo the guards before they
+look. They turn the common, cheap exploits into recorded failures; the sandbox (separate process,
+limits, no credentials, no network where possible) bounds what the rest can reach.
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# aten ops a kernel's host code may use: allocation, views, layout copies, fills and metadata.
+GLUE_OPS = frozenset({
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
+    "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "fill_", "zero_", "scalar_tensor", "arange",
+    "view", "_unsafe_view", "reshape", "as_strided", "alias", "detach", "expand", "permute", "transpose", "t",
+    "squeeze", "unsqueeze", "slice", "select", "narrow", "split", "split_with_sizes", "unbind", "flatten",
+    "unflatten", "view_as", "expand_as", "contiguous", "clone", "copy_", "_to_copy", "to", "lift_fresh",
+    "lift_fresh_copy", "_local_scalar_dense", "is_same_size", "sym_size", "sym_stride", "sym_numel",
+    "sym_storage_offset", "set_", "resize_", "record_stream", "_has_compatible_shallow_copy_type", "dim", "size",
+    "stride", "storage_offset", "is_contiguous", "numel",
+})  # fmt: skip
+
+
+class Violations:
+    """The integrity violations seen so far, first one first."""
+
+    def __init__(self) -> None:
+        self.found: list[str] = []
+
+    def add(self, sub_reason: str, detail: str) -> None:
+        entry = f"{sub_reason}: {detail}"
+        if entry not in self.found:
+            self.found.append(entry)
+
+    @property
+    def first(self) -> str | None:
+        return self.found[0] if self.found else None
+
+
+class TorchComputeMonitor(TorchDispatchMode):
+    """Records aten ops outside the glue allowance while `active` and not inside a Triton launch."""
+
+    def __init__(self, violations: Violations, allowed: Iterable[str] = ()) -> None:
+        super().__init__()
+        self.violations = violations
+        self.allowed = GLUE_OPS | frozenset(allowed)
+        self.active = False
+        self.in_launch = 0  # >0 while a Triton kernel runs: the interpreter moves data with aten ops
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if self.active and not self.in_launch:
+            name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
+            if name.rstrip("_") not in self.allowed and name not in self.allowed:
+                self.violations.add(
+                    "torch_compute", f"aten.{name} called during forward (only glue is allowed)"
+                )
+        return func(*args, **(kwargs or {}))
+
+
+def _callables(namespace: Any) -> dict[str, Any]:
+    try:
+        items = vars(namespace).items()
+    except TypeError:
+        return {}
+    return {name: value for name, value in list(items) if callable(value) and not name.startswith("__")}
+
+
+# Libraries replace some of their own functions lazily (torch wraps a few on first use); a replacement
+# that comes from one of them is theirs. One defined anywhere else (the candidate's module, a lambda,
+# a builtin swapped in) is a patch.
+_OWN_MODULES = ("torch", "triton", "toolchain", "numpy", "functools")
+
+
+class PatchSnapshot:
+    """Identity of every function in modules a cheater would patch; compared after the candidate ran."""
+
+    def __init__(self, namespaces: dict[str, Any]) -> None:
+        self.namespaces = namespaces
+        self.before = {
+            label: {n: id(v) for n, v in _callables(space).items()} for label, space in namespaces.items()
+        }
+
+    def changed(self) -> list[str]:
+        changes = []
+        for label, space in self.namespaces.items():
+            after = _callables(space)
+            for name, identity in self.before[label].items():
+                if name not in after:
+                    changes.append(f"{label}.{name} (deleted)")
+                    continue
+                value = after[name]
+                if id(value) == identity:
+                    continue
+                module = getattr(value, "__module__", None) or ""
+                if not module.startswith(_OWN_MODULES) or "<lambda>" in getattr(value, "__qualname__", ""):
+                    changes.append(f"{label}.{name}")
+        return changes
+
+
+def patch_targets(extra_modules: Iterable[ModuleType] = ()) -> dict[str, Any]:
+    import triton
+
+    targets: dict[str, Any] = {
+        "torch": torch, "torch.Tensor": torch.Tensor, "torch.nn.functional": torch.nn.functional,
+        "torch.cuda": torch.cuda, "torch.testing": torch.testing, "time": time, "triton": triton,
+        "torch.nn.Module": torch.nn.Module, "builtins": builtins,
+    }  # fmt: skip
+    for name in ("triton.testing", "triton.runtime.jit", "triton.runtime.interpreter"):
+        module = __import__("sys").modules.get(name)
+        if module is not None:
+            targets[name] = module
+    for module in extra_modules:
+        targets[module.__name__] = module
+    return targets
+
+
+class ProcessGuards:
+    """Refuse (and record) threads, processes and writes outside the working directory.
+
+    Installed before the candidate is imported. The harness keeps its own references to the originals
+    (`original_open`) for its final writes.
+    """
+
+    def __init__(self, violations: Violations, writable: Iterable[Path]) -> None:
+        self.violations = violations
+        self.writable = [Path(p).resolve() for p in writable]
+        self.original_open = builtins.open
+        self._saved: list[tuple[Any, str, Any]] = []
+        self.enabled = True
+
+    def _replace(self, owner: Any, name: str, replacement: Any) -> None:
+        self._saved.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, replacement)
+
+    def _refuse(self, sub_reason: str, detail: str) -> None:
+        self.violations.add(sub_reason, detail)
+        raise PermissionError(f"KernelVault sandbox: {detail} is not allowed")
+
+    def _is_writable(self, path: Any) -> bool:
+        try:
+            resolved = Path(os.fspath(path)).resolve()
+        except (TypeError, ValueError):
+            return True  # a file descriptor number: not a path we can judge
+        return str(resolved) == os.devnull or any(resolved.is_relative_to(root) for root in self.writable)
+
+    def install(self) -> None:
+        guards = self
+        original_open, original_os_open = builtins.open, os.open
+        write_flags = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+
+        def guarded_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+            if guards.enabled and any(c in mode for c in "wax+") and not guards._is_writable(file):
+                guards._refuse("filesystem_write", f"opening {file!s} for writing")
+            return original_open(file, mode, *args, **kwargs)
+
+        def guarded_os_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> Any:
+            if guards.enabled and flags & write_flags and not guards._is_writable(path):
+                guards._refuse("filesystem_write", f"opening {path!s} for writing")
+            return original_os_open(path, flags, *args, **kwargs)
+
+        def refuse_thread(*_: Any, **__: Any) -> Any:
+            guards._refuse("threads", "starting a thread")
+
+        def refuse_process(label: str) -> Any:
+            def refuse(*_: Any, **__: Any) -> Any:
+                guards._refuse("subprocess", f"{label}")
+
+            return refuse
+
+        self._replace(builtins, "open", guarded_open)
+        self._replace(io, "open", guarded_open)
+        self._replace(os, "open", guarded_os_open)
+        self._replace(threading.Thread, "start", refuse_thread)
+        import _thread
+
+        self._replace(_thread, "start_new_thread", refuse_thread)
+        self._replace(_thread, "start_joinable_thread", refuse_thread) if hasattr(
+            _thread, "start_joinable_thread"
+        ) else None
+        for name in ("fork", "forkpty", "system", "posix_spawn", "posix_spawnp", "execv", "execve", "execvp", "spawnv",
+                     "spawnve", "popen"):  # fmt: skip
+            if hasattr(os, name):
+                self._replace(os, name, refuse_process(f"os.{name}"))
+        self._replace(subprocess.Popen, "__init__", refuse_process("subprocess.Popen"))
+
+    def uninstall(self) -> None:
+        for owner, name, value in reversed(self._saved):
+            setattr(owner, name, value)
+        self._saved.clear()
