@@ -50,16 +50,27 @@ def rows_by_attempt(out: Path) -> dict[tuple[str, int, int], dict]:
     return {key: row for key, row in zip(keys, rows, strict=True)}
 
 
-def worker_processes() -> list[int]:
+def worker_children(parent: int) -> list[int]:
+    """Candidate worker processes started by `parent` (other test runs' workers are not ours to count)."""
     found = []
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if b"toolchain.triton_worker" in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent_pid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if parent_pid == parent and b"toolchain.triton_worker" in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
     return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has exited; it only waits to be reaped
 
 
 def test_killed_runs_resume_to_the_uninterrupted_result(suite: tuple[Path, Path], tmp_path: Path) -> None:
@@ -76,14 +87,15 @@ def test_killed_runs_resume_to_the_uninterrupted_result(suite: tuple[Path, Path]
         process = subprocess.Popen(corpus_command(tasks, examples, killed_out), cwd=ROOT,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         time.sleep(chooser.uniform(1.0, 7.0))
+        workers = worker_children(process.pid)
         if process.poll() is None:
             os.kill(process.pid, signal.SIGKILL)
             kills += 1
         process.wait()
         deadline = time.monotonic() + 10
-        while worker_processes() and time.monotonic() < deadline:  # workers die with their parent
+        while any(alive(pid) for pid in workers) and time.monotonic() < deadline:  # they die with their parent
             time.sleep(0.2)
-        assert not worker_processes(), "a killed run left candidate workers running"
+        assert not any(alive(pid) for pid in workers), "a killed run left candidate workers running"
         rows_by_attempt(killed_out)  # readable and duplicate-free after every kill
     assert kills >= 2
     final = subprocess.run(corpus_command(tasks, examples, killed_out), capture_output=True, text=True, cwd=ROOT,

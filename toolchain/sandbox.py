@@ -1,15 +1,22 @@
 """Run untrusted candidate code in a separate process, with limits, and report what happened.
 
-What this protects against: a candidate that crashes (segfault, abort, illegal memory access), hangs,
-exhausts memory (on CPU, through an address-space limit), fills the disk (file-size limit), prints
-without end (output goes to files, read back trimmed), or reads credentials from the environment
-(the child gets an allow-listed environment: no API keys, no Hub tokens). It runs in its own
-temporary directory and its own process group, which is killed whole on timeout, and it is killed
-when the process that started it dies (Linux parent-death signal), so a killed run leaves no orphans.
+What this protects against:
+- crashes (segfault, abort, illegal memory access) and hangs: the child is a separate process with a
+  wall-clock timeout, a CPU-time limit (RLIMIT_CPU), and its own process group, killed whole;
+- runaway memory on CPU (RLIMIT_AS; GPU runtimes need the address space, so not there), disk filling
+  (RLIMIT_FSIZE), endless output (stdout/stderr go to files, read back trimmed), core dumps;
+- credentials: the child gets an allow-listed environment (no OPENAI_API_KEY, HF_TOKEN, *_TOKEN,
+  *_KEY, AWS_*: nothing outside the list), HOME and TMPDIR in its own temporary directory;
+- the network: where the OS allows it (root on Linux) the child starts in an empty network namespace;
+- orphans: the child dies with the process that started it (PR_SET_PDEATHSIG), so a killed run leaves
+  no candidate running;
+- forged results: the harness seals its result with a secret passed through an inherited pipe.
 
-What it does NOT protect against (yet): reading files the user can read, network access, or a
-candidate that patches the harness inside its own worker process to fake a result. The integrity
-checks catch the common forms of the last; containers or namespaces are the answer to the first two.
+What it does NOT protect against: reading files the user can read; writing files outside the work
+directory by means below Python (toolchain.integrity refuses Python-level writes); a process-count
+limit for root (RLIMIT_NPROC does not bind root; Python-level fork/spawn is refused by the integrity
+guards); a candidate that reads the seal out of the worker's own memory. Containers or user namespaces
+with a read-only root are the answer to those, and are not used here.
 """
 
 from __future__ import annotations
