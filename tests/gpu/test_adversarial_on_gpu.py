@@ -67,7 +67,7 @@ def gpu_rows(tmp_path_factory: pytest.TempPathFactory, monkeypatch_module: pytes
                 yield Attempt(task, Candidate(task.task_id, "triton", path.read_text(), f"suite:{path.name}"), index)
 
     out = tmp_path_factory.mktemp("gpu-adversarial")
-    summary = run_corpus_job(LoadedTasks(tasks=list(tasks.values())), Suite(), Verifier(VerifyConfig(timeout_s=25)),
+    summary = run_corpus_job(LoadedTasks(tasks=list(tasks.values())), Suite(), Verifier(VerifyConfig(timeout_s=15)),
                              out, "triton", progress=False)  # fmt: skip
     rows = {row["candidate_origin"].removeprefix("suite:"): row
             for shard in summary.shards for row in pq.read_table(shard).to_pylist()}  # fmt: skip
