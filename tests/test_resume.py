@@ -93,7 +93,9 @@ def test_killed_runs_resume_to_the_uninterrupted_result(suite: tuple[Path, Path]
             kills += 1
         process.wait()
         deadline = time.monotonic() + 10
-        while any(alive(pid) for pid in workers) and time.monotonic() < deadline:  # they die with their parent
+        while (
+            any(alive(pid) for pid in workers) and time.monotonic() < deadline
+        ):  # they die with their parent
             time.sleep(0.2)
         assert not any(alive(pid) for pid in workers), "a killed run left candidate workers running"
         rows_by_attempt(killed_out)  # readable and duplicate-free after every kill

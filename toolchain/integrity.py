@@ -112,6 +112,8 @@ class PatchSnapshot:
         changes = []
         for label, space in self.namespaces.items():
             after = _callables(space)
+            if isinstance(space, type):  # a new method on torch.Tensor shadows the built-in one it inherits
+                changes += [f"{label}.{name} (added)" for name in after if name not in self.before[label]]
             for name, identity in self.before[label].items():
                 if name not in after:
                     changes.append(f"{label}.{name} (deleted)")

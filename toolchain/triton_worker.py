@@ -303,9 +303,8 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
             "failure_kind": "infrastructure_error",
             "failure_message": f"task failed to load: {_one_line_error(error)}",
         }
-    plan: list[
-        tuple[dict[str, Any], int, list[Any], Any, list[Any]]
-    ] = []  # (case, seed, init, ref_out, inputs)
+    # (case, seed, init, expected output, inputs, refill inputs, refill expected output)
+    plan: list[tuple[dict[str, Any], int, list[Any], Any, list[Any], list[Any] | None, Any]] = []
     check_cases = list(job["correctness_cases"]) + (list(job["performance_cases"]) if job["timed"] else [])
     with torch.no_grad():
         for case in check_cases:
@@ -318,11 +317,14 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
                     reference = harness.build(harness.task.Model, init, seed)
                     inputs = harness.inputs(seed + 1)
                     expected = reference(*clone_inputs(inputs))
+                    # New values for the same tensors: a result cached by input address must not survive them.
+                    refill = harness.inputs(seed + 2) if trial == 0 else None
+                    refill_expected = reference(*clone_inputs(refill)) if refill is not None else None
                     _sync(device)
                 except Exception as error:
                     message = f"reference failed on case {case['name']}: {_one_line_error(error)}"
                     return {**result, "failure_kind": "infrastructure_error", "failure_message": message}
-                plan.append((case, seed, init, expected, inputs))
+                plan.append((case, seed, init, expected, inputs, refill, refill_expected))
                 del reference
 
     # The reference class stays ours: a candidate that runs it during its forward is wrapping it.
@@ -365,7 +367,7 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
     try:
         with torch.no_grad():
             first_call = True
-            for case, seed, init, expected, inputs in plan:
+            for case, seed, init, expected, inputs, refill, refill_expected in plan:
                 harness.apply(case["overrides"])
                 try:
                     model = harness.build(model_class, init, seed)
@@ -384,6 +386,18 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
                     result["compile_seconds"] = time.perf_counter() - started
                     first_call = False
                 check_untouched_inputs(pristine, inputs, output)
+                if refill is not None:  # first seed of each case: run again over differently poisoned memory
+                    poison_allocator(device, value=12345.0)
+                    phase["candidate"] = True
+                    again = run_candidate_forward(model, clone_inputs(pristine), guards)
+                    phase["candidate"] = False
+                    repeat = compare_outputs(output, again, atol, rtol)
+                    if repeat.failure_kind is not None:
+                        raise CandidateFailure(
+                            "integrity_reject",
+                            f"nondeterministic: a second run on the same inputs differs ({repeat.message}); "
+                            "reads of unwritten memory or state kept between calls",
+                        )
                 comparison = compare_outputs(expected, output, atol, rtol)
                 result["checks"].append({
                     "case": case["name"], "seed": seed, "passed": comparison.failure_kind is None,
@@ -398,17 +412,18 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
                     raise CandidateFailure(
                         comparison.failure_kind, f"case {case['name']}: {comparison.message}"
                     )
-                if seed == plan[0][1]:  # first seed of each case: run again over differently poisoned memory
-                    poison_allocator(device, value=12345.0)
+                if refill is not None:  # the same input tensors, new values: a result cached by address fails
+                    for target, values in zip(inputs, refill, strict=True):
+                        if isinstance(target, torch.Tensor):
+                            target.copy_(values)
                     phase["candidate"] = True
-                    again = run_candidate_forward(model, clone_inputs(pristine), guards)
+                    refilled = run_candidate_forward(model, inputs, guards)
                     phase["candidate"] = False
-                    repeat = compare_outputs(output, again, atol, rtol)
-                    if repeat.failure_kind is not None:
+                    check = compare_outputs(refill_expected, refilled, atol, rtol)
+                    if check.failure_kind is not None:
                         raise CandidateFailure(
                             "integrity_reject",
-                            f"nondeterministic: a second run on the same inputs differs ({repeat.message}); "
-                            "reads of unwritten memory or state kept between calls",
+                            f"cached_results: new values in the same input tensors gave a wrong result ({check.message})",
                         )
                 del model, output
     except CandidateFailure as failure:

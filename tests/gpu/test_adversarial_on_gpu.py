@@ -41,7 +41,9 @@ def expectation(path: Path) -> tuple[str | None, str | None]:
 
 
 @pytest.fixture(scope="module")
-def gpu_rows(tmp_path_factory: pytest.TempPathFactory, monkeypatch_module: pytest.MonkeyPatch) -> dict[str, dict]:
+def gpu_rows(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch_module: pytest.MonkeyPatch
+) -> dict[str, dict]:
     from kernelvault.contracts import Candidate
     from pipelines.candidates import Attempt
     from pipelines.corpus_job import run_corpus_job
@@ -51,7 +53,9 @@ def gpu_rows(tmp_path_factory: pytest.TempPathFactory, monkeypatch_module: pytes
     for key in ("OPENAI_API_KEY", "HF_TOKEN", "MY_SERVICE_TOKEN"):
         monkeypatch_module.setenv(key, "secret-for-the-env-probe")
     files = suite_files()
-    task_names = {f.stem.split("__")[1] if f.parent.name == "hostile" else f.stem.split("__")[0] for f in files}
+    task_names = {
+        f.stem.split("__")[1] if f.parent.name == "hostile" else f.stem.split("__")[0] for f in files
+    }
     tasks = {name: load_task_file(ROOT / "tasks" / f"{name}.py") for name in task_names}
 
     class Suite:
@@ -64,7 +68,9 @@ def gpu_rows(tmp_path_factory: pytest.TempPathFactory, monkeypatch_module: pytes
             for index, path in enumerate(files):
                 name = path.stem.split("__")[1] if path.parent.name == "hostile" else path.stem.split("__")[0]
                 task = tasks[name]
-                yield Attempt(task, Candidate(task.task_id, "triton", path.read_text(), f"suite:{path.name}"), index)
+                yield Attempt(
+                    task, Candidate(task.task_id, "triton", path.read_text(), f"suite:{path.name}"), index
+                )
 
     out = tmp_path_factory.mktemp("gpu-adversarial")
     summary = run_corpus_job(LoadedTasks(tasks=list(tasks.values())), Suite(), Verifier(VerifyConfig(timeout_s=15)),

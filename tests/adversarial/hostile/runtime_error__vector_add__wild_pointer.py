@@ -1,0 +1,29 @@
+# exploit: "zero-copy" host post-processing through ctypes that reads from a wild pointer after the kernel ran; the worker dies with SIGSEGV and must be reported, not crash the verifier.
+# expect: runtime_error
+import ctypes
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(a_ptr, b_ptr, c_ptr, n_elements, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    tl.store(c_ptr + offs, tl.load(a_ptr + offs, mask=mask) + tl.load(b_ptr + offs, mask=mask), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        a = a.contiguous()
+        b = b.contiguous()
+        c = torch.empty_like(a)
+        n = a.numel()
+        add_kernel[(triton.cdiv(n, 1024),)](a, b, c, n, BLOCK=1024)
+        ctypes.memmove(c.data_ptr(), 8, 4 * n)  # source: the (unmapped) null page
+        return c

@@ -1,0 +1,34 @@
+# exploit: after launching, polls forever for a "device idle" flag that never comes (sleeping, so it burns no CPU); only the wall-clock limit can stop it.
+# expect: timeout
+import time
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n_elements, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, tl.where(x < 0, 0.0, x), mask=mask)
+
+
+def _device_idle() -> bool:
+    return False
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        relu_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+        while not _device_idle():
+            time.sleep(0.05)
+        return y
