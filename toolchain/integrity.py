@@ -26,6 +26,7 @@ import builtins
 import io
 import os
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterable
@@ -144,6 +145,38 @@ def patch_targets(extra_modules: Iterable[ModuleType] = ()) -> dict[str, Any]:
     return targets
 
 
+# Frames of these modules are plumbing between a caller and the guarded call: look past them.
+_PLUMBING = ("subprocess", "os", "threading", "_thread", "concurrent.futures", "toolchain.integrity", "shutil",
+             "multiprocessing", "importlib", "functools", "contextlib")  # fmt: skip
+
+
+def _called_by_the_toolchain() -> bool:
+    """True when the nearest real caller is Triton or torch (the GPU JIT runs the C compiler and ptxas).
+
+    A candidate that calls Triton's internal build helpers with its own arguments gets through; the
+    guards are a tripwire for the usual tricks, not a jail (see the module docstring).
+    """
+    frame = sys._getframe(2)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if not (module in _PLUMBING or module.startswith(tuple(p + "." for p in _PLUMBING))):
+            # Judge by where the code lives, not by the module's name, which a candidate can set itself.
+            return frame.f_code.co_filename.startswith(_LIBRARY_DIRS)
+        frame = frame.f_back
+    return False
+
+
+def _library_dirs() -> tuple[str, ...]:
+    import triton
+
+    folders = {str(folder) + os.sep for module in (torch, triton)
+               for folder in (Path(module.__file__).parent, Path(module.__file__).resolve().parent)}  # fmt: skip
+    return tuple(sorted(folders))
+
+
+_LIBRARY_DIRS = _library_dirs()
+
+
 class ProcessGuards:
     """Refuse (and record) threads, processes and writes outside the working directory.
 
@@ -163,6 +196,8 @@ class ProcessGuards:
         setattr(owner, name, replacement)
 
     def _refuse(self, sub_reason: str, detail: str) -> None:
+        if _called_by_the_toolchain():
+            return
         self.violations.add(sub_reason, detail)
         raise PermissionError(f"KernelVault sandbox: {detail} is not allowed")
 
@@ -188,30 +223,31 @@ class ProcessGuards:
                 guards._refuse("filesystem_write", f"opening {path!s} for writing")
             return original_os_open(path, flags, *args, **kwargs)
 
-        def refuse_thread(*_: Any, **__: Any) -> Any:
-            guards._refuse("threads", "starting a thread")
+        def guarded(original: Any, sub_reason: str, label: str) -> Any:
+            def guard(*args: Any, **kwargs: Any) -> Any:
+                guards._refuse(sub_reason, label)  # returns only when Triton or torch itself is the caller
+                return original(*args, **kwargs)
 
-        def refuse_process(label: str) -> Any:
-            def refuse(*_: Any, **__: Any) -> Any:
-                guards._refuse("subprocess", f"{label}")
-
-            return refuse
+            return guard
 
         self._replace(builtins, "open", guarded_open)
         self._replace(io, "open", guarded_open)
         self._replace(os, "open", guarded_os_open)
-        self._replace(threading.Thread, "start", refuse_thread)
         import _thread
 
-        self._replace(_thread, "start_new_thread", refuse_thread)
-        self._replace(_thread, "start_joinable_thread", refuse_thread) if hasattr(
-            _thread, "start_joinable_thread"
-        ) else None
+        self._replace(
+            threading.Thread, "start", guarded(threading.Thread.start, "threads", "starting a thread")
+        )
+        for name in ("start_new_thread", "start_joinable_thread"):
+            if hasattr(_thread, name):
+                self._replace(_thread, name, guarded(getattr(_thread, name), "threads", "starting a thread"))
         for name in ("fork", "forkpty", "system", "posix_spawn", "posix_spawnp", "execv", "execve", "execvp", "spawnv",
                      "spawnve", "popen"):  # fmt: skip
             if hasattr(os, name):
-                self._replace(os, name, refuse_process(f"os.{name}"))
-        self._replace(subprocess.Popen, "__init__", refuse_process("subprocess.Popen"))
+                self._replace(os, name, guarded(getattr(os, name), "subprocess", f"os.{name}"))
+        self._replace(
+            subprocess.Popen, "__init__", guarded(subprocess.Popen.__init__, "subprocess", "subprocess.Popen")
+        )
 
     def uninstall(self) -> None:
         for owner, name, value in reversed(self._saved):

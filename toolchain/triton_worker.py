@@ -392,6 +392,8 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
                     again = run_candidate_forward(model, clone_inputs(pristine), guards)
                     phase["candidate"] = False
                     repeat = compare_outputs(output, again, atol, rtol)
+                    if repeat.failure_kind == "integrity_reject":  # e.g. a tensor subclass: say so first
+                        raise CandidateFailure(repeat.failure_kind, f"{repeat.message} (case {case['name']})")
                     if repeat.failure_kind is not None:
                         raise CandidateFailure(
                             "integrity_reject",
@@ -417,7 +419,15 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
                         if isinstance(target, torch.Tensor):
                             target.copy_(values)
                     phase["candidate"] = True
-                    refilled = run_candidate_forward(model, inputs, guards)
+                    try:
+                        refilled = run_candidate_forward(model, inputs, guards)
+                    except CandidateFailure as failure:
+                        if failure.message.startswith("no_kernel_launched"):
+                            raise CandidateFailure(
+                                "integrity_reject",
+                                "cached_results: new values in the same input tensors launched no kernel",
+                            ) from None
+                        raise
                     phase["candidate"] = False
                     check = compare_outputs(refill_expected, refilled, atol, rtol)
                     if check.failure_kind is not None:
