@@ -27,7 +27,7 @@ from corpus.ledger import AttemptInfo, attempt_key
 from corpus.schema import attempt_row
 from corpus.shards import ShardWriter
 from kernelvault.contracts import Candidate, Task
-from pipelines.corpus_job import RunSummary, _progress_bar, close_run, default_workers, open_run
+from pipelines.corpus_job import RunSummary, _progress_bar, close_run, default_workers, job_identity, open_run
 from toolchain.tasks import LoadedTasks
 from toolchain.verify import Verifier
 
@@ -52,34 +52,13 @@ def prompts_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
-def agent_identity(
-    loaded: LoadedTasks, verifier: Verifier, target: str, config: AgentJobConfig
-) -> dict[str, Any]:
-    task_ids = sorted(task.task_id for task in loaded.tasks)
-    verify = verifier.config
+def agent_source_identity(config: AgentJobConfig) -> dict[str, Any]:
+    """The model side of a run's identity (the verification side is `job_identity`'s)."""
     return {
-        "target": target,
-        "tasks": hashlib.sha256(",".join(task_ids).encode()).hexdigest()[:16],
-        "task_count": len(task_ids),
-        "source": {
-            "kind": "agent",
-            "base_url": config.endpoint.base_url,
-            "model": config.endpoint.model,
-            "samples": config.samples,
-            "max_turns": config.max_turns,
-            "stop_on_correct": config.stop_on_correct,
-            "sampling": vars(config.sampling),
-            "prompts": prompts_fingerprint(),
-        },  # fmt: skip
-        "platform": verifier.choice.platform,
-        "arch": verifier.choice.arch,
-        "verify": {
-            "timeout_s": verify.timeout_s,
-            "trials": verify.trials,
-            "repetitions": verify.repetitions,
-            "reward": vars(verify.reward),
-        },  # fmt: skip
-    }
+        "kind": "agent", "base_url": config.endpoint.base_url, "model": config.endpoint.model,
+        "samples": config.samples, "max_turns": config.max_turns, "stop_on_correct": config.stop_on_correct,
+        "sampling": vars(config.sampling), "prompts": prompts_fingerprint(),
+    }  # fmt: skip
 
 
 def trajectory_rows(
@@ -117,7 +96,8 @@ def run_agent_job(
 ) -> RunSummary:
     started = time.monotonic()
     platform = verifier.choice.platform
-    run = open_run(out_dir, agent_identity(loaded, verifier, target, config), target, platform, new_run)
+    identity = job_identity(loaded, agent_source_identity(config), verifier, target)
+    run = open_run(out_dir, identity, target, platform, new_run)
     work = [
         (task, sample)
         for task in loaded.tasks

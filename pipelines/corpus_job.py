@@ -120,9 +120,8 @@ def default_workers(platform: str) -> int:
     return 1 if platform in ("cuda", "rocm") else max(1, os.cpu_count() or 1)
 
 
-def job_identity(
-    loaded: LoadedTasks, source: CandidateSource, verifier: Verifier, target: str
-) -> dict[str, Any]:
+def job_identity(loaded: LoadedTasks, source_identity: dict[str, Any], verifier: Verifier,
+                 target: str) -> dict[str, Any]:  # fmt: skip
     """Everything that decides what the rows of a run contain; a resume must match it exactly."""
     task_ids = sorted(task.task_id for task in loaded.tasks)
     config = verifier.config
@@ -130,7 +129,7 @@ def job_identity(
         "target": target,
         "tasks": hashlib.sha256(",".join(task_ids).encode()).hexdigest()[:16],
         "task_count": len(task_ids),
-        "source": source.identity(),
+        "source": source_identity,
         "platform": verifier.choice.platform,
         "arch": verifier.choice.arch,
         "verify": {
@@ -140,6 +139,7 @@ def job_identity(
             "warmup": config.warmup,
             "input_sets": config.input_sets,
             "reward": vars(config.reward),
+            "allowed_ops": list(config.allowed_ops),
         },  # fmt: skip
     }
 
@@ -162,7 +162,9 @@ def run_corpus_job(
     """
     started = time.monotonic()
     platform = verifier.choice.platform
-    run = open_run(out_dir, job_identity(loaded, source, verifier, target), target, platform, new_run)
+    run = open_run(
+        out_dir, job_identity(loaded, source.identity(), verifier, target), target, platform, new_run
+    )
     ledger, run_id, summary = run.ledger, run.run_id, run.summary
     attempts = [a for a in source.attempts(loaded.tasks) if _key(a) not in run.done]
 
