@@ -146,8 +146,11 @@ def patch_targets(extra_modules: Iterable[ModuleType] = ()) -> dict[str, Any]:
 
 
 # Frames of these modules are plumbing between a caller and the guarded call: look past them.
-_PLUMBING = ("subprocess", "os", "threading", "_thread", "concurrent.futures", "toolchain.integrity", "shutil",
-             "multiprocessing", "importlib", "functools", "contextlib")  # fmt: skip
+_PLUMBING = (
+    "subprocess", "os", "threading", "_thread", "concurrent.futures", "toolchain.integrity", "shutil",
+    "multiprocessing", "importlib", "functools", "contextlib", "ctypes", "sysconfig", "platform", "uuid",
+    "distutils", "setuptools",
+)  # fmt: skip
 
 
 def _called_by_the_toolchain() -> bool:
