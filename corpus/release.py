@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from agents.prompting import SYSTEM_PROMPT, answer_from_code, task_prompt
 from corpus.dedup import Contamination, find_contaminated_tasks, find_duplicates, normalized_hash
-from corpus.schema import ATTEMPT_SCHEMA, conform
+from corpus.stats import load_attempts
 from kernelvault.contracts import TARGETS, Task
 from toolchain.tasks import TaskFormatError, parse_task
 
@@ -89,14 +89,6 @@ class ReleaseReport:
         if self.contaminated:
             lines.append(f"decontamination: {self.dropped_rows} rows dropped")
         return lines
-
-
-def read_config(folder: Path) -> pa.Table:
-    """Every shard of one config folder, conformed to the current schema (older v1 shards included)."""
-    shards = sorted(folder.glob("*.parquet"))
-    if not shards:
-        return ATTEMPT_SCHEMA.empty_table()
-    return pa.concat_tables([conform(pq.read_table(shard)) for shard in shards])
 
 
 def write_table(table: pa.Table, folder: Path) -> list[Path]:
@@ -214,7 +206,7 @@ def build_release(
     for target in TARGETS:
         folder = Path(dataset_dir) / "data" / target
         if folder.is_dir() and any(folder.glob("*.parquet")):
-            tables[target] = read_config(folder)
+            tables[target] = load_attempts(folder)
     if not tables:
         raise ValueError(f"no corpus shards under {dataset_dir}/data/{{{','.join(TARGETS)}}}")
 

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from corpus.schema import ATTEMPT_SCHEMA, SchemaVersionError, check_schema
+from corpus.schema import ATTEMPT_SCHEMA, SchemaVersionError, conform
 
 REWARD_MAX = 2.9  # the graded reward lies in [0, 2.9] (toolchain/reward.py)
 REWARD_BIN_WIDTH = 0.1
@@ -165,13 +165,14 @@ def load_attempts(folder: Path) -> pa.Table:
     tables = []
     for path in paths:
         try:
-            check_schema(pq.read_schema(path))
+            tables.append(
+                conform(pq.read_table(path))
+            )  # refuses newer versions; older v1 layouts are upgraded
         except SchemaVersionError as error:
             raise SchemaVersionError(f"{path}: {error}") from None
-        tables.append(pq.read_table(path))
     if not tables:
         return ATTEMPT_SCHEMA.empty_table()
-    return pa.concat_tables(tables, promote_options="default")
+    return pa.concat_tables(tables)
 
 
 def _percent(value: float | None) -> str:

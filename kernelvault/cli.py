@@ -214,14 +214,14 @@ def _eval_tasks(spec: str | None) -> list:  # noqa: ANN202
 
 def _attempt_tables(dataset: Path) -> dict:  # noqa: ANN202
     """config -> attempts table, for a corpus folder (data/<target>/) or a release folder (<target>/)."""
-    from corpus.release import read_config
+    from corpus.stats import load_attempts
     from kernelvault.contracts import TARGETS
 
     tables = {}
     for target in TARGETS:
         for folder in (dataset / "data" / target, dataset / target):
             if folder.is_dir() and any(folder.glob("*.parquet")):
-                tables[target] = read_config(folder)
+                tables[target] = load_attempts(folder)
                 break
     if not tables:
         raise UsageError(

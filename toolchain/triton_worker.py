@@ -329,10 +329,9 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
 
     # The reference class stays ours: a candidate that runs it during its forward is wrapping it.
     reference_forward = harness.task.Model.forward
-    phase = {"candidate": False}
 
     def guarded_reference_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if phase["candidate"]:
+        if guards.monitor.active:  # set exactly while a candidate's forward runs
             guards.violations.add(
                 "reference_wrapping", "the reference Model ran during the candidate's forward"
             )
@@ -379,18 +378,14 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
                 pristine = clone_inputs(inputs)
                 poison_allocator(device)
                 started = time.perf_counter()
-                phase["candidate"] = True
                 output = run_candidate_forward(model, inputs, guards)
-                phase["candidate"] = False
                 if first_call:  # the first forward includes JIT compilation on a GPU
                     result["compile_seconds"] = time.perf_counter() - started
                     first_call = False
                 check_untouched_inputs(pristine, inputs, output)
                 if refill is not None:  # first seed of each case: run again over differently poisoned memory
                     poison_allocator(device, value=12345.0)
-                    phase["candidate"] = True
                     again = run_candidate_forward(model, clone_inputs(pristine), guards)
-                    phase["candidate"] = False
                     repeat = compare_outputs(output, again, atol, rtol)
                     if repeat.failure_kind == "integrity_reject":  # e.g. a tensor subclass: say so first
                         raise CandidateFailure(repeat.failure_kind, f"{repeat.message} (case {case['name']})")
@@ -418,7 +413,6 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
                     for target, values in zip(inputs, refill, strict=True):
                         if isinstance(target, torch.Tensor):
                             target.copy_(values)
-                    phase["candidate"] = True
                     try:
                         refilled = run_candidate_forward(model, inputs, guards)
                     except CandidateFailure as failure:
@@ -428,7 +422,6 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
                                 "cached_results: new values in the same input tensors launched no kernel",
                             ) from None
                         raise
-                    phase["candidate"] = False
                     check = compare_outputs(refill_expected, refilled, atol, rtol)
                     if check.failure_kind is not None:
                         raise CandidateFailure(
