@@ -17,7 +17,17 @@ STAMP := $(VENV)/.kernelvault-installed
 
 venv: $(STAMP)
 
+# HIP candidates compile on a CPU-only machine with Debian's ROCm 5.2 hipcc (gfx90a, gfx940); as root the
+# packages are installed where missing, otherwise the HIP compile stage names what to install.
+HIP_PACKAGES := hipcc libamdhip64-dev rocm-device-libs
+
 $(STAMP): pyproject.toml Makefile
+	@if ! command -v hipcc >/dev/null && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing $(HIP_PACKAGES) (Debian's ROCm compiler, for HIP candidates)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(HIP_PACKAGES) >/dev/null \
+		|| (apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		    $(HIP_PACKAGES) >/dev/null) || echo "could not install $(HIP_PACKAGES)"; \
+	fi
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check "$(TORCH_SPEC)" numpy "$(TRITON_SPEC)"
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev,train,agents]"
@@ -27,7 +37,18 @@ ARGS ?=
 corpus: $(STAMP)
 	$(BIN)/kernelvault corpus --target $(TARGET) $(ARGS)
 
-test: $(STAMP)
+# The report tests render pages in headless Chromium (Debian's package); as root it is installed where
+# missing, otherwise those tests skip and say why.
+TEST_TOOLS := $(VENV)/.test-tools
+$(TEST_TOOLS): $(STAMP)
+	@if ! command -v chromium >/dev/null && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing chromium (headless browser for the report tests)"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		    chromium fonts-dejavu-core >/dev/null) || echo "could not install chromium"; \
+	fi
+	touch $(TEST_TOOLS)
+
+test: $(STAMP) $(TEST_TOOLS)
 	$(BIN)/python -m pytest -m "not gpu" $(PYTEST_ARGS)
 
 # On a machine with a CUDA or ROCm GPU (see bench/gpu_session.sh for the H200 run).

@@ -9,12 +9,21 @@ export KV_RESULTS_DIR="${OUT:-${KV_RESULTS_DIR:-/tmp/kv-results}}"
 mkdir -p "$KV_RESULTS_DIR"
 if compgen -G ".whl/*.whl" >/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH="/tmp/site"
+  export PYTHONPATH="/tmp/site" PATH="/tmp/site/bin:$PATH"  # ninja (load_inline) comes as a wheel
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$KV_RESULTS_DIR/device.txt"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$KV_RESULTS_DIR/device.txt"
 status=0
-python3 -m pytest -m gpu tests/gpu -q -s -p no:cacheprovider 2>&1 | tee "$KV_RESULTS_DIR/gpu-tests.log" || status=1
-[ "${KV_SKIP_BENCH:-0}" = 1 ] || python3 bench/timing_fidelity.py 2>&1 | tee "$KV_RESULTS_DIR/timing_fidelity.log" || status=1
+# KV_GPU_TESTS narrows the tests (a path or node id), KV_GPU_TARGETS the example targets (triton,hip).
+[ "${KV_SKIP_TESTS:-0}" = 1 ] || python3 -m pytest -m gpu ${KV_GPU_TESTS:-tests/gpu} -q -s -p no:cacheprovider 2>&1 \
+  | tee "$KV_RESULTS_DIR/gpu-tests.log" || status=1
+# KV_BENCH picks benchmarks: timing (Triton timing fidelity), hip_build (native vs load_inline build time).
+for bench in ${KV_BENCH:-timing hip_build}; do
+  case "$bench" in
+    timing) python3 bench/timing_fidelity.py 2>&1 | tee "$KV_RESULTS_DIR/timing_fidelity.log" || status=1 ;;
+    hip_build) python3 bench/hip_build_time.py --out "$KV_RESULTS_DIR/hip_build_time.md" 2>&1 \
+                 | tee "$KV_RESULTS_DIR/hip_build_time.log" || status=1 ;;
+  esac
+done
 exit $status

@@ -11,6 +11,7 @@ way its name says, so every failure kind the toolchain reports is exercised end 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,26 @@ class CandidateSource(Protocol):
     def identity(self) -> dict[str, Any]:
         """What makes this source's attempts what they are (hashed into the run ledger's configuration)."""
         ...
+
+
+# Failures that only show when the kernel runs: a platform that compiles without running (HIP on cpu)
+# cannot observe them, so an example labelled with one of them is expected to compile there.
+RUN_TIME_KINDS = frozenset({"interface_error", "runtime_error", "timeout", "mismatch", "integrity_reject"})
+
+
+def expected_outcome(candidate: Candidate, platform: str, correct: bool | None) -> str | None:
+    """The failure kind an example should get on `platform` (None: success).
+
+    The file name's kind is the verdict on a GPU. An example that fails differently elsewhere says so
+    with a line `expect-<platform>: <kind|success>` (an AMD-only kernel compiles for gfx90a but not with
+    nvcc: `expect-cpu: success`, `expect-cuda: compile_error`).
+    """
+    match = re.search(rf"\bexpect-{platform}:\s*(\w+)", candidate.text)
+    if match:
+        return None if match.group(1) == "success" else match.group(1)
+    if correct is None and candidate.expected_failure in RUN_TIME_KINDS:
+        return None
+    return candidate.expected_failure
 
 
 class ExampleCandidates:

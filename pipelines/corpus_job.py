@@ -34,7 +34,7 @@ from corpus.ledger import AttemptInfo, RunLedger, attempt_key
 from corpus.schema import attempt_row
 from corpus.shards import ShardWriter, read_columns, run_shards
 from kernelvault.contracts import Verdict
-from pipelines.candidates import Attempt, CandidateSource
+from pipelines.candidates import Attempt, CandidateSource, expected_outcome
 from toolchain.tasks import LoadedTasks
 from toolchain.verify import Verifier
 
@@ -63,7 +63,8 @@ class RunSummary:
     seconds: float = 0.0
 
     def check_label(self, attempt: Attempt, verdict: Verdict) -> None:
-        expected = attempt.candidate.expected_failure
+        platform = verdict.environment.platform if verdict.environment else "cpu"
+        expected = expected_outcome(attempt.candidate, platform, verdict.correct)
         if attempt.candidate.origin.startswith("example:") and expected != verdict.failure_kind:
             self.unexpected.append(
                 f"{attempt.candidate.origin}: expected {expected or 'success'}, got {verdict.failure_kind or 'success'}"

@@ -80,3 +80,86 @@ def check_triton_candidate(code: str) -> StaticResult:
     if fallback:
         return StaticResult("integrity_reject", f"fallback: {fallback}")
     return StaticResult(None, f"ModelNew and {len(module_kernels)} kernel(s)", module_kernels)
+
+
+@dataclass(frozen=True)
+class HipStaticResult:
+    failure_kind: str | None
+    message: str
+    form: str | None = None  # "native" (HIP_SOURCE + load_hip) or "load_inline" (KernelBench's form)
+    hip_source: str | None = None  # the native form's HIP_SOURCE
+
+
+def _module_string(tree: ast.Module, name: str) -> tuple[bool, str | None]:
+    """(assigned at module level, its value when that value is a string literal)."""
+    for node in tree.body:
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign)
+            else []
+        )
+        if any(isinstance(target, ast.Name) and target.id == name for target in targets):
+            value = node.value
+            literal = (
+                value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
+            )
+            return True, literal
+    return False, None
+
+
+def _calls(tree: ast.Module, name: str) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if (isinstance(func, ast.Name) and func.id == name) or (
+                isinstance(func, ast.Attribute) and func.attr == name
+            ):
+                return True
+    return False
+
+
+def check_hip_candidate(code: str) -> HipStaticResult:
+    """A HIP candidate: ModelNew plus either a literal HIP_SOURCE (native form) or a load_inline call."""
+    from kernelvault.hip import HipInterfaceError, parse_launch_functions
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as error:
+        return HipStaticResult("compile_error", f"SyntaxError: {error.msg} (line {error.lineno})")
+    if not any(isinstance(node, ast.ClassDef) and node.name == "ModelNew" for node in tree.body):
+        return HipStaticResult("static_reject", "the code defines no module-level class ModelNew")
+    fallback = _pytorch_fallback(tree)
+    if fallback:
+        return HipStaticResult("integrity_reject", f"fallback: {fallback}")
+
+    assigned, source = _module_string(tree, "HIP_SOURCE")
+    if assigned and source is None:
+        return HipStaticResult(
+            "static_reject",
+            "HIP_SOURCE must be a plain string literal: it is compiled before the module runs",
+        )
+    if source is not None:
+        if "__global__" not in source:
+            return HipStaticResult("static_reject", "HIP_SOURCE defines no __global__ kernel")
+        try:
+            launchers = parse_launch_functions(source)
+        except HipInterfaceError as error:
+            return HipStaticResult("static_reject", str(error))
+        if not launchers:
+            return HipStaticResult(
+                "static_reject", 'HIP_SOURCE has no extern "C" launch function returning hipError_t or void'
+            )
+        if not _calls(tree, "load_hip"):
+            return HipStaticResult("static_reject", "HIP_SOURCE is never loaded: call load_hip(HIP_SOURCE)")
+        return HipStaticResult(
+            None, f"native form: launch functions {', '.join(launchers)}", "native", source
+        )
+    if _calls(tree, "load_inline"):
+        return HipStaticResult(None, "load_inline form (a PyTorch C++ extension)", "load_inline")
+    return HipStaticResult(
+        "static_reject",
+        "no HIP source: define a module-level HIP_SOURCE string and load it with kernelvault.hip.load_hip, "
+        "or build it with torch.utils.cpp_extension.load_inline",
+    )

@@ -15,7 +15,9 @@ before the candidate module is imported.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import inspect
 import json
 import math
 import sys
@@ -75,6 +77,20 @@ class LaunchRecorder:
                 recorder.monitor.in_launch -= 1
 
         launcher.run = recording_run  # type: ignore[method-assign]
+
+    def record_native(self, name: str) -> None:
+        """A HIP launch function is about to run (called by kernelvault.hip / the load_inline proxy)."""
+        if not self.enabled:
+            return
+        self.count += 1
+        if torch.cuda.is_available() and torch.cuda.current_stream() != torch.cuda.default_stream():
+            self.violations.add(
+                "side_stream", f"{name} was launched on a side stream, outside the timed stream"
+            )
+        if name not in self.kernels:
+            self.kernels.append(name)
+            with self.path.open("a") as handle:
+                handle.write(json.dumps({"kernel": name, "language": "hip"}) + "\n")
 
     def record(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         import inspect
@@ -240,12 +256,20 @@ class CandidateGuards:
         self.monitor = TorchComputeMonitor(self.violations, job.get("allowed_ops", ()))
         self.recorder = LaunchRecorder(Path(job["launches_path"]), self.monitor, self.violations)
         self.recorder.install(interpreted=device.type == "cpu")
-        writable = [workdir] + ([Path(job["triton_cache"])] if job.get("triton_cache") else [])
+        writable = [workdir] + [
+            Path(job[key]) for key in ("triton_cache", "inline_build_root") if job.get(key)
+        ]
         self.process_guards = ProcessGuards(self.violations, writable)
         self.process_guards.install()
         # Taken after our own wrappers are in place: anything that changes from here on was the candidate.
-        self.snapshot = PatchSnapshot(patch_targets([sys.modules[__name__], sys.modules["toolchain.compare"],
-                                                     sys.modules["toolchain.timing"]]))  # fmt: skip
+        ours = [sys.modules[__name__], sys.modules["toolchain.compare"], sys.modules["toolchain.timing"]]
+        targets = patch_targets(ours)
+        if job.get("language") == "hip":
+            import kernelvault.hip as hip
+
+            hip.set_launch_observer(self.recorder.record_native)
+            targets |= {"kernelvault.hip": hip, "kernelvault.hip.LaunchFunction": hip.LaunchFunction}
+        self.snapshot = PatchSnapshot(targets)
 
     def raise_if_violated(self) -> None:
         changed = self.snapshot.changed()
@@ -258,6 +282,14 @@ class CandidateGuards:
 def run_candidate_forward(model: torch.nn.Module, inputs: list[Any], guards: CandidateGuards) -> Any:
     recorder = guards.recorder
     launches_before = recorder.count
+    try:  # a forward that cannot take the task's inputs is an interface error, not a run-time one
+        inspect.signature(model.forward).bind(*inputs)
+    except TypeError as error:
+        raise CandidateFailure(
+            "interface_error", f"ModelNew.forward cannot take the task's inputs: {error}"
+        ) from None
+    except ValueError:  # no signature to read (a builtin): let the call itself decide
+        pass
     try:
         guards.monitor.active = True
         with guards.monitor:
@@ -271,12 +303,14 @@ def run_candidate_forward(model: torch.nn.Module, inputs: list[Any], guards: Can
         if isinstance(error, KeyboardInterrupt):
             raise
         guards.raise_if_violated()  # a refused thread or write surfaces as an exception: name the cause
-        if is_triton_compile_error(error):
+        if is_triton_compile_error(error) or isinstance(error, InlineBuildError):
             raise CandidateFailure("compile_error", _one_line_error(error)) from None
         raise CandidateFailure("runtime_error", f"forward raised {_one_line_error(error)}") from None
     guards.raise_if_violated()
     if recorder.count == launches_before:
-        raise CandidateFailure("integrity_reject", "no_kernel_launched: forward launched no Triton kernel")
+        raise CandidateFailure(
+            "integrity_reject", "no_kernel_launched: forward launched no kernel of its own"
+        )
     return output
 
 
@@ -341,6 +375,8 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
     Path(job["task_path"]).unlink(missing_ok=True)  # nothing left on disk to import the reference from
 
     # 2. The candidate.
+    if job.get("language") == "hip":
+        prepare_hip(job, device, result)
     guards = CandidateGuards(job, device, Path(job["task_path"]).parent)
     try:
         candidate = load_module(Path(job["candidate_path"]), "kv_candidate")
@@ -445,6 +481,76 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
         except CandidateFailure as failure:
             return {**result, "failure_kind": failure.kind, "failure_message": failure.message}
     return {**result, "failure_kind": None, "failure_message": None}
+
+
+def prepare_hip(job: dict[str, Any], device: torch.device, result: dict[str, Any]) -> None:
+    """Before the candidate exists: its prebuilt library (native form) or our load_inline (KernelBench form)."""
+    import kernelvault.hip as hip
+
+    if job["hip_form"] == "native":
+        hip.register_prebuilt(job["hip_source_sha"], job["hip_library"])
+        return
+    from torch.utils import cpp_extension
+
+    from toolchain.hip_build import HIP_INCLUDE_DIR
+
+    original = cpp_extension.load_inline
+    signature = inspect.signature(original)
+    root = Path(job["inline_build_root"])
+
+    def kernelvault_load_inline(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        arguments = bound.arguments
+        if device.type == "cuda" and not getattr(torch.version, "hip", None):
+            # `#include <hip/hip_runtime.h>` resolves to the portability header on NVIDIA.
+            arguments["extra_include_paths"] = [
+                *(arguments.get("extra_include_paths") or []),
+                str(HIP_INCLUDE_DIR),
+            ]
+        identity = {key: arguments.get(key) for key in ("name", "cpp_sources", "cuda_sources", "functions",
+                    "extra_cflags", "extra_cuda_cflags", "extra_ldflags", "extra_include_paths")}  # fmt: skip
+        identity["torch"] = torch.__version__
+        identity["device"] = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
+        key = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:24]
+        build_directory = root / key  # content-addressed: a second worker finds it built (ninja: no work)
+        build_directory.mkdir(parents=True, exist_ok=True)
+        arguments["build_directory"] = str(build_directory)
+        arguments["verbose"] = False
+        started = time.perf_counter()
+        try:
+            extension = original(*bound.args, **bound.kwargs)
+        except Exception as error:  # the build failed: that is the candidate's compile error
+            raise InlineBuildError(_one_line_error(error)) from None
+        result["compile_seconds"] = (result.get("compile_seconds") or 0.0) + time.perf_counter() - started
+        return CountingExtension(extension)
+
+    cpp_extension.load_inline = kernelvault_load_inline
+
+
+class InlineBuildError(Exception):
+    """load_inline could not build the candidate's extension."""
+
+
+class CountingExtension:
+    """A built extension whose functions report each call as a launch of the candidate's own code."""
+
+    def __init__(self, module: Any) -> None:
+        self._module = module
+
+    def __getattr__(self, name: str) -> Any:
+        import kernelvault.hip as hip
+
+        attribute = getattr(self._module, name)
+        if not callable(attribute):
+            return attribute
+
+        def launch(*args: Any, **kwargs: Any) -> Any:
+            if hip._launch_observer is not None:
+                hip._launch_observer(name)
+            return attribute(*args, **kwargs)
+
+        return launch
 
 
 def check_untouched_inputs(pristine: list[Any], inputs: list[Any], output: Any) -> None:

@@ -12,6 +12,7 @@ Candidate code runs only in sandboxed worker processes (`toolchain.sandbox`):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import secrets
@@ -35,11 +36,20 @@ from kernelvault.contracts import (
     Verdict,
     content_hash,
 )
+from kernelvault.hip import source_hash
 from toolchain.extract import extract_code
+from toolchain.hip_build import (
+    DEFAULT_CPU_HIP_ARCH,
+    HipBuildCache,
+    HipToolchainMissing,
+    compile_hip,
+    find_hip_compiler,
+    portability_issues,
+)
 from toolchain.platforms import AMD_WAVEFRONT, PlatformChoice, detect_platform, run_environment
 from toolchain.reward import DEFAULT_REWARD, RewardConfig, graded_reward, task_speedup
 from toolchain.sandbox import SandboxLimits, SandboxResult, run_sandboxed
-from toolchain.static_check import check_triton_candidate
+from toolchain.static_check import check_hip_candidate, check_triton_candidate
 
 LOG_LIMIT = 4000  # characters of compiler/runtime log kept per stage (the agents' feedback reads it)
 
@@ -60,6 +70,12 @@ class VerifyConfig:
     keep_workdir: bool = False
     allowed_ops: tuple[str, ...] = ()  # aten ops allowed in forward beyond toolchain.integrity.GLUE_OPS
     audit_speedup: float = 10.0  # speedups above this are flagged for a human to audit
+    hip_cache: Path = field(
+        default_factory=lambda: Path(
+            os.environ.get("KV_HIP_CACHE", Path.home() / ".cache" / "kernelvault" / "hip")
+        )
+    )
+    hip_cache_bytes: int = 2 << 30
     triton_cache: Path = field(
         default_factory=lambda: Path(
             os.environ.get("KV_TRITON_CACHE", Path.home() / ".cache" / "kernelvault" / "triton")
@@ -120,15 +136,15 @@ class Verifier:
             stages = _Stages()
             stages.add("check", "failed", 0.0, traceback.format_exc())
             message = f"verifier error: {type(error).__name__}: {error}"
-            return self._finish(
-                stages, task, "", failure_kind="infrastructure_error", failure_message=message
-            )
+            return self._finish(stages, task, "", target=candidate.target,
+                                failure_kind="infrastructure_error", failure_message=message)  # fmt: skip
         finally:
             if not self.config.keep_workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
 
     def _finish(self, stages: _Stages, task: Task, code: str, **fields: Any) -> Verdict:
         started = time.perf_counter()
+        target = fields.pop("target", "triton")
         reward = graded_reward(
             fields.get("compiled", False), fields.get("correct"), fields.get("speedup"),
             fields.get("failure_kind"), self.config.reward,
@@ -138,9 +154,13 @@ class Verifier:
         speedup = fields.get("speedup")
         if speedup is not None and speedup > self.config.audit_speedup:
             fields["audit"] = (f"speedup_over_{self.config.audit_speedup:g}x",)
+        environment = self.environment
+        if target == "hip" and self.choice.platform == "cpu":  # HIP on cpu is hipcc's arch, not Triton's
+            environment = dataclasses.replace(environment, arch=self._hip_arch() or DEFAULT_CPU_HIP_ARCH,
+                                              device="cpu (hipcc, compile only)")  # fmt: skip
         return Verdict(
-            task_id=task.task_id, target="triton", candidate_hash=content_hash(code) if code else "", code=code,
-            stages=tuple(stages.records), environment=self.environment, reward=reward,
+            task_id=task.task_id, target=target, candidate_hash=content_hash(code) if code else "", code=code,
+            stages=tuple(stages.records), environment=environment, reward=reward,
             **{"compiled": False, "correct": False, "failure_kind": None, "failure_message": None, **fields},
         )  # fmt: skip
 
@@ -150,12 +170,13 @@ class Verifier:
         extracted = extract_code(candidate.text)
         if extracted.code is None:
             stages.add("parse", "failed", time.perf_counter() - started, extracted.message)
-            return self._finish(
-                stages, task, "", failure_kind="parse_error", failure_message=extracted.message
-            )
+            return self._finish(stages, task, "", target=candidate.target, failure_kind="parse_error",
+                                failure_message=extracted.message)  # fmt: skip
         code = extracted.code
         stages.add("parse", "passed", time.perf_counter() - started, extracted.message)
 
+        if candidate.target == "hip":
+            return self._verify_hip(stages, task, code, workdir)
         started = time.perf_counter()
         static = check_triton_candidate(code)
         if static.failure_kind is not None:
@@ -171,6 +192,75 @@ class Verifier:
         if self.choice.platform == "cpu":
             return self._verify_on_cpu(stages, task, code, workdir)
         return self._verify_on_gpu(stages, task, code, workdir)
+
+    def _hip_arch(self) -> str | None:
+        # On cpu the Triton default (gfx942) is unknown to Debian's ROCm 5.2 clang: HIP takes gfx90a unless told.
+        return self.config.arch if self.choice.platform == "cpu" else self.choice.arch
+
+    def _verify_hip(self, stages: _Stages, task: Task, code: str, workdir: Path) -> Verdict:
+        started = time.perf_counter()
+        static = check_hip_candidate(code)
+        stages.add("static", "failed" if static.failure_kind else "passed", time.perf_counter() - started,
+                   static.message)  # fmt: skip
+        if static.failure_kind is not None:
+            return self._finish(stages, task, code, target="hip", failure_kind=static.failure_kind,
+                                failure_message=static.message)  # fmt: skip
+        (workdir / "task.py").write_text(task.source)
+        (workdir / "candidate.py").write_text(code)
+        (workdir / "launches.jsonl").write_text("")
+        platform = self.choice.platform
+
+        if static.form == "load_inline":
+            if platform == "cpu":
+                message = ("the load_inline form builds a PyTorch C++ extension, which needs a ROCm or CUDA build of "
+                           "PyTorch (its headers need rocThrust/CUDA); this machine has the CPU build, so the "
+                           "candidate cannot be compiled here: verify it on a GPU machine (the native form compiles "
+                           "here)")  # fmt: skip
+                stages.add("compile", "skipped", 0.0, message)
+                return self._finish(stages, task, code, target="hip", failure_kind="infrastructure_error",
+                                    failure_message=message)  # fmt: skip
+            hip = {"language": "hip", "hip_form": "load_inline",
+                   "inline_build_root": str(self.config.hip_cache / "inline")}  # fmt: skip
+            return self._verify_on_gpu(stages, task, code, workdir, hip)
+
+        source = static.hip_source or ""
+        started = time.perf_counter()
+        try:
+            compiler = find_hip_compiler(platform, self._hip_arch())
+        except HipToolchainMissing as error:
+            stages.add("compile", "failed", time.perf_counter() - started, str(error))
+            return self._finish(stages, task, code, target="hip", failure_kind="infrastructure_error",
+                                failure_message=str(error))  # fmt: skip
+        if compiler.vendor == "nvidia":
+            issues = portability_issues(source)
+            if issues:
+                message = f"not portable to NVIDIA ({self.choice.device}): " + "; ".join(issues)
+                stages.add("compile", "failed", time.perf_counter() - started, message)
+                return self._finish(stages, task, code, target="hip", failure_kind="compile_error",
+                                    failure_message=message, compile_log=message)  # fmt: skip
+        build = compile_hip(source, compiler, HipBuildCache(self.config.hip_cache, self.config.hip_cache_bytes),
+                            self.config.compile_timeout_s)  # fmt: skip
+        where = f"{compiler.vendor} {compiler.arch}"
+        log = f"{build.command}\n{compiler.version}\n{'cache hit' if build.cached else f'{build.seconds:.2f} s'}\n{build.log}"
+        stages.add("compile", "passed" if build.ok else "failed", build.seconds, log)
+        if not build.ok or build.library is None:
+            first = next(
+                (line for line in build.log.splitlines() if "error" in line.lower()), build.log[:300]
+            )
+            return self._finish(stages, task, code, target="hip", failure_kind="compile_error",
+                                failure_message=f"does not compile for {where}: {first.strip()}",
+                                compile_log=trim(build.log))  # fmt: skip
+        if platform == "cpu":
+            message = (
+                f"compiled for {compiler.arch} with {Path(compiler.path).name}; no AMD GPU here, so not run"
+            )
+            stages.add("check", "skipped", 0.0, message + ": correctness unknown")
+            stages.add("time", "skipped", 0.0, "no GPU: the cpu platform does not time kernels")
+            return self._finish(stages, task, code, target="hip", compiled=True, correct=None,
+                                compile_log=trim(build.log) or message)  # fmt: skip
+        hip = {"language": "hip", "hip_form": "native", "hip_library": str(build.library),
+               "hip_source_sha": source_hash(source), "compile_log": trim(log)}  # fmt: skip
+        return self._verify_on_gpu(stages, task, code, workdir, hip)
 
     def _check_job(self, task: Task, workdir: Path, timed: bool) -> dict[str, Any]:
         return {
@@ -319,17 +409,28 @@ class Verifier:
             kernels=check["kernels"], compile_log=trim(compile_log), speedup=None,
         )  # fmt: skip
 
-    def _verify_on_gpu(self, stages: _Stages, task: Task, code: str, workdir: Path) -> Verdict:
+    def _verify_on_gpu(self, stages: _Stages, task: Task, code: str, workdir: Path,
+                       hip: dict[str, Any] | None = None) -> Verdict:  # fmt: skip
+        """Check and time on the device. `hip`: the HIP build (form, library, compile log) when not Triton."""
+        target = "hip" if hip else "triton"
         started = time.perf_counter()
-        job = self._check_job(task, workdir, timed=True)
+        job = {**self._check_job(task, workdir, timed=True), **(hip or {})}
+        limits = self._check_limits()
+        if hip and hip["hip_form"] == "load_inline":  # the extension is built inside the worker (slow path)
+            limits = SandboxLimits(limits.timeout_s + self.config.compile_timeout_s, limits.memory_bytes)
         run, result = self._run_worker("toolchain.triton_worker", job, "check_job.json", workdir,
-                                       self._check_limits(), self._worker_env(interpret=False))  # fmt: skip
+                                       limits, self._worker_env(interpret=False))  # fmt: skip
         seconds = time.perf_counter() - started
         check = self._check_verdict_fields(run, result)
         kind = check["failure_kind"]
         launched = bool((workdir / "launches.jsonl").read_text().strip())
         compile_failed = kind in ("compile_error", "static_reject") or not launched
         compile_seconds = check.get("compile_seconds") or 0.0
+        if (
+            hip and hip["hip_form"] == "native"
+        ):  # compiled before the worker started: that is the compile stage
+            compile_failed = kind in ("compile_error", "static_reject")
+            launched = launched or not compile_failed
         if kind == "infrastructure_error":
             stages.add(
                 "check",
@@ -337,16 +438,20 @@ class Verifier:
                 seconds,
                 (check["failure_message"] or "") + "\n" + check.get("traceback", ""),
             )
-            return self._finish(
-                stages, task, code, failure_kind=kind, failure_message=check["failure_message"]
-            )
+            return self._finish(stages, task, code, target=target, failure_kind=kind,
+                                failure_message=check["failure_message"])  # fmt: skip
         compile_log = check["failure_message"] if kind == "compile_error" else (
             f"JIT-compiled on {self.choice.device} ({self.choice.arch}) during the first forward"
             if launched else "no kernel was launched, so nothing was compiled"
         )  # fmt: skip
-        stages.add("compile", "failed" if compile_failed else "passed", compile_seconds, compile_log or "")
+        if hip and hip["hip_form"] == "native":
+            compile_log = check["failure_message"] if kind == "compile_error" else hip["compile_log"]
+        else:
+            stages.add(
+                "compile", "failed" if compile_failed else "passed", compile_seconds, compile_log or ""
+            )
         if kind == "compile_error":
-            return self._finish(stages, task, code, failure_kind=kind, failure_message=check["failure_message"],
+            return self._finish(stages, task, code, target=target, failure_kind=kind, failure_message=check["failure_message"],
                                 compile_log=trim(compile_log or ""), kernels=check["kernels"])  # fmt: skip
         timings = tuple(CaseTiming(**timing) for timing in check["timings"])
         stages.add("check", "passed" if kind is None else "failed", seconds,
@@ -361,7 +466,8 @@ class Verifier:
             else None
         )
         return self._finish(
-            stages, task, code, compiled=launched and not compile_failed, correct=kind is None, failure_kind=kind,
+            stages, task, code, target=target, compiled=launched and not compile_failed, correct=kind is None,
+            failure_kind=kind,
             failure_message=check["failure_message"], checks=check["checks"], timings=timings, speedup=speedup,
             kernels=check["kernels"], compile_log=trim(compile_log or ""),
         )  # fmt: skip
