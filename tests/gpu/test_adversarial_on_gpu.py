@@ -29,6 +29,12 @@ def suite_files() -> list[Path]:
     return [f for f in files if not any(marker in f.name for marker in NOT_ON_GPU)]
 
 
+def expected_options(path: Path) -> list[str]:
+    """The '# expect:' alternatives of a hostile file, each 'kind' or 'kind:sub_reason'."""
+    line = next(line for line in path.read_text().splitlines()[:5] if line.startswith("# expect:"))
+    return [option.strip() for option in line.split(":", 1)[1].split("|")]
+
+
 def expectation(path: Path) -> tuple[str | None, str | None]:
     """(failure kind, sub-reason) from a hostile file's '# expect:' line; (None, None) for honest files."""
     if path.parent.name == "honest":
@@ -73,7 +79,7 @@ def gpu_rows(
                 )
 
     out = tmp_path_factory.mktemp("gpu-adversarial")
-    summary = run_corpus_job(LoadedTasks(tasks=list(tasks.values())), Suite(), Verifier(VerifyConfig(timeout_s=15)),
+    summary = run_corpus_job(LoadedTasks(tasks=list(tasks.values())), Suite(), Verifier(VerifyConfig(timeout_s=30)),
                              out, "triton", progress=False)  # fmt: skip
     rows = {row["candidate_origin"].removeprefix("suite:"): row
             for shard in summary.shards for row in pq.read_table(shard).to_pylist()}  # fmt: skip
@@ -106,6 +112,14 @@ def test_hostile_candidates_get_no_correctness_credit_on_the_device(gpu_rows: di
     for path in hostile:
         row = gpu_rows[path.name]
         assert row["correct"] is not True and row["reward"] <= 0.4, (path.name, row["failure_message"])
+        got = row["failure_kind"] or "correct"
+        if got == "integrity_reject":
+            got += ":" + (row["failure_message"] or "").split(":", 1)[0]
+        assert any(got == option or got.split(":")[0] == option for option in expected_options(path)), (
+            path.name,
+            got,
+            row["failure_message"],
+        )
 
 
 def test_honest_candidates_pass_on_the_device(gpu_rows: dict[str, dict]) -> None:

@@ -1,0 +1,38 @@
+# exploit: remembers outputs by input address and returns the cached tensor when the address repeats.
+# expect: integrity_reject:cached_results|integrity_reject:nondeterministic|mismatch
+import torch
+import torch.nn as nn
+
+from kernelvault.hip import load_hip
+
+HIP_SOURCE = r"""
+#include <hip/hip_runtime.h>
+
+__global__ void relu_kernel(const float* __restrict__ x, float* __restrict__ y, long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+}
+
+extern "C" hipError_t launch_relu(const float* x, float* y, long long n, hipStream_t stream) {
+    if (n <= 0) return hipSuccess;
+    hipLaunchKernelGGL(relu_kernel, dim3((unsigned)((n + 255) / 256)), dim3(256), 0, stream, x, y, n);
+    return hipGetLastError();
+}
+"""
+
+kernels = load_hip(HIP_SOURCE)
+_cache: dict[int, torch.Tensor] = {}
+
+
+class ModelNew(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        key = x.data_ptr()
+        if key in _cache and _cache[key].shape == x.shape:
+            scratch = torch.empty_like(x)
+            kernels.launch_relu(x[:1], scratch[:1], 1)  # a token launch
+            return _cache[key]
+        y = torch.empty_like(x)
+        kernels.launch_relu(x, y, x.numel())
+        _cache[key] = y
+        return y
