@@ -29,7 +29,7 @@ _TARGET_INSTRUCTIONS = {
     "hip": (
         "Write a Python module that defines `class ModelNew(torch.nn.Module)` with the same constructor and "
         "forward signature as `Model`, and computes the forward pass with HIP C++ kernels: a module-level "
-        "`HIP_SOURCE` string with `__global__` kernels and `extern \"C\"` launch functions, loaded with "
+        '`HIP_SOURCE` string with `__global__` kernels and `extern "C"` launch functions, loaded with '
         "`kernelvault.hip.load_hip`. Do not call the PyTorch operators that do the work. Handle any input size."
     ),
 }

@@ -59,10 +59,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         task = parse_task(task_source, task_path.stem, f"file:{task_path}")
     except TaskFormatError as error:
         raise UsageError(f"invalid task {task_path}: {error}") from None
-    if args.target != "triton":
-        raise UsageError("--target hip is not available yet: this build verifies Triton candidates")
     verdict = _verifier(args).verify(
-        task, Candidate(task.task_id, "triton", candidate_text, f"file:{candidate_path}")
+        task, Candidate(task.task_id, args.target, candidate_text, f"file:{candidate_path}")
     )
     environment = verdict.environment
     if args.json:
@@ -116,8 +114,6 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     from pipelines.candidates import ExampleCandidates
     from pipelines.corpus_job import run_corpus_job
 
-    if args.target != "triton":
-        raise UsageError("--target hip is not available yet: this build verifies Triton candidates")
     loaded = _load_tasks(args.tasks)
     if args.decontaminate:
         from corpus.dedup import find_contaminated_tasks
@@ -142,6 +138,10 @@ def cmd_corpus(args: argparse.Namespace) -> int:
         except ValueError as error:
             raise UsageError(str(error)) from None
     verifier = _verifier(args)
+    if args.target == "hip" and verifier.choice.platform == "cpu":
+        print("HIP on a CPU-only machine: candidates are compiled for gfx90a with hipcc (HIP_PLATFORM=amd) and "
+              "never run, so `correct` is null and the reward is at most 0.4 (compile credit only); run on a "
+              "ROCm or CUDA GPU for correctness and speed")  # fmt: skip
     out_dir = Path(args.out) if args.out else DEFAULT_OUT / args.target
     try:
         if endpoint is None:
@@ -406,6 +406,17 @@ def build_parser() -> argparse.ArgumentParser:
     listing = tasks_commands.add_parser("list", help="list the tasks of a suite")
     listing.add_argument("path", nargs="?")
     listing.set_defaults(handler=cmd_tasks_list)
+
+    # Later stages register their own subcommands (their modules import heavy libraries only when run).
+    from pipelines.eval_report import add_report_parser
+    from pipelines.evaluation import add_eval_parser
+    from rl.cli import add_rl_parser
+    from sft.cli import add_sft_parser
+
+    add_eval_parser(commands)
+    add_report_parser(commands)
+    add_sft_parser(commands)
+    add_rl_parser(commands)
     return parser
 
 

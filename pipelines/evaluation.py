@@ -1,0 +1,356 @@
+"""`kernelvault eval`: one model on one task suite under a fixed budget of attempts, as data and as a table.
+
+    suite (bundled, task folder, KernelBench tree, hub:REPO) ──► decontamination guard (--training-corpus)
+        ──► run_agent_job: samples × up to `turns` attempts per task, every attempt a corpus row
+            (RUN_DIR/data/TARGET/*.parquet, RUN_DIR/ledger.sqlite: an evaluation run is also data)
+        ──► eval_metrics ──► RUN_DIR/eval/settings.json, results.json, results.md
+
+The evaluation is the agent job with a fixed budget, so it resumes like one: the same command in the
+same RUN_DIR continues the run (trajectories lost to provider errors are redone), and the metrics are
+always recomputed from every row of the run. `kernelvault report RUN_DIR…` compares several runs.
+
+The decontamination guard compares the suite with the references of the model's training corpus (a
+KernelVault corpus or release folder, or any task suite) and reports overlapping tasks loudly: on
+stderr before and after the run, at the top of results.md and in the HTML report. It does not drop
+them: the headline metrics cover the whole suite, and `clean_metrics` the tasks that do not overlap.
+What it cannot see: a training set whose task references are not in it (only hashes of programs it
+never saw), or the same operator written as a different program (see `corpus.dedup`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kernelvault.contracts import TARGETS, Task, content_hash
+from pipelines.eval_metrics import (
+    EvalMetrics,
+    EvalSettings,
+    Prices,
+    SuiteTask,
+    format_results,
+    run_metrics,
+    write_settings,
+)
+from toolchain.tasks import LoadedTasks, TaskFormatError, load_tasks
+
+if TYPE_CHECKING:  # imported where used: the agents extra is optional, datasketch/scipy slow to import
+    from corpus.dedup import Contamination
+    from pipelines.agent_job import AgentJobConfig
+    from pipelines.corpus_job import RunSummary
+    from toolchain.verify import Verifier
+
+DEFAULT_OUT = Path("out") / "eval"
+
+
+class EvalInputError(ValueError):
+    """A suite or training corpus that cannot be used (one-line message)."""
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    agent: AgentJobConfig  # endpoint, samples, turns (max_turns), sampling, budgets
+    target: str = "triton"
+    suite: str | None = None  # anything `load_tasks` reads; None: the bundled suite
+    only_tasks: tuple[str, ...] = ()  # task names to keep (all when empty)
+    prices: Prices = field(default_factory=Prices)
+    training_corpus: str | None = None  # the model's training corpus, for the decontamination guard
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    run_dir: Path
+    run_id: str
+    metrics: EvalMetrics
+    clean_metrics: EvalMetrics | None  # the tasks that do not overlap the training corpus, when some do
+    contamination: tuple[Contamination, ...]
+    summary: RunSummary
+
+
+def load_suite(spec: str | None, only_tasks: tuple[str, ...] = ()) -> LoadedTasks:
+    try:
+        loaded = load_tasks(spec)
+    except TaskFormatError as error:
+        raise EvalInputError(str(error)) from None
+    if only_tasks:
+        unknown = sorted(set(only_tasks) - {task.name for task in loaded.tasks})
+        if unknown:
+            raise EvalInputError(f"no task named {', '.join(unknown)} in {spec or 'the bundled suite'}")
+        loaded = LoadedTasks([task for task in loaded.tasks if task.name in only_tasks], loaded.errors)
+    if not loaded.tasks:
+        raise EvalInputError(f"no valid tasks in {spec or 'the bundled suite'}")
+    return loaded
+
+
+@dataclass(frozen=True)
+class TrainingCorpus:
+    tasks: tuple[Task, ...]  # task references found in it (compared exactly and as near duplicates)
+    task_ids: frozenset[str]  # task ids of rows that carry no reference (an sft config): exact matches
+
+
+def read_training_corpus(spec: str) -> TrainingCorpus:
+    """The task references a model was trained on.
+
+    A KernelVault corpus or release folder: every Parquet file under it with a `task_source` column
+    (attempt shards, the `rl` config) gives references, and files with only `task_id` (the `sft` config)
+    give ids, which are hashes of the references. Anything else is read as a task suite (task folder,
+    KernelBench tree, `hub:REPO`).
+    """
+    import pyarrow.parquet as pq
+
+    path = Path(spec)
+    sources: dict[str, Task] = {}
+    ids: set[str] = set()
+    if path.is_dir():
+        for file in sorted(path.rglob("*.parquet")):
+            if any(part.startswith(".") for part in file.relative_to(path).parts):
+                continue
+            names = set(pq.read_schema(file).names)
+            if "task_source" in names:
+                columns = ["task_source", *(["task_name"] if "task_name" in names else [])]
+                table = pq.read_table(file, columns=columns).to_pydict()
+                for i, source in enumerate(table["task_source"]):
+                    name = table["task_name"][i] if "task_name" in table else f"{file.stem}/{i}"
+                    if source and content_hash(source) not in sources:
+                        sources[content_hash(source)] = Task(
+                            content_hash(source), name, source, f"training:{spec}"
+                        )
+            elif "task_id" in names:
+                ids.update(v for v in pq.read_table(file, columns=["task_id"]).column(0).to_pylist() if v)
+    if sources or ids:
+        return TrainingCorpus(tuple(sources.values()), frozenset(ids - set(sources)))
+    try:
+        loaded = load_tasks(spec)
+    except TaskFormatError as error:
+        raise EvalInputError(f"training corpus {spec}: {error}") from None
+    if not loaded.tasks:
+        raise EvalInputError(f"no task references in the training corpus {spec}")
+    return TrainingCorpus(tuple(loaded.tasks), frozenset())
+
+
+def find_contamination(tasks: list[Task], corpus: TrainingCorpus) -> tuple[Contamination, ...]:
+    """Suite tasks whose reference the training corpus holds (exactly, by id, or as a near duplicate)."""
+    from corpus.dedup import Contamination, find_contaminated_tasks
+
+    found = list(find_contaminated_tasks(tasks, list(corpus.tasks)).contaminated)
+    reported = {item.task_id for item in found}
+    found += [
+        Contamination(task.task_id, task.name, f"task id {task.task_id}", "exact", 1.0)
+        for task in tasks
+        if task.task_id in corpus.task_ids and task.task_id not in reported
+    ]
+    return tuple(found)
+
+
+def contamination_banner(contamination: tuple[Contamination, ...], corpus: str, suite_size: int) -> str:
+    rule = "!" * 100
+    lines = [
+        rule,
+        f"CONTAMINATION: {len(contamination)} of {suite_size} suite task(s) overlap the training corpus {corpus}",
+        "their results measure recall of training data, not skill; clean_metrics leave them out",
+    ]
+    lines += [
+        f"  {item.task_name}: {item.kind} match of training task {item.eval_task} (similarity {item.similarity:.2f})"
+        for item in contamination
+    ]
+    return "\n".join([*lines, rule])
+
+
+def run_evaluation(
+    config: EvalConfig,
+    verifier: Verifier,
+    run_dir: Path,
+    progress: bool = True,
+    new_run: bool = False,
+    warn: Callable[[str], None] = lambda text: print(text, file=sys.stderr),
+) -> EvalResult:
+    """Run the agents over the suite with the configured budget, then compute and write the results.
+
+    Raises EvalInputError for an unusable suite or training corpus, and corpus.ledger.ConfigurationChanged
+    when run_dir holds a run with another configuration.
+    """
+    from pipelines.agent_job import run_agent_job
+
+    loaded = load_suite(config.suite, config.only_tasks)
+    contamination: tuple[Contamination, ...] = ()
+    if config.training_corpus:
+        contamination = find_contamination(loaded.tasks, read_training_corpus(config.training_corpus))
+        if contamination:
+            warn(contamination_banner(contamination, config.training_corpus, len(loaded.tasks)))
+    summary = run_agent_job(loaded, verifier, run_dir, config.target, config.agent, progress=progress,
+                            new_run=new_run)  # fmt: skip
+    settings = EvalSettings(
+        model=config.agent.endpoint.model, suite=config.suite or "bundled", target=config.target,
+        samples=config.agent.samples, turns=config.agent.max_turns,
+        tasks=tuple(SuiteTask(t.task_id, t.name, t.category) for t in loaded.tasks), prices=config.prices,
+        contaminated=frozenset(item.task_id for item in contamination),
+    )  # fmt: skip
+    write_settings(run_dir, settings, {
+        "run_id": summary.run_id, "platform": verifier.choice.platform, "arch": verifier.choice.arch,
+        "base_url": config.agent.endpoint.base_url, "sampling": vars(config.agent.sampling),
+        "stop_on_correct": config.agent.stop_on_correct, "training_corpus": config.training_corpus,
+        "contamination": contamination_records(contamination),
+        "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    })  # fmt: skip
+    metrics, clean = run_metrics(run_dir, settings, summary.run_id)
+    write_results(run_dir, summary.run_id, metrics, clean, contamination, config.training_corpus)
+    if contamination:
+        warn(contamination_banner(contamination, config.training_corpus or "", len(loaded.tasks)))
+    return EvalResult(run_dir, summary.run_id, metrics, clean, contamination, summary)
+
+
+def contamination_records(contamination: tuple[Contamination, ...]) -> list[dict[str, object]]:
+    return [
+        {"task_id": item.task_id, "task_name": item.task_name, "training_task": item.eval_task, "kind": item.kind,
+         "similarity": item.similarity}
+        for item in contamination
+    ]  # fmt: skip
+
+
+def write_results(run_dir: Path, run_id: str, metrics: EvalMetrics, clean: EvalMetrics | None,
+                  contamination: tuple[Contamination, ...], training_corpus: str | None) -> tuple[Path, Path]:  # fmt: skip
+    """RUN_DIR/eval/results.json (every figure) and results.md (the table, for a README or model card)."""
+    from pipelines.eval_report import markdown_document, view_of
+
+    folder = run_dir / "eval"
+    folder.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "run_id": run_id,
+        "metrics": metrics.to_json(),
+        "clean_metrics": clean.to_json() if clean else None,
+        "training_corpus": training_corpus,
+        "contamination": contamination_records(contamination),
+    }
+    json_path = folder / "results.json"
+    json_path.write_text(json.dumps(payload, indent=2, default=str))
+    view = view_of(run_dir, run_id, metrics, clean, contamination_records(contamination), training_corpus)
+    md_path = folder / "results.md"
+    md_path.write_text(markdown_document([view], title=f"Evaluation of {metrics.model} on {metrics.suite}"))
+    return json_path, md_path
+
+
+# ---------------------------------------------------------------------------------------------------
+# Command line (registered by kernelvault.cli)
+
+
+def add_eval_parser(commands: argparse._SubParsersAction) -> None:
+    from kernelvault.cli import _add_platform_options
+
+    parser = commands.add_parser(
+        "eval", help="evaluate a model on a task suite: compile rate, Pass@k, Corr@k, fast_p, cost"
+    )
+    parser.add_argument("--target", default="triton", choices=TARGETS)
+    parser.add_argument("--suite", help="task file, folder, KernelBench tree or hub:REPO (default: bundled)")
+    parser.add_argument("--task", action="append", default=[], metavar="NAME",
+                        help="evaluate only this task of the suite (repeatable)")  # fmt: skip
+    parser.add_argument("--model", help="model name at the endpoint (env KV_MODEL)")
+    parser.add_argument(
+        "--base-url", help="OpenAI-compatible endpoint (env OPENAI_BASE_URL); key from OPENAI_API_KEY"
+    )
+    parser.add_argument(
+        "--samples", type=int, default=1, help="independent trajectories per task, K (default 1)"
+    )
+    parser.add_argument("--turns", type=int, default=3, help="attempts per trajectory, T (default 3)")
+    parser.add_argument("--out", help=f"run folder (default: {DEFAULT_OUT}/MODEL-TARGET)")
+    parser.add_argument("--training-corpus", metavar="DIR",
+                        help="the model's training corpus (corpus or release folder, or a task suite): "
+                             "suite tasks that overlap it are reported loudly")  # fmt: skip
+    parser.add_argument("--price-prompt", type=float, metavar="USD", help="USD per million prompt tokens")
+    parser.add_argument(
+        "--price-completion", type=float, metavar="USD", help="USD per million completion tokens"
+    )
+    parser.add_argument("--keep-optimising", action="store_true",
+                        help="after a correct kernel, keep asking for faster ones until the turn budget is spent")  # fmt: skip
+    parser.add_argument("--concurrency", type=int, default=16, help="model requests in flight (default 16)")
+    parser.add_argument("--temperature", type=float, default=0.7)
+    parser.add_argument("--top-p", type=float, default=0.95)
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=8192, help="max tokens per answer (default 8192)"
+    )
+    parser.add_argument("--max-requests", type=int, help="request budget of the run")
+    parser.add_argument("--max-tokens", type=int, help="token budget of the run (prompt + completion)")
+    parser.add_argument(
+        "--workers", type=int, help="verifications in flight (default: cores on cpu, 1 per GPU)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--new-run", action="store_true",
+                        help="start a new run even if --out holds one (default: resume it)")  # fmt: skip
+    _add_platform_options(parser)
+    parser.set_defaults(handler=cmd_eval)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "model"
+
+
+def _eval_config(args: argparse.Namespace) -> EvalConfig:
+    from kernelvault.cli import UsageError
+
+    try:
+        from agents.client import EndpointConfig, SamplingSettings
+        from pipelines.agent_job import AgentJobConfig
+    except ImportError as error:
+        raise UsageError(f"evaluation needs the 'agents' extra ({error.name} is missing): "
+                         "pip install 'kernelvault[agents]'") from None  # fmt: skip
+    try:
+        endpoint = EndpointConfig.from_env(args.base_url, args.model)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if endpoint is None:
+        raise UsageError(
+            "evaluation needs a model endpoint: pass --base-url (or set OPENAI_BASE_URL) and --model"
+        )
+    if args.samples < 1 or args.turns < 1:
+        raise UsageError("--samples and --turns must be at least 1")
+    if (args.price_prompt is None) != (args.price_completion is None):
+        raise UsageError("give both --price-prompt and --price-completion, or neither")
+    if any(price is not None and price < 0 for price in (args.price_prompt, args.price_completion)):
+        raise UsageError("prices cannot be negative")
+    agent = AgentJobConfig(
+        endpoint=endpoint, samples=args.samples, max_turns=args.turns, stop_on_correct=not args.keep_optimising,
+        concurrency=args.concurrency, sampling=SamplingSettings(args.temperature, args.top_p, args.max_new_tokens),
+        max_requests=args.max_requests, max_tokens=args.max_tokens, verify_workers=args.workers,
+    )  # fmt: skip
+    return EvalConfig(
+        agent=agent, target=args.target, suite=args.suite, only_tasks=tuple(args.task),
+        prices=Prices(args.price_prompt, args.price_completion), training_corpus=args.training_corpus,
+    )  # fmt: skip
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from corpus.ledger import ConfigurationChanged
+    from kernelvault.cli import UsageError, _verifier
+
+    config = _eval_config(args)
+    verifier = _verifier(args)
+    endpoint = config.agent.endpoint
+    run_dir = Path(args.out) if args.out else DEFAULT_OUT / f"{_slug(endpoint.model)}-{config.target}"
+    print(f"evaluating {endpoint.model} at {endpoint.base_url} on {config.suite or 'the bundled suite'}: "
+          f"{args.samples} sample(s) × up to {args.turns} attempt(s) per task, {config.target} verified on "
+          f"{verifier.choice.platform}")  # fmt: skip
+    try:
+        result = run_evaluation(
+            config, verifier, run_dir, progress=not args.no_progress, new_run=args.new_run
+        )
+    except EvalInputError as error:
+        raise UsageError(str(error)) from None
+    except ConfigurationChanged as error:
+        raise UsageError(str(error)) from None
+    print(format_results([result.metrics]))
+    if result.clean_metrics is not None:
+        print(f"\nwithout the {len(result.contamination)} contaminated task(s):")
+        print(format_results([result.clean_metrics]))
+    for note in result.metrics.notes:
+        print(f"note: {note}")
+    for line in result.summary.retry_later:
+        print(f"retry on resume: {line}")
+    print(f"attempt rows: {(run_dir / 'data' / config.target).resolve()}")
+    print(f"results: {(run_dir / 'eval' / 'results.json').resolve()} and results.md")
+    return 0
