@@ -1,0 +1,73 @@
+"""`kernelvault sft`: fine-tune on a corpus version, then measure the pass rate on held-out tasks.
+
+    kernelvault sft --config sft/configs/tiny.yaml --dataset out/triton          # a corpus folder
+    kernelvault sft --config sft/configs/qwen3-8b-lora.yaml --dataset ORG/NAME --revision v1.0.0
+    accelerate launch --config_file sft/configs/accelerate-fsdp-8gpu.yaml -m sft.cli \\
+        --config sft/configs/qwen3-8b-full-fsdp.yaml --dataset ORG/NAME
+
+Settings come from the YAML file, then from options (`--max-steps 20`); `sft.config` lists them all.
+`python -m sft.cli …` is the same command, for launchers that need a module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sft.config import FIELDS, add_config_arguments, load_config
+
+
+def add_sft_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "sft", help="fine-tune a model on a corpus version (TRL SFTTrainer) and measure its pass rate",
+        description="Fine-tune on the sft config of a corpus version, then measure the pass rate on held-out "
+                    "tasks with the agents and the verifier. Options override the --config YAML file.",
+    )  # fmt: skip
+    parser.add_argument("--config", help="YAML file of settings (sft/configs/*.yaml)")
+    add_config_arguments(parser)
+    parser.set_defaults(handler=cmd_sft)
+
+
+def cmd_sft(args: argparse.Namespace) -> int:
+    from kernelvault.cli import UsageError  # here, not at the top: kernelvault.cli imports this module
+
+    overrides = {name: value for name, value in vars(args).items() if name in FIELDS}
+    try:
+        config = load_config(args.config, overrides)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    try:
+        from sft.train import report_lines, run_sft
+    except ImportError as error:
+        raise UsageError(f"kernelvault sft needs the 'train' extra ({error.name} is missing): "
+                         "pip install 'kernelvault[train]'") from None  # fmt: skip
+    import datasets
+    import transformers
+
+    # The trainer's loss lines are the progress report; per-map and per-shard bars would drown them.
+    datasets.disable_progress_bars()
+    transformers.utils.logging.disable_progress_bar()
+    try:
+        result = run_sft(config)
+    except ValueError as error:  # bad configuration or data, found while building the run
+        raise UsageError(str(error).splitlines()[0]) from None
+    for line in report_lines(result):
+        print(line)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from kernelvault.cli import UsageError
+
+    parser = argparse.ArgumentParser(prog="python -m sft.cli")
+    add_sft_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["sft", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return args.handler(args)
+    except UsageError as error:
+        print(f"kernelvault sft: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

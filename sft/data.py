@@ -1,0 +1,271 @@
+"""SFT data: the `sft` config of one dataset version, filtered, split by task, mixed, in chat form.
+
+    corpus folder ──► build_release (temporary) ─┐
+    release folder ──────────────────────────────┼─► load_dataset(…, "sft") ─► filter ─► split by task
+    ORG/NAME@vX.Y.Z (local hub or the Hub) ──────┘                                          │
+                      train: mix HIP/Triton by ratio ◄─────────────────────────────────────┤
+                      eval: every row of the held-out tasks ◄──────────────────────────────┘
+                      both ─► messages with `reasoning_content` + chat_template_kwargs
+
+A held-out task has all its rows on the eval side: attempts at one task share the reference program,
+so splitting by row would leak the eval tasks into training.
+
+Loss masking. Each sample carries `chat_template_kwargs = {"loss_from_message": k}`; TRL passes it to
+the chat template, and the kernelvault template marks assistant turns from message k on as generation
+(TRL's assistant_only_loss then trains on those tokens only). k is the first assistant message the agent
+wrote: the few-shot example the agents put in their prompt is an assistant message too, and training on
+it in every sample would only teach the model to recite it. The agent's turns are the last `turn + 1`
+assistant messages, `turn` being the last field of the row's attempt_id (`run/task/sample/turn`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import datasets
+
+from corpus.hub import LocalHub, check_repo_id, hub_from_env
+from kernelvault.contracts import TARGETS, Task
+from sft.config import SFTRunConfig
+from toolchain.tasks import TaskFormatError, parse_task
+
+
+@dataclass(frozen=True)
+class DatasetSource:
+    kind: str  # "corpus" | "release" | "local-hub" | "hub"
+    location: str  # the folder, or the repo id
+    revision: str | None = None  # the tag (or branch) of a repo
+    folder: Path | None = None  # what is read from disk: the folder or the local hub's checkout
+
+    def describe(self) -> str:
+        if self.kind in ("corpus", "release"):
+            return f"{self.kind} folder {self.location}"
+        where = "local hub" if self.kind == "local-hub" else "Hugging Face Hub"
+        return f"{self.location}@{self.revision} ({where})"
+
+
+def resolve_source(dataset: str, revision: str | None = None) -> DatasetSource:
+    """A folder on disk, else a dataset repo on the hub `hub_from_env` picks, pinned to a version tag."""
+    if not dataset:
+        raise ValueError("no dataset given: --dataset DIR or ORG/NAME (or `dataset:` in the YAML)")
+    path = Path(dataset).expanduser()
+    if path.is_dir():
+        if revision:
+            raise ValueError(f"--revision applies to dataset repos, not to the folder {path}")
+        if any(any((path / "data" / target).glob("*.parquet")) for target in TARGETS):
+            return DatasetSource("corpus", str(path), folder=path)
+        if any((path / "sft").glob("*.parquet")):
+            return DatasetSource("release", str(path), folder=path)
+        raise ValueError(
+            f"{path} is neither a corpus folder (data/<target>/*.parquet) nor a release (sft/*.parquet)"
+        )
+    try:
+        check_repo_id(dataset)
+    except ValueError:
+        raise ValueError(f"dataset {dataset!r} is not a folder and not a repo id ORG/NAME") from None
+    hub = hub_from_env()
+    versions = hub.versions(dataset)
+    if isinstance(hub, LocalHub):
+        if not versions:
+            raise ValueError(f"no dataset {dataset} in the local hub at {hub.root} (publish one with "
+                             "`kernelvault publish`, or set KV_HUB=hf for the Hugging Face Hub)")  # fmt: skip
+        revision = revision or versions[-1]
+        try:
+            folder = hub.checkout(dataset, revision)
+        except (FileNotFoundError, ValueError) as error:
+            raise ValueError(str(error)) from None
+        return DatasetSource("local-hub", dataset, revision, folder)
+    # No version tag on the Hub: fall back to the default branch, which moves; say so in the summary.
+    return DatasetSource("hub", dataset, revision or (versions[-1] if versions else "main"))
+
+
+def _load_folder_config(folder: Path, config: str) -> datasets.Dataset:
+    # A throwaway cache: `datasets` keys a local folder's cache on the folder's base name and the config,
+    # and a local hub checkout is named after its tag, so every `v0.1.0` of every repo would share one cache
+    # entry and a load could silently return another dataset's rows.
+    with tempfile.TemporaryDirectory(prefix="kv-sft-cache-") as cache:
+        by_card = {"name": config} if (folder / "README.md").is_file() else {"data_dir": config}
+        return datasets.load_dataset(
+            str(folder), split="train", cache_dir=cache, keep_in_memory=True, **by_card
+        )
+
+
+def load_configs(source: DatasetSource) -> tuple[datasets.Dataset, datasets.Dataset]:
+    """The `sft` and `rl` configs of a source; a corpus folder is released (dedup included) on the fly."""
+    if source.kind == "hub":
+        sft = datasets.load_dataset(source.location, "sft", revision=source.revision, split="train")
+        rl = datasets.load_dataset(source.location, "rl", revision=source.revision, split="train")
+        return sft, rl
+    assert source.folder is not None
+    if source.kind == "corpus":
+        from corpus.release import build_release
+
+        with tempfile.TemporaryDirectory(prefix="kv-sft-release-") as temporary:
+            release = Path(temporary) / "release"
+            build_release(source.folder, release)
+            return _load_folder_config(release, "sft"), _load_folder_config(release, "rl")
+    return _load_folder_config(source.folder, "sft"), _load_folder_config(source.folder, "rl")
+
+
+def keep_row(row: dict[str, Any], config: SFTRunConfig) -> bool:
+    if row["target"] not in config.targets:
+        return False
+    if config.platforms and row["platform"] not in config.platforms:
+        return False
+    if row["reward"] is None or row["reward"] < config.min_reward:
+        return False
+    if config.min_speedup is not None and (row["speedup"] is None or row["speedup"] < config.min_speedup):
+        return False
+    return bool(row["messages"]) and row["messages"][-1]["role"] == "assistant"
+
+
+def held_out_tasks(task_names: dict[str, str], config: SFTRunConfig) -> set[str]:
+    """Task ids to hold out: the named ones, else a seeded, order-independent share of the tasks."""
+    if config.eval_tasks:
+        unknown = sorted(set(config.eval_tasks) - set(task_names.values()))
+        if unknown:
+            raise ValueError(f"eval_tasks not in the data: {', '.join(unknown)}")
+        return {task_id for task_id, name in task_names.items() if name in config.eval_tasks}
+    count = len(task_names)
+    held = round(config.eval_task_fraction * count)
+    if config.eval_task_fraction > 0 and count >= 2:
+        held = min(max(held, 1), count - 1)  # at least one task on each side
+    # A hash of (seed, task id), not a shuffle of the row order: the split does not move when rows are added.
+    order = sorted(
+        task_names, key=lambda task_id: hashlib.sha256(f"{config.seed}:{task_id}".encode()).hexdigest()
+    )
+    return set(order[:held])
+
+
+def agent_turn_count(row: dict[str, Any]) -> int:
+    """How many trailing assistant messages the agent wrote (turn + 1); all of them when unknown."""
+    assistants = sum(message["role"] == "assistant" for message in row["messages"])
+    try:
+        return min(int(row["attempt_id"].rsplit("/", 1)[1]) + 1, assistants)
+    except (ValueError, IndexError):
+        return assistants
+
+
+def training_example(row: dict[str, Any], final_answer_only: bool) -> dict[str, Any]:
+    """Messages with each assistant turn's reasoning as `reasoning_content`, and where the loss starts."""
+    reasoning = iter(row["reasoning"] or [])
+    messages = []
+    for message in row["messages"]:
+        text = next(reasoning, "") if message["role"] == "assistant" else None
+        messages.append({"role": message["role"], "content": message["content"] or "",
+                         "reasoning_content": text or None})  # fmt: skip
+    assistant_positions = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
+    first_agent = assistant_positions[-agent_turn_count(row)]
+    if final_answer_only:  # the prompt as the agent first saw it, then the answer that passed
+        messages = messages[:first_agent] + messages[-1:]
+        first_agent = len(messages) - 1
+    return {"messages": messages, "chat_template_kwargs": {"loss_from_message": first_agent}}
+
+
+def mix_targets(train: datasets.Dataset, hip_fraction: float | None, seed: int) -> datasets.Dataset:
+    """HIP and Triton samples in the ratio asked for, by subsampling the side that has too many."""
+    if hip_fraction is None:
+        return train
+    hip = train.filter(lambda row: row["target"] == "hip")
+    triton = train.filter(lambda row: row["target"] == "triton")
+    if hip_fraction in (0.0, 1.0):
+        return hip if hip_fraction == 1.0 else triton
+    if hip.num_rows == 0 or triton.num_rows == 0:
+        raise ValueError(f"hip_fraction={hip_fraction} needs HIP and Triton samples; the training split has "
+                         f"{hip.num_rows} HIP and {triton.num_rows} Triton")  # fmt: skip
+    return datasets.interleave_datasets([triton, hip], probabilities=[1 - hip_fraction, hip_fraction], seed=seed,
+                                        stopping_strategy="first_exhausted")  # fmt: skip
+
+
+def drop_overlong(dataset: datasets.Dataset, tokenizer: Any, max_length: int) -> tuple[datasets.Dataset, int]:
+    """The samples that fit in `max_length` tokens, and how many did not.
+
+    Packing (best-fit decreasing) and truncation both keep a sample's beginning, so a trajectory longer
+    than the sequence would lose its end, which is the answer that passed, and still train on the failed
+    turns before it. Such samples are dropped instead (`final_answer_only` shortens them).
+    """
+
+    def fits(row: dict[str, Any]) -> bool:
+        rendered = tokenizer.apply_chat_template(row["messages"], tokenize=True, return_dict=True,
+                                                 **row["chat_template_kwargs"])  # fmt: skip
+        return len(rendered["input_ids"]) <= max_length
+
+    kept = dataset.filter(fits)
+    return kept, dataset.num_rows - kept.num_rows
+
+
+@dataclass
+class SFTData:
+    source: DatasetSource
+    train: datasets.Dataset  # messages, chat_template_kwargs and the row's metadata
+    eval: datasets.Dataset | None  # every sample of the held-out tasks; None when nothing is held out
+    train_tasks: dict[str, str]  # task id -> name
+    eval_tasks: dict[str, str]
+    # (target, task) pairs whose pass rate the agents measure after training
+    eval_prompts: list[tuple[str, Task]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def summary_lines(self) -> list[str]:
+        targets = Counter(self.train["target"])
+        return [
+            f"dataset: {self.source.describe()}",
+            f"rows: {self.counts['loaded']} loaded, {self.counts['kept']} kept by the filters",
+            f"tasks: {len(self.train_tasks)} train, {len(self.eval_tasks)} held out"
+            + (f" ({', '.join(sorted(self.eval_tasks.values()))})" if self.eval_tasks else ""),
+            f"samples: {self.train.num_rows} train ({', '.join(f'{n} {t}' for t, n in sorted(targets.items()))}), "
+            f"{self.eval.num_rows if self.eval is not None else 0} eval",
+        ]
+
+    def split_record(self) -> dict[str, Any]:
+        return {
+            "dataset": self.source.location, "kind": self.source.kind, "revision": self.source.revision,
+            "train_tasks": sorted(self.train_tasks.values()), "eval_tasks": sorted(self.eval_tasks.values()),
+            "train_samples": self.train.num_rows, "eval_samples": self.eval.num_rows if self.eval is not None else 0,
+        }  # fmt: skip
+
+
+def _eval_prompts(
+    rl: datasets.Dataset, eval_ids: set[str], targets: list[str], source: str
+) -> list[tuple[str, Task]]:
+    prompts = []
+    for row in rl:
+        if row["task_id"] not in eval_ids or row["target"] not in targets:
+            continue
+        try:
+            prompts.append(
+                (row["target"], parse_task(row["task_source"], row["task_name"], f"dataset:{source}"))
+            )
+        except TaskFormatError:
+            continue  # a reference that no longer parses cannot be measured; the eval loss still covers it
+    return sorted(prompts, key=lambda item: (item[0], item[1].name))
+
+
+def load_sft_data(config: SFTRunConfig) -> SFTData:
+    source = resolve_source(config.dataset, config.revision)
+    sft, rl = load_configs(source)
+    kept = sft.filter(keep_row, fn_kwargs={"config": config})
+    if kept.num_rows == 0:
+        raise ValueError(f"no SFT rows left in {source.describe()} after the filters ({sft.num_rows} before)")
+    names = dict(zip(kept["task_id"], kept["task_name"], strict=True))
+    eval_ids = held_out_tasks(names, config)
+    to_chat = {
+        "fn_kwargs": {"final_answer_only": config.final_answer_only},
+        "remove_columns": ["messages", "reasoning"],
+    }
+    train = kept.filter(lambda row: row["task_id"] not in eval_ids)
+    train = mix_targets(train, config.hip_fraction, config.seed).map(training_example, **to_chat)
+    if config.max_train_samples is not None:
+        train = train.shuffle(seed=config.seed).select(range(min(config.max_train_samples, train.num_rows)))
+    held = kept.filter(lambda row: row["task_id"] in eval_ids)
+    return SFTData(
+        source=source, train=train, eval=held.map(training_example, **to_chat) if held.num_rows else None,
+        train_tasks={task_id: name for task_id, name in names.items() if task_id not in eval_ids},
+        eval_tasks={task_id: names[task_id] for task_id in eval_ids},
+        eval_prompts=_eval_prompts(rl, eval_ids, config.targets, source.describe()),
+        counts={"loaded": sft.num_rows, "kept": kept.num_rows},
+    )  # fmt: skip
