@@ -1,0 +1,242 @@
+"""The `kernelvault rl` commands: train (GRPO), diagnose (is there signal?), serve (the reward service).
+
+    kernelvault rl --config rl/configs/qwen3-8b-h200.yaml [--max-steps 10 …]   GRPO with TRL
+    kernelvault rl diagnose --success-rate 0.06 --group-size 8              the closed form (0.61)
+    kernelvault rl diagnose --dataset out/triton --plot signal.png           binary vs graded on a corpus
+    kernelvault rl diagnose --rewards out/rl                                 … on a GRPO run's reward log
+    kernelvault rl serve --host 0.0.0.0 --port 8900 --workers 8              the reward service
+    kernelvault rl tiny-model --out out/tiny-qwen3                           a tiny Qwen3 for smoke runs
+
+`add_rl_parser` registers them on the `kernelvault` command line (handlers take the parsed arguments
+and return an exit code; bad input raises kernelvault.cli.UsageError).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from pathlib import Path
+
+from kernelvault.contracts import PLATFORMS
+
+
+def _usage_error(message: str) -> Exception:
+    from kernelvault.cli import UsageError
+
+    return UsageError(message)
+
+
+def add_rl_parser(commands: argparse._SubParsersAction) -> None:
+    from rl.config import RLConfig
+
+    rl = commands.add_parser(
+        "rl", help="GRPO with the graded execution reward; reward diagnostics; the reward service",
+        description="Train with GRPO (TRL) on the toolchain's graded reward. Settings come from --config and "
+                    "can be overridden one by one with the flags below.",
+    )  # fmt: skip
+    rl.add_argument("--config", help="YAML file of settings (see rl/configs/)")
+    for item in dataclasses.fields(RLConfig):
+        default = item.default if item.default is not dataclasses.MISSING else item.default_factory()  # type: ignore[misc]
+        flag = f"--{item.name.replace('_', '-')}"
+        # A bare boolean flag means true (`--multi-turn`); any field also takes a YAML value (`--bf16 false`).
+        extra = {"nargs": "?", "const": "true"} if isinstance(default, bool) else {}
+        rl.add_argument(flag, dest=f"set_{item.name}", default=argparse.SUPPRESS, metavar="VALUE",
+                        help=f"{item.metadata.get('help')} (default: {default})", **extra)  # fmt: skip
+    rl.set_defaults(handler=cmd_rl_train)
+    sub = rl.add_subparsers(dest="rl_command", metavar="{diagnose,serve,tiny-model}")
+
+    diagnose = sub.add_parser("diagnose", help="share of GRPO groups with zero advantage, binary vs graded")
+    diagnose.add_argument(
+        "--success-rate", type=float, help="closed form for a binary reward with this success rate"
+    )
+    diagnose.add_argument("--group-size", type=int, default=8, help="GRPO group size G (default 8)")
+    diagnose.add_argument(
+        "--tiers", help="closed form Σ q_k^G for reward-tier probabilities, e.g. 0.5,0.44,0.06"
+    )
+    diagnose.add_argument("--dataset", help="corpus or release folder: attempts grouped by task (and turn)")
+    diagnose.add_argument("--unit", choices=["attempt", "trajectory"], default="attempt",
+                          help="group attempts per task and turn, or trajectories per task (default attempt)")  # fmt: skip
+    diagnose.add_argument(
+        "--rewards", nargs="+", help="a GRPO run's reward log: rewards-rank*.jsonl files or their folder"
+    )
+    diagnose.add_argument("--threshold", type=float, default=0.05,
+                          help="|advantage| (reward units) above which a sample counts as usable (default 0.05)")  # fmt: skip
+    diagnose.add_argument("--plot", help="write a PNG bar chart here")
+    diagnose.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    diagnose.set_defaults(handler=cmd_rl_diagnose)
+
+    serve = sub.add_parser(
+        "serve", help="serve the toolchain over HTTP with a job queue, for remote trainers"
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
+    )
+    serve.add_argument("--port", type=int, default=8900)
+    serve.add_argument("--workers", type=int, help="verifications at once (default: 2 on cpu, 1 per GPU)")
+    serve.add_argument("--token", help="require this bearer token (default: env KV_REWARD_TOKEN, else none)")
+    serve.add_argument(
+        "--platform", choices=PLATFORMS, help="force the platform (default: detect a GPU, else cpu)"
+    )
+    serve.add_argument(
+        "--timeout", type=float, default=60.0, help="wall-clock seconds per candidate (default 60)"
+    )
+    serve.set_defaults(handler=cmd_rl_serve)
+
+    tiny = sub.add_parser(
+        "tiny-model", help="write a randomly initialised tiny Qwen3 and tokenizer (smoke runs)"
+    )
+    tiny.add_argument("--out", required=True, help="folder to write")
+    tiny.add_argument(
+        "--shape", choices=["tiny", "small"], default="tiny", help="tiny (~0.3 M parameters) or small (~30 M)"
+    )
+    tiny.set_defaults(handler=cmd_rl_tiny_model)
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, object]:
+    return {name[4:]: value for name, value in vars(args).items() if name.startswith("set_")}
+
+
+def cmd_rl_train(args: argparse.Namespace) -> int:
+    from rl.config import ConfigError, load_config
+
+    if args.config is None and not _overrides(args):
+        raise _usage_error(
+            "kernelvault rl needs --config FILE (see rl/configs/), or a subcommand: diagnose, serve"
+        )
+    try:
+        config = load_config(Path(args.config) if args.config else None, _overrides(args))
+    except ConfigError as error:
+        raise _usage_error(str(error)) from None
+    needed = ["trl", "transformers", "accelerate"] + (["peft"] if config.use_peft else [])
+    needed += ["langgraph"] if config.multi_turn else []
+    for module in needed:
+        try:
+            __import__(module)
+        except ImportError:
+            extra = "agents" if module == "langgraph" else "train"
+            raise _usage_error(f"kernelvault rl needs {module}: pip install 'kernelvault[{extra}]'") from None
+    from rl.train import summary_lines, train
+
+    try:
+        result = train(config)
+    except ConfigError as error:
+        raise _usage_error(str(error)) from None
+    for line in summary_lines(result):
+        print(line)
+    return 0
+
+
+def cmd_rl_diagnose(args: argparse.Namespace) -> int:
+    from rl import diagnostics
+
+    did_something = False
+    try:
+        if args.success_rate is not None:
+            value = diagnostics.binary_zero_advantage(args.success_rate, args.group_size)
+            p, g = args.success_rate, args.group_size
+            print(f"binary reward, success rate {p:g}, groups of {g}: (1-p)^G + p^G = {1 - p:g}^{g} + {p:g}^{g} "
+                  f"= {value:.4f} of groups have zero advantage")  # fmt: skip
+            did_something = True
+        if args.tiers:
+            tiers = [float(part) for part in args.tiers.split(",")]
+            value = diagnostics.zero_advantage_closed_form(tiers, args.group_size)
+            print(
+                f"reward tiers {tiers}, groups of {args.group_size}: Σ q_k^G = {value:.4f} of groups have zero spread"
+            )
+            did_something = True
+    except ValueError as error:
+        raise _usage_error(str(error)) from None
+    groups = None
+    if args.dataset:
+        groups = diagnostics.groups_from_attempts(_attempt_rows(Path(args.dataset)), args.unit)
+        source = f"{args.dataset} ({args.unit}s grouped by task)"
+    elif args.rewards:
+        paths = [p for item in args.rewards for p in (sorted(Path(item).glob("rewards-rank*.jsonl"))
+                                                      if Path(item).is_dir() else [Path(item)])]  # fmt: skip
+        if not paths or not all(p.is_file() for p in paths):
+            raise _usage_error(f"no reward log at {' '.join(args.rewards)}")
+        groups = diagnostics.groups_from_reward_log(paths)
+        source = f"reward log {', '.join(str(p) for p in paths)}"
+    if groups is not None:
+        stats = diagnostics.compare(groups, args.threshold)
+        if not stats or stats[0].groups == 0:
+            raise _usage_error("no group with two or more samples: nothing to compare")
+        print(f"{source}: {stats[0].groups} groups of 2+ samples ({stats[0].skipped_groups} single-sample groups "
+              f"left out), usable = |r - group mean| > {args.threshold:g}")  # fmt: skip
+        print(diagnostics.format_table(stats, markdown=args.markdown))
+        if args.plot:
+            print(
+                f"plot: {diagnostics.plot_signal(stats, Path(args.plot), title=f'GRPO signal: {Path(source.split()[0]).name}')}"
+            )
+        did_something = True
+    if not did_something:
+        raise _usage_error("give --success-rate, --tiers, --dataset or --rewards")
+    return 0
+
+
+def _attempt_rows(dataset: Path) -> list[dict]:  # noqa: ANN202
+    from corpus.stats import load_attempts
+    from kernelvault.contracts import TARGETS
+
+    folders = (
+        [dataset / "data" / target for target in TARGETS]
+        + [dataset / target for target in TARGETS]
+        + [dataset]
+    )
+    rows: list[dict] = []
+    for folder in folders:
+        if folder.is_dir() and any(folder.glob("*.parquet")):
+            rows += load_attempts(folder).to_pylist()
+    if not rows:
+        raise _usage_error(
+            f"no attempt shards in {dataset} (expected data/triton/ or triton/ with .parquet files)"
+        )
+    return rows
+
+
+def cmd_rl_serve(args: argparse.Namespace) -> int:
+    import threading
+
+    from rl.reward_service import TOKEN_ENV, RewardService, ServiceConfig
+    from toolchain.verify import Verifier, VerifyConfig
+
+    try:
+        verifier = Verifier(VerifyConfig(platform=args.platform, timeout_s=args.timeout))
+    except ValueError as error:
+        raise _usage_error(str(error)) from None
+    workers = args.workers or (2 if verifier.choice.platform == "cpu" else _gpu_count())
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    environment = {
+        "platform": verifier.choice.platform,
+        "device": verifier.choice.device,
+        "arch": verifier.choice.arch,
+    }
+    service = RewardService(verifier.verify, environment, ServiceConfig(args.host, args.port, workers, token))
+    try:
+        url = service.start()
+    except OSError as error:
+        raise _usage_error(f"cannot listen on {args.host}:{args.port}: {error}") from None
+    print(f"reward service at {url} ({verifier.choice.device}, {workers} worker(s), "
+          f"{'token required' if token else 'no token'}); Ctrl-C stops it")  # fmt: skip
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        service.stop()
+    return 0
+
+
+def _gpu_count() -> int:
+    import torch
+
+    return max(1, torch.cuda.device_count())
+
+
+def cmd_rl_tiny_model(args: argparse.Namespace) -> int:
+    from rl.tiny_model import build_tiny_policy
+
+    path = build_tiny_policy(Path(args.out), args.shape)
+    print(f"tiny Qwen3 ({args.shape}) and tokenizer written to {path.resolve()}")
+    return 0
