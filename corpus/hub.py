@@ -189,7 +189,9 @@ class LocalHub:
                 f"{repo_id} has no revision {revision!r}; versions: {self.versions(repo_id)}"
             ) from None
         is_tag = self._has_tag(repo, revision) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", revision)
-        target = self.root / "revisions" / org / name / (revision if is_tag else commit)
+        # `datasets` keys the cache of a local folder by the folder's name and config: a bare "v0.1.0" would
+        # make every dataset's v0.1.0 share one cache entry, so the name carries the repo too.
+        target = self.root / "revisions" / org / name / f"{org}--{name}--{revision if is_tag else commit}"
         if target.is_dir():
             return target
         target.parent.mkdir(parents=True, exist_ok=True)

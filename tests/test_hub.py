@@ -122,7 +122,9 @@ def test_local_hub_versions_load_by_tag(tmp_path, hf_cache):
     assert load("v0.2.0", "sft")["messages"][0][0]["content"] == "second"
     assert load("v0.1.0", "rl")["prompt"] == ["first"]
     assert not (hub.checkout(REPO, "v0.2.0") / "rl").exists()
-    assert hub.checkout(REPO, "v0.1.0") == tmp_path / "hub" / "revisions" / "kv-org" / "kernels" / "v0.1.0"
+    assert hub.checkout(REPO, "v0.1.0") == (
+        tmp_path / "hub" / "revisions" / "kv-org" / "kernels" / "kv-org--kernels--v0.1.0"
+    )
     assert not list(hub.checkout(REPO, "v0.1.0").rglob(".train-*"))
 
 
@@ -374,3 +376,16 @@ def test_remote_errors_are_one_line_without_the_token(tmp_path, fake_hub, token)
     message = str(info.value)
     assert "\n" not in message and token not in message and "kv-org/forbidden" in message
     assert "403" in message and "rights to create" in message  # the server's reason reaches the user
+
+
+def test_same_tag_of_two_datasets_never_share_a_datasets_cache_entry(tmp_path, hf_cache):
+    """`datasets` names a local folder's cache entry after the folder: v0.1.0 of two repos must differ."""
+    import datasets
+
+    hub = LocalHub(tmp_path / "hub")
+    publish(write_release(tmp_path / "a", [0, 1], "a"), "kv-org/alpha", "0.1.0", hub)
+    publish(write_release(tmp_path / "b", [7, 8, 9], "b"), "kv-org/beta", "0.1.0", hub)
+    alpha = datasets.load_dataset(str(hub.checkout("kv-org/alpha", "v0.1.0")), "triton", split="train")
+    beta = datasets.load_dataset(str(hub.checkout("kv-org/beta", "v0.1.0")), "triton", split="train")
+    assert sorted(alpha["sample_index"]) == [0, 1]
+    assert sorted(beta["sample_index"]) == [7, 8, 9]
