@@ -195,3 +195,32 @@ def test_many_trajectories_against_a_slow_server_run_concurrently(tmp_path: Path
     elapsed = time.monotonic() - started
     assert summary.attempts == 64
     assert elapsed < 8.0, f"64 trajectories of 0.5 s each took {elapsed:.1f} s (sequential would be 32 s)"
+
+
+@pytest.mark.skipif(__import__("shutil").which("hipcc") is None, reason="needs Debian's hipcc")
+def test_hip_kernel_gen_drafts_native_hip_and_reads_the_compiler_feedback(tmp_path: Path) -> None:
+    """HIPKernelGen on a CPU-only machine: the HIP prompt, a compile error fed back, the fix compiled."""
+    hip = ROOT / "examples" / "hip"
+    server = FakeOpenAI(scenarios={MARKERS["relu"]: [Answer(fenced(hip / "broken" / "compile_error__relu.py")),
+                                                      Answer(fenced(hip / "relu.py"))]})  # fmt: skip
+    url, stop = server.start()
+    config = AgentJobConfig(endpoint=endpoint(url), samples=1, max_turns=2)
+    verifier = Verifier(VerifyConfig(platform="cpu", hip_cache=tmp_path / "hip-cache"))
+    try:
+        summary = run_agent_job(tasks("relu"), verifier, tmp_path / "out", "hip", config, progress=False)
+    finally:
+        stop()
+    assert summary.attempts == 2 and not summary.retry_later
+    rows = sorted(
+        (row for shard in sorted((tmp_path / "out" / "data" / "hip").glob("*.parquet"))
+         for row in pq.read_table(shard).to_pylist()),
+        key=lambda row: row["turn"],
+    )  # fmt: skip
+    assert [(row["target"], row["failure_kind"], row["compiled"], row["correct"]) for row in rows] == [
+        ("hip", "compile_error", False, False),
+        ("hip", None, True, None),  # compiled for gfx90a; nothing runs without an AMD GPU
+    ]
+    assert [row["reward"] for row in rows] == [0.0, pytest.approx(0.4)]
+    first_request, second_request = (record.body["messages"] for record in server.requests[:2])
+    assert "load_hip" in first_request[0]["content"] and "HIP_SOURCE" in first_request[0]["content"]
+    assert "gfx90a" in second_request[-1]["content"]  # the compiler's diagnosis reaches the next turn
