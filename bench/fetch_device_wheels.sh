@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Download, into .whl/, the wheels the H200 image lacks (it has torch, triton, transformers, peft, accelerate,
+# pyarrow, huggingface_hub): bench/gpu_session.sh installs them into /tmp/site there. .whl/ is not
+# committed (git-excluded); carry it with the device call (`carry: [".whl"]`). Pure-Python wheels and
+# manylinux wheels for CPython 3.12 (the image's Python), each without dependencies: the list is the
+# closure of what the image misses, found by running the GPU tests there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+download() {
+  "$PY" -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    -d .whl "$@"
+}
+# the corpus stack (datasets and its helpers), MinHash dedup, ninja for load_inline builds
+download datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19 datasketch==2.0.0 ninja
+# training: TRL
+download trl==1.16.0
+# agents (the RL rollouts and reward service import them): openai and LangGraph with their pure-Python deps
+download openai jiter distro sniffio anyio httpx httpcore h11 pydantic pydantic-core annotated-types \
+  typing-inspection tenacity httpx2 httpcore2 truststore idna langchain-protocol langgraph langgraph-checkpoint langgraph-prebuilt langgraph-sdk langchain-core \
+  jsonpatch jsonpointer langsmith orjson ormsgpack xxhash uuid-utils requests-toolbelt zstandard
+ls .whl
