@@ -212,13 +212,15 @@ def test_loss_falls_on_a_repeated_batch(hub: Path, tiny_model: Path, tmp_path: P
 
     config = load_config(TINY_YAML, {
         "dataset": REPO, "revision": "v0.1.0", "model": str(tiny_model), "output_dir": str(tmp_path),
-        "max_train_samples": 1, "packing": False, "max_steps": 12, "learning_rate": 1e-2, "eval_task_fraction": 0.0,
+        "max_train_samples": 1, "packing": False, "max_steps": 24, "learning_rate": 1e-2, "eval_task_fraction": 0.0,
         "evaluate": "off", "save_steps": 100,
     })  # fmt: skip
     result = run_sft(config)
     losses = [entry["loss"] for entry in result.log_history if "loss" in entry]
-    assert len(losses) == 12
-    assert losses[-1] < 0.6 * losses[0], losses  # one sample, seen every step: it is being memorised
+    assert len(losses) == 24
+    # One sample, seen every step: it is being memorised. The last steps are averaged because single steps
+    # at this learning rate jump around, and the tokenizer (trained on the tree's own text) shifts the curve.
+    assert sum(losses[-3:]) / 3 < 0.5 * losses[0], losses
 
 
 def test_tiny_sft_from_the_local_hub_by_tag_resumes_and_measures_pass_rate(hub: Path, tiny_model: Path,
