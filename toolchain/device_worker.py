@@ -237,6 +237,7 @@ class PersistentWorker:
         self._jobs_here = 0
         self._next_id = 0
         self._seen = (0, 0)  # the worker's own (builds, hits) counters at its last reply
+        self._closed = False  # the reply pipe reached end of file: the worker is gone
 
     @property
     def pid(self) -> int | None:
@@ -262,6 +263,7 @@ class PersistentWorker:
         finally:
             os.close(write_end)
         self._replies, self._buffer, self._jobs_here, self._seen = read_end, b"", 0, (0, 0)
+        self._closed = False
         self.stats.starts += 1
         ready = self._read_line(time.monotonic() + _STARTUP_TIMEOUT_S)
         self.stats.start_seconds += time.monotonic() - started
@@ -290,7 +292,8 @@ class PersistentWorker:
             if not ready:
                 return None
             chunk = os.read(self._replies, 1 << 20)
-            if not chunk:  # the worker exited
+            if not chunk:  # the worker exited (or closed our pipe): not a timeout
+                self._closed = True
                 return None
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
@@ -325,11 +328,16 @@ class PersistentWorker:
             self._process.stdin.write((json.dumps({"id": job_id, "job": job}) + "\n").encode())
             self._process.stdin.flush()
             line = self._read_line(started + timeout)
-        except (BrokenPipeError, OSError):
-            line = None
+        except OSError:  # BrokenPipeError: it died before reading the job
+            line, self._closed = None, True
         seconds = time.monotonic() - started
         if line is None:
-            timed_out = self._process.poll() is None
+            timed_out = not self._closed
+            if not timed_out:
+                try:  # let it finish dying, so the crash report names its signal or exit code
+                    self._process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    pass
             self.stats.restarts["timeout" if timed_out else "crash"] += 1
             return self._stop(timed_out, seconds), None
         ok = SandboxResult(0, None, False, seconds, "", "")

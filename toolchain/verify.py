@@ -164,6 +164,13 @@ class Verifier:
         self.environment: RunEnvironment = run_environment(self.choice)
         self._local = threading.local()  # per calling thread: the runner, and whether to stop before the device
 
+    def __getstate__(self) -> dict[str, Any]:  # sent to a compile pool: the thread-local state stays here
+        return {key: value for key, value in self.__dict__.items() if key != "_local"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
+
     def verify(self, task: Task, candidate: Candidate, runner: WorkerRunner | None = None) -> Verdict:
         return self.complete(self.prepare(task, candidate), runner)
 
