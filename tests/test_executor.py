@@ -96,11 +96,15 @@ def test_persistent_worker_reuses_references_and_restarts_after_a_patching_candi
 
         hostile = (ROOT / "tests/adversarial/hostile/integrity_reject__relu__patch_timers.py").read_text()
         verdict = verifier.verify(relu_task, _candidate(relu_task, hostile), runner=lane)
-        assert verdict.failure_kind == "integrity_reject" and "monkey_patch" in (verdict.failure_message or "")
+        assert verdict.failure_kind == "integrity_reject" and "monkey_patch" in (
+            verdict.failure_message or ""
+        )
         assert lane.workers["check"].pid is None  # replaced: the next candidate gets a fresh process
         after = verifier.verify(relu_task, _candidate(relu_task, RELU), runner=lane)
         assert after.correct and after.failure_kind is None
-        assert lane.workers["check"].pid != pid and stats.starts == 2 and stats.restarts["integrity_reject"] == 1
+        assert (
+            lane.workers["check"].pid != pid and stats.starts == 2 and stats.restarts["integrity_reject"] == 1
+        )
         assert stats.reference_builds == 2  # the fresh worker computed its own reference outputs
     finally:
         lane.close()
