@@ -151,7 +151,8 @@ def cmd_corpus(args: argparse.Namespace) -> int:
             )
             summary = run_corpus_job(loaded, source, verifier, out_dir, args.target, workers=args.workers,
                                      progress=not args.no_progress, new_run=args.new_run,
-                                     shard_rows=args.shard_rows)  # fmt: skip
+                                     shard_rows=args.shard_rows, devices=args.devices,
+                                     compile_workers=args.compile_workers)  # fmt: skip
         else:
             config = AgentJobConfig(
                 endpoint=endpoint, samples=args.samples, max_turns=args.turns,
@@ -349,6 +350,12 @@ def build_parser() -> argparse.ArgumentParser:
     corpus.add_argument("--max-tokens", type=int, help="token budget of the run (prompt + completion)")
     corpus.add_argument(
         "--workers", type=int, help="verifications in flight (default: cores on cpu, 1 per GPU)"
+    )
+    corpus.add_argument(
+        "--devices", help="verification lanes: `cpu` (--workers interpreter lanes) or GPU ids like `0,1` (one each)"
+    )
+    corpus.add_argument(
+        "--compile-workers", type=int, help="processes for parse/static/compile (default: one per core)"
     )
     corpus.add_argument("--no-progress", action="store_true", help="no progress bar")
     corpus.add_argument(

@@ -1,29 +1,31 @@
 """The main job: verify candidates for every task of a suite and write the attempts as Parquet shards.
 
-    tasks ──► candidate source ──► Verifier (sandboxed workers, N at a time) ──► ShardWriter ──► summary
-                                                                                      │
-                                                                 run ledger (SQLite) ◄┘
+    tasks ──► candidate source ──► prepare (compile pool) ──► verification lanes ──► ShardWriter ──► summary
+                                                              (persistent workers)          │
+                                                                        run ledger (SQLite) ◄┘
 
 Resumable: the same command in the same output folder continues the run it finds there (see
 `corpus.ledger` for why nothing is lost or written twice after a kill); a different configuration is
 refused unless `new_run` is set. Attempts that fail on our side or the provider's
 (`infrastructure_error`, `provider_error`) are recorded in the ledger, not written, and retried on resume.
 
-This first executor is a bounded thread pool over `Verifier.verify`: each verification already runs in
-its own worker processes, so threads only wait. On a GPU it runs one verification at a time, because
-two candidates timed on one device at once would corrupt each other's latencies.
+The stages run on `pipelines.executor.LocalExecutor` (bounded queues, a process pool for the CPU stages,
+one lane of persistent sandboxed workers per device: `toolchain.device_worker`). A GPU gets one lane, so
+one candidate is timed on it at a time: two at once would corrupt each other's latencies.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import secrets
 import sys
+import threading
 import time
 from collections import Counter
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,6 +37,8 @@ from corpus.schema import attempt_row
 from corpus.shards import ShardWriter, read_columns, run_shards
 from kernelvault.contracts import Verdict
 from pipelines.candidates import Attempt, CandidateSource, expected_outcome
+from pipelines.corpus_stages import VerificationLane, VerifiedAttempt, prepare_attempt
+from pipelines.executor import ExecutorConfig, LocalExecutor, parse_devices
 from toolchain.tasks import LoadedTasks
 from toolchain.verify import Verifier
 
@@ -156,8 +160,16 @@ def run_corpus_job(
     new_run: bool = False,
     shard_rows: int = 1000,
     flush_interval_s: float = 60.0,
+    devices: str | None = None,
+    compile_workers: int | None = None,
+    persistent: bool = True,
+    queue_size: int | None = None,
 ) -> RunSummary:
     """Verify every attempt the source yields for the loaded tasks; write shards; return the summary.
+
+    `devices`: `cpu` or GPU indices (`0,1`), one verification lane each (default: `workers` lanes on cpu,
+    GPU 0 otherwise); `compile_workers`: processes of the prepare stage (default: one per core);
+    `persistent`: long-lived workers per lane (False: a fresh worker process per candidate, as before).
 
     Raises corpus.ledger.ConfigurationChanged when out_dir holds a run with another configuration.
     """
@@ -175,18 +187,32 @@ def run_corpus_job(
         )
 
     workers = workers or default_workers(platform)
+    lanes = parse_devices(devices or ("cpu" if platform == "cpu" else "0"), workers)
+    if platform == "cpu" and devices and devices.strip() != "cpu":
+        raise ValueError("--devices names GPUs, but the platform is cpu: use --devices cpu")
     bar = _progress_bar(len(attempts), progress)
     writer = ShardWriter(out_dir, config=target, run_id=run_id, max_rows=shard_rows,
                          flush_interval_s=flush_interval_s, on_shard=record_shard)  # fmt: skip
-    with writer, ThreadPoolExecutor(workers) as pool:
-        pending: dict[Future[Verdict], Attempt] = {}
-        for attempt in attempts:  # keep at most 2 × workers verifications in flight (back-pressure)
-            ledger.mark_started(run_id, _info(attempt, platform))
-            pending[pool.submit(verifier.verify, attempt.task, attempt.candidate)] = attempt
-            if len(pending) >= 2 * workers:
-                _drain(pending, writer, ledger, summary, bar)
-        while pending:
-            _drain(pending, writer, ledger, summary, bar)
+    ledger_lock = threading.Lock()  # the source runs on the feeding thread, the writer on this one
+
+    def started_attempts() -> Iterator[Attempt]:
+        for attempt in attempts:
+            with ledger_lock:
+                ledger.mark_started(run_id, _info(attempt, platform))
+            yield attempt
+
+    def write(item: VerifiedAttempt) -> None:
+        with ledger_lock:
+            _write_verdict(item.attempt, item.verdict, writer, ledger, summary)
+        bar.update(1)
+
+    pool = (os.cpu_count() or 1) if compile_workers is None else compile_workers
+    config = ExecutorConfig(lanes=lanes, compile_workers=pool, queue_size=queue_size or 2 * len(lanes))
+    with writer:
+        LocalExecutor(config).run(
+            started_attempts(), functools.partial(prepare_attempt, verifier),
+            lambda device: VerificationLane(verifier, device, persistent), write,
+        )  # fmt: skip
     bar.close()
     return close_run(run, out_dir / "data" / target, started)
 
@@ -239,25 +265,18 @@ def _info(attempt: Attempt, platform: str) -> AttemptInfo:
                        platform)  # fmt: skip
 
 
-def _drain(pending: dict[Future[Verdict], Attempt], writer: ShardWriter, ledger: RunLedger, summary: RunSummary,
-           bar: Any) -> None:  # fmt: skip
-    """Wait for at least one verification to finish; write (or defer) every finished one."""
-    done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-    for future in done:
-        attempt = pending.pop(future)
-        verdict = future.result()
-        summary.check_label(attempt, verdict)
-        if verdict.failure_kind in RETRIED_FAILURES:
-            ledger.mark_failed(
-                summary.run_id, _key(attempt), verdict.failure_kind or "", verdict.failure_message or ""
-            )
-            summary.retry_later.append(
-                f"{attempt.task.name}/{attempt.sample_index}: {verdict.failure_message}"
-            )
-        else:
-            writer.write(attempt_row(summary.run_id, attempt.task, attempt.candidate, verdict,
-                                     sample_index=attempt.sample_index, turn=attempt.turn))  # fmt: skip
-        bar.update(1)
+def _write_verdict(attempt: Attempt, verdict: Verdict, writer: ShardWriter, ledger: RunLedger,
+                   summary: RunSummary) -> None:  # fmt: skip
+    """Write a finished verification as a row, or defer it to a resume when the failure was ours."""
+    summary.check_label(attempt, verdict)
+    if verdict.failure_kind in RETRIED_FAILURES:
+        ledger.mark_failed(
+            summary.run_id, _key(attempt), verdict.failure_kind or "", verdict.failure_message or ""
+        )
+        summary.retry_later.append(f"{attempt.task.name}/{attempt.sample_index}: {verdict.failure_message}")
+    else:
+        writer.write(attempt_row(summary.run_id, attempt.task, attempt.candidate, verdict,
+                                 sample_index=attempt.sample_index, turn=attempt.turn))  # fmt: skip
 
 
 class _NoBar:

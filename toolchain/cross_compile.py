@@ -83,14 +83,25 @@ def build_signature(
 def compile_launches(job: dict[str, Any]) -> dict[str, Any]:
     import importlib.util
 
-    import triton
     from triton.backends.compiler import GPUTarget
 
     target = GPUTarget(job["backend"], job["arch"], job["warp_size"])
-    spec = importlib.util.spec_from_file_location("kv_candidate", job["candidate_path"])
+    name = job.get("module_name", "kv_candidate")  # unique per job in a persistent worker
+    spec = importlib.util.spec_from_file_location(name, job["candidate_path"])
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["kv_candidate"] = module
+    sys.modules[name] = module
+    try:
+        return _compile_module(job, module, target)
+    finally:
+        if job.get("persistent"):
+            sys.modules.pop(name, None)
+
+
+def _compile_module(job: dict[str, Any], module: Any, target: Any) -> dict[str, Any]:
+    import triton
+
+    spec = module.__spec__
     try:
         spec.loader.exec_module(module)
     except BaseException as error:  # noqa: BLE001 - the candidate's failure, reported as such

@@ -29,7 +29,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +58,7 @@ class SandboxLimits:
     file_bytes: int = 1 << 30
     cpu_threads: int = 1  # torch/OpenMP threads inside the worker: pools run one worker per core
     no_network: bool = True  # run in an empty network namespace where the OS allows it (root, Linux)
+    cpu_seconds: float | None = None  # RLIMIT_CPU over the whole process; None: 2 × timeout_s + 10
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,90 @@ def _tail(path: Path) -> str:
         return ""
 
 
+def _limits_in_child(limits: SandboxLimits) -> Callable[[], None]:
+    def apply_limits() -> None:  # runs in the child between fork and exec
+        if _LIBC is not None:
+            # Die with the pipeline: a killed run (kill -9 included) must not leave candidates running.
+            # Linux sends it when the *thread* that started the child exits: start workers from long-lived threads.
+            _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        # A spinning candidate cannot outlive its wall clock by much; long-lived workers pass their lifetime budget.
+        cpu_seconds = int(limits.cpu_seconds if limits.cpu_seconds is not None else limits.timeout_s * 2 + 10)
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
+        if limits.no_network and _LIBC is not None:
+            _LIBC.unshare(
+                _CLONE_NEWNET
+            )  # a private network namespace with no interfaces; fails quietly unprivileged
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+        if limits.memory_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+
+    return apply_limits
+
+
+def start_sandboxed(
+    argv: Sequence[str],
+    workdir: Path,
+    limits: SandboxLimits,
+    env_extra: Mapping[str, str] | None = None,
+    secret: bytes | None = None,
+    stdin: int | None = subprocess.DEVNULL,
+    pass_fds: Sequence[int] = (),
+) -> subprocess.Popen[bytes]:
+    """Start argv in workdir under limits, in its own process group, and return at once.
+
+    The same limits and environment as `run_sandboxed`; stdout and stderr go to workdir/stdout.log and
+    stderr.log. The caller owns the process: kill its group (`kill_group`) when done. Raises OSError when
+    the program cannot be started.
+    """
+    env = worker_environment(env_extra, limits.cpu_threads)
+    env["HOME"] = str(workdir)
+    env["TMPDIR"] = str(workdir)
+    fds = list(pass_fds)
+    read_end = None
+    if secret is not None:
+        read_end, write_end = os.pipe()
+        os.write(write_end, secret)
+        os.close(write_end)
+        env["KV_SECRET_FD"] = str(read_end)
+        fds.append(read_end)
+    try:
+        with (workdir / "stdout.log").open("wb") as stdout, (workdir / "stderr.log").open("wb") as stderr:
+            return subprocess.Popen(
+                list(argv), cwd=workdir, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
+                start_new_session=True, preexec_fn=_limits_in_child(limits), pass_fds=tuple(fds),
+            )  # fmt: skip
+    finally:
+        if read_end is not None:
+            os.close(read_end)
+
+
+def kill_group(process: subprocess.Popen[bytes]) -> None:
+    """Kill the process and everything it started (its group), and reap it."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()
+
+
+def crash_result(
+    process: subprocess.Popen[bytes], workdir: Path, timed_out: bool, seconds: float
+) -> SandboxResult:
+    """Describe how a sandboxed process ended (after `kill_group`)."""
+    returncode = None if timed_out else process.returncode
+    signal_name = None
+    if returncode is not None and returncode < 0:
+        try:
+            signal_name = signal.Signals(-returncode).name
+        except ValueError:
+            signal_name = f"signal {-returncode}"
+    return SandboxResult(
+        returncode=returncode, signal_name=signal_name, timed_out=timed_out, seconds=seconds,
+        stdout_tail=_tail(workdir / "stdout.log"), stderr_tail=_tail(workdir / "stderr.log"),
+    )  # fmt: skip
+
+
 def run_sandboxed(
     argv: Sequence[str],
     workdir: Path,
@@ -101,67 +186,13 @@ def run_sandboxed(
     or the environment: the harness reads it before importing the candidate and seals its result with
     it, so a candidate that writes a result file of its own cannot produce a valid one.
     """
-
-    def apply_limits() -> None:  # runs in the child between fork and exec
-        if _LIBC is not None:
-            # Die with the pipeline: a killed run (kill -9 included) must not leave candidates running.
-            _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        cpu_seconds = (
-            int(limits.timeout_s * 2) + 10
-        )  # a spinning candidate cannot outlive its wall clock by much
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
-        if limits.no_network and _LIBC is not None:
-            _LIBC.unshare(
-                _CLONE_NEWNET
-            )  # a private network namespace with no interfaces; fails quietly unprivileged
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
-        if limits.memory_bytes is not None:
-            resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-
-    env = worker_environment(env_extra, limits.cpu_threads)
-    env["HOME"] = str(workdir)
-    env["TMPDIR"] = str(workdir)
-    pass_fds: tuple[int, ...] = ()
-    if secret is not None:
-        read_end, write_end = os.pipe()
-        os.write(write_end, secret)
-        os.close(write_end)
-        env["KV_SECRET_FD"] = str(read_end)
-        pass_fds = (read_end,)
-    stdout_path, stderr_path = workdir / "stdout.log", workdir / "stderr.log"
     started = time.monotonic()
-    with stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
-        process = subprocess.Popen(
-            list(argv), cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-            start_new_session=True, preexec_fn=apply_limits, pass_fds=pass_fds,
-        )  # fmt: skip
-        for fd in pass_fds:
-            os.close(fd)
-        timed_out = False
-        try:
-            process.wait(timeout=limits.timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        finally:
-            # Kill the whole group: the candidate may have started children of its own.
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            process.wait()
-    returncode = None if timed_out else process.returncode
-    signal_name = None
-    if returncode is not None and returncode < 0:
-        try:
-            signal_name = signal.Signals(-returncode).name
-        except ValueError:
-            signal_name = f"signal {-returncode}"
-    return SandboxResult(
-        returncode=returncode,
-        signal_name=signal_name,
-        timed_out=timed_out,
-        seconds=time.monotonic() - started,
-        stdout_tail=_tail(stdout_path),
-        stderr_tail=_tail(stderr_path),
-    )
+    process = start_sandboxed(argv, workdir, limits, env_extra, secret)
+    timed_out = False
+    try:
+        process.wait(timeout=limits.timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        kill_group(process)  # the whole group: the candidate may have started children of its own
+    return crash_result(process, workdir, timed_out, time.monotonic() - started)

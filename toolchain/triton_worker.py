@@ -64,6 +64,7 @@ class LaunchRecorder:
             from triton.runtime.jit import JITFunction as launcher
         original = launcher.run
         recorder = self
+        self._replaced = (launcher, original)
 
         def recording_run(kernel: Any, *args: Any, **kwargs: Any) -> Any:
             # run(self, *args, grid, warmup, **kwargs) in Triton 3.x; grid and warmup pass through untouched.
@@ -77,6 +78,12 @@ class LaunchRecorder:
                 recorder.monitor.in_launch -= 1
 
         launcher.run = recording_run  # type: ignore[method-assign]
+
+    def uninstall(self) -> None:
+        replaced = getattr(self, "_replaced", None)
+        if replaced is not None:
+            replaced[0].run = replaced[1]
+            self._replaced = None
 
     def record_native(self, name: str) -> None:
         """A HIP launch function is about to run (called by kernelvault.hip / the load_inline proxy)."""
@@ -271,6 +278,13 @@ class CandidateGuards:
             targets |= {"kernelvault.hip": hip, "kernelvault.hip.LaunchFunction": hip.LaunchFunction}
         self.snapshot = PatchSnapshot(targets)
 
+    def uninstall(self) -> None:
+        """Put back everything installed for this candidate (a persistent worker goes on to the next one)."""
+        self.process_guards.uninstall()
+        self.recorder.uninstall()
+        if "kernelvault.hip" in sys.modules:
+            sys.modules["kernelvault.hip"].set_launch_observer(None)
+
     def raise_if_violated(self) -> None:
         changed = self.snapshot.changed()
         if changed:
@@ -319,26 +333,65 @@ def _one_line_error(error: BaseException) -> str:
     return text if len(text) < 4000 else text[:4000] + " …"
 
 
-def verify_job(job: dict[str, Any]) -> dict[str, Any]:
-    device = torch.device("cuda" if job["platform"] in ("cuda", "rocm") else "cpu")
-    allow_tf32 = bool(job.get("allow_tf32", False))
-    torch.backends.cuda.matmul.allow_tf32 = allow_tf32
-    torch.backends.cudnn.allow_tf32 = allow_tf32
-    atol, rtol = job.get("atol"), job.get("rtol")
-    trials = int(job.get("trials", 2))
-    result: dict[str, Any] = {"checks": [], "timings": [], "kernels": [], "compile_seconds": None}
+PlanEntry = tuple[dict[str, Any], int, list[Any], Any, list[Any], "list[Any] | None", Any]
 
-    # 1. The reference, before any candidate code exists in this process.
+
+class Reference:
+    """The task module and its reference outputs for every case and seed, computed before any candidate exists.
+
+    `plan` rows: (case, seed, init inputs, expected output, inputs, refill inputs, refill expected output).
+    A persistent worker keeps these between candidates of the same task (`ReferenceCache`); each job gets
+    clones of the input tensors, because the check writes new values into them (the refill test).
+    """
+
+    def __init__(self, harness: TaskHarness, plan: list[PlanEntry]) -> None:
+        self.harness = harness
+        self.plan = plan
+        self.guards: CandidateGuards | None = None  # the guards of the candidate being checked now
+        reference_forward = harness.task.Model.forward
+        reference = self
+
+        # The reference class stays ours: a candidate that runs it during its forward is wrapping it.
+        def guarded_reference_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+            guards = reference.guards
+            if guards is not None and guards.monitor.active:  # set exactly while a candidate's forward runs
+                guards.violations.add(
+                    "reference_wrapping", "the reference Model ran during the candidate's forward"
+                )
+            return reference_forward(self, *args, **kwargs)
+
+        harness.task.Model.forward = guarded_reference_forward
+
+    def plan_for_job(self) -> list[PlanEntry]:
+        return [
+            (case, seed, init, expected, clone_inputs(inputs), clone_inputs(refill) if refill else refill, again)
+            for case, seed, init, expected, inputs, refill, again in self.plan
+        ]
+
+    def fingerprint(self) -> list[float]:
+        """Cheap sums of every expected output: a persistent worker checks them before each reuse."""
+        sums: list[float] = []
+        for entry in self.plan:
+            for value in (entry[3], entry[6]):
+                for item in value if isinstance(value, (tuple, list)) else [value]:
+                    if isinstance(item, torch.Tensor) and item.numel():
+                        flat = item.detach().reshape(-1).double()
+                        weights = torch.arange(1, flat.numel() + 1, dtype=torch.float64, device=flat.device)
+                        sums.append(float(torch.nan_to_num(flat * weights, 1e300).sum()))
+        return sums
+
+
+def build_reference(job: dict[str, Any], device: torch.device) -> Reference | dict[str, Any]:
+    """Load the task and compute its expected outputs; a dict with an infrastructure_error on failure."""
+    trials = int(job.get("trials", 2))
     try:
         harness = TaskHarness(load_module(Path(job["task_path"]), "kv_task"), device)
     except Exception as error:
         return {
-            **result,
             "failure_kind": "infrastructure_error",
             "failure_message": f"task failed to load: {_one_line_error(error)}",
         }
-    # (case, seed, init, expected output, inputs, refill inputs, refill expected output)
-    plan: list[tuple[dict[str, Any], int, list[Any], Any, list[Any], list[Any] | None, Any]] = []
+    plan: list[PlanEntry] = []
     check_cases = list(job["correctness_cases"]) + (list(job["performance_cases"]) if job["timed"] else [])
     with torch.no_grad():
         for case in check_cases:
@@ -357,29 +410,54 @@ def verify_job(job: dict[str, Any]) -> dict[str, Any]:
                     _sync(device)
                 except Exception as error:
                     message = f"reference failed on case {case['name']}: {_one_line_error(error)}"
-                    return {**result, "failure_kind": "infrastructure_error", "failure_message": message}
+                    return {"failure_kind": "infrastructure_error", "failure_message": message}
                 plan.append((case, seed, init, expected, inputs, refill, refill_expected))
                 del reference
+    return Reference(harness, plan)
 
-    # The reference class stays ours: a candidate that runs it during its forward is wrapping it.
-    reference_forward = harness.task.Model.forward
 
-    def guarded_reference_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if guards.monitor.active:  # set exactly while a candidate's forward runs
-            guards.violations.add(
-                "reference_wrapping", "the reference Model ran during the candidate's forward"
-            )
-        return reference_forward(self, *args, **kwargs)
+def verify_job(job: dict[str, Any], references: Any = None) -> dict[str, Any]:
+    """Check (and on a GPU time) one candidate. `references`: a persistent worker's ReferenceCache.
 
-    harness.task.Model.forward = guarded_reference_forward
+    With `references`, the reference outputs may come from an earlier job of the same task, and everything
+    installed for the candidate is taken down afterwards (the worker decides whether it can go on).
+    """
+    device = torch.device("cuda" if job["platform"] in ("cuda", "rocm") else "cpu")
+    allow_tf32 = bool(job.get("allow_tf32", False))
+    torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+    torch.backends.cudnn.allow_tf32 = allow_tf32
+    result: dict[str, Any] = {"checks": [], "timings": [], "kernels": [], "compile_seconds": None}
+
+    # 1. The reference, before any candidate code exists in this process (or, in a persistent worker,
+    # before this candidate's code exists: earlier candidates are bounded by device_worker's restart rules).
+    reference = references.get(job, device) if references is not None else build_reference(job, device)
+    if isinstance(reference, dict):
+        return {**result, **reference}
+    sys.modules["kv_task"] = reference.harness.task  # where a fresh worker has it (hostile tests look there)
     Path(job["task_path"]).unlink(missing_ok=True)  # nothing left on disk to import the reference from
-
-    # 2. The candidate.
     if job.get("language") == "hip":
         prepare_hip(job, device, result)
     guards = CandidateGuards(job, device, Path(job["task_path"]).parent)
+    reference.guards = guards
     try:
-        candidate = load_module(Path(job["candidate_path"]), "kv_candidate")
+        return check_candidate(job, reference, guards, device, result)
+    finally:
+        if references is not None:
+            reference.guards = None
+            guards.uninstall()
+            restore_load_inline()
+            sys.modules.pop(job.get("module_name", "kv_candidate"), None)
+            sys.modules.pop("kv_task", None)
+
+
+def check_candidate(job: dict[str, Any], reference: Reference, guards: CandidateGuards, device: torch.device,
+                    result: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    atol, rtol = job.get("atol"), job.get("rtol")
+    harness, plan = reference.harness, reference.plan_for_job()
+
+    # 2. The candidate.
+    try:
+        candidate = load_module(Path(job["candidate_path"]), job.get("module_name", "kv_candidate"))
         guards.raise_if_violated()
     except CandidateFailure as failure:
         return {**result, "failure_kind": failure.kind, "failure_message": failure.message}
@@ -495,6 +573,7 @@ def prepare_hip(job: dict[str, Any], device: torch.device, result: dict[str, Any
     from toolchain.hip_build import HIP_INCLUDE_DIR
 
     original = cpp_extension.load_inline
+    _ORIGINAL_LOAD_INLINE.setdefault("load_inline", original)
     signature = inspect.signature(original)
     root = Path(job["inline_build_root"])
 
@@ -526,6 +605,16 @@ def prepare_hip(job: dict[str, Any], device: torch.device, result: dict[str, Any
         return CountingExtension(extension)
 
     cpp_extension.load_inline = kernelvault_load_inline
+
+
+_ORIGINAL_LOAD_INLINE: dict[str, Any] = {}
+
+
+def restore_load_inline() -> None:
+    if "load_inline" in _ORIGINAL_LOAD_INLINE:
+        from torch.utils import cpp_extension
+
+        cpp_extension.load_inline = _ORIGINAL_LOAD_INLINE["load_inline"]
 
 
 class InlineBuildError(Exception):

@@ -19,11 +19,12 @@ import secrets
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kernelvault.contracts import (
     Candidate,
@@ -120,27 +121,106 @@ def _crash_message(run: SandboxResult, what: str) -> tuple[str, str]:
     return "runtime_error", f"{what} exited with code {run.returncode} before reporting: {last[0]}"
 
 
+class WorkerRunner(Protocol):
+    """Runs one worker job somewhere else than a fresh process (`toolchain.device_worker.WorkerLane`)."""
+
+    def run(self, module: str, job: dict[str, Any], workdir: Path, limits: SandboxLimits,
+            env: dict[str, str]) -> tuple[SandboxResult, dict[str, Any] | None]: ...  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A candidate after the CPU stages (parse, static, HIP compile): a final verdict, or work for a device.
+
+    Picklable, so a compile pool in other processes can produce it. `workdir` holds the files the device
+    stage needs; `Verifier.complete` removes it.
+    """
+
+    task: Task
+    target: str
+    verdict: Verdict | None = None
+    route: str = ""  # "cpu" | "gpu": which device stage finishes it
+    code: str = ""
+    stages: tuple[StageRecord, ...] = ()
+    workdir: str = ""
+    hip: dict[str, Any] | None = None
+
+
+class _Deferred(Exception):
+    def __init__(self, prepared: Prepared) -> None:
+        self.prepared = prepared
+
+
 class Verifier:
-    """Verifies candidates on one platform; cheap to build, safe to share across threads."""
+    """Verifies candidates on one platform; cheap to build, safe to share across threads.
+
+    `verify` does everything; `prepare` (CPU only, any process) and `complete` (the device stage, with an
+    optional runner of persistent workers) are the same work split for a pipeline.
+    """
 
     def __init__(self, config: VerifyConfig | None = None) -> None:
         self.config = config or VerifyConfig()
         self.choice: PlatformChoice = detect_platform(self.config.platform, self.config.arch)
         self.environment: RunEnvironment = run_environment(self.choice)
+        self._local = threading.local()  # per calling thread: the runner, and whether to stop before the device
 
-    def verify(self, task: Task, candidate: Candidate) -> Verdict:
+    def __getstate__(self) -> dict[str, Any]:  # sent to a compile pool: the thread-local state stays here
+        return {key: value for key, value in self.__dict__.items() if key != "_local"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
+
+    def verify(self, task: Task, candidate: Candidate, runner: WorkerRunner | None = None) -> Verdict:
+        return self.complete(self.prepare(task, candidate), runner)
+
+    def prepare(self, task: Task, candidate: Candidate) -> Prepared:
+        """Parse, static checks and (HIP native) compile; stops where a worker would start."""
         workdir = Path(tempfile.mkdtemp(prefix="kv-verify-"))
+        self._local.defer = True
         try:
-            return self._verify(task, candidate, workdir)
+            return Prepared(task, candidate.target, verdict=self._verify(task, candidate, workdir))
+        except _Deferred as deferred:
+            workdir = None  # type: ignore[assignment]  # complete() owns it now
+            return deferred.prepared
         except Exception as error:  # noqa: BLE001 - a harness bug fails this attempt, never the whole run
-            stages = _Stages()
-            stages.add("check", "failed", 0.0, traceback.format_exc())
-            message = f"verifier error: {type(error).__name__}: {error}"
-            return self._finish(stages, task, "", target=candidate.target,
-                                failure_kind="infrastructure_error", failure_message=message)  # fmt: skip
+            return Prepared(task, candidate.target, verdict=self._harness_error(task, candidate.target, error))
         finally:
+            self._local.defer = False
+            if workdir is not None and not self.config.keep_workdir:
+                shutil.rmtree(workdir, ignore_errors=True)
+
+    def complete(self, prepared: Prepared, runner: WorkerRunner | None = None) -> Verdict:
+        """Finish a prepared candidate on this platform's device (or the interpreter on cpu)."""
+        if prepared.verdict is not None:
+            return prepared.verdict
+        workdir = Path(prepared.workdir)
+        self._local.runner = runner
+        try:
+            stages = _Stages()
+            stages.records = list(prepared.stages)
+            if prepared.route == "cpu":
+                return self._verify_on_cpu(stages, prepared.task, prepared.code, workdir)
+            return self._verify_on_gpu(stages, prepared.task, prepared.code, workdir, prepared.hip)
+        except Exception as error:  # noqa: BLE001 - a harness bug fails this attempt, never the whole run
+            return self._harness_error(prepared.task, prepared.target, error)
+        finally:
+            self._local.runner = None
             if not self.config.keep_workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
+
+    def _harness_error(self, task: Task, target: str, error: Exception) -> Verdict:
+        stages = _Stages()
+        stages.add("check", "failed", 0.0, traceback.format_exc())
+        message = f"verifier error: {type(error).__name__}: {error}"
+        return self._finish(stages, task, "", target=target, failure_kind="infrastructure_error",
+                            failure_message=message)  # fmt: skip
+
+    def _defer(self, route: str, stages: _Stages, task: Task, code: str, workdir: Path,
+               hip: dict[str, Any] | None = None) -> None:  # fmt: skip
+        if getattr(self._local, "defer", False):
+            target = "hip" if hip else "triton"
+            raise _Deferred(Prepared(task, target, None, route, code, tuple(stages.records), str(workdir), hip))
 
     def _finish(self, stages: _Stages, task: Task, code: str, **fields: Any) -> Verdict:
         started = time.perf_counter()
@@ -190,7 +270,9 @@ class Verifier:
         (workdir / "candidate.py").write_text(code)
         (workdir / "launches.jsonl").write_text("")
         if self.choice.platform == "cpu":
+            self._defer("cpu", stages, task, code, workdir)
             return self._verify_on_cpu(stages, task, code, workdir)
+        self._defer("gpu", stages, task, code, workdir)
         return self._verify_on_gpu(stages, task, code, workdir)
 
     def _hip_arch(self) -> str | None:
@@ -221,6 +303,7 @@ class Verifier:
                                     failure_message=message)  # fmt: skip
             hip = {"language": "hip", "hip_form": "load_inline",
                    "inline_build_root": str(self.config.hip_cache / "inline")}  # fmt: skip
+            self._defer("gpu", stages, task, code, workdir, hip)
             return self._verify_on_gpu(stages, task, code, workdir, hip)
 
         source = static.hip_source or ""
@@ -260,6 +343,7 @@ class Verifier:
                                 compile_log=trim(build.log) or message)  # fmt: skip
         hip = {"language": "hip", "hip_form": "native", "hip_library": str(build.library),
                "hip_source_sha": source_hash(source), "compile_log": trim(log)}  # fmt: skip
+        self._defer("gpu", stages, task, code, workdir, hip)
         return self._verify_on_gpu(stages, task, code, workdir, hip)
 
     def _check_job(self, task: Task, workdir: Path, timed: bool) -> dict[str, Any]:
@@ -286,6 +370,9 @@ class Verifier:
     def _run_worker(self, module: str, job: dict[str, Any], job_name: str, workdir: Path,
                     limits: SandboxLimits, env: dict[str, str]) -> tuple[SandboxResult, dict[str, Any] | None]:  # fmt: skip
         """Run a worker; its result counts only if sealed with this run's secret (see sandbox.run_sandboxed)."""
+        runner = getattr(self._local, "runner", None)
+        if runner is not None:  # a persistent worker: it authenticates its replies itself
+            return runner.run(module, job, workdir, limits, env)
         job_path = workdir / job_name
         job_path.write_text(json.dumps(job))
         result_path = Path(job["result_path"])

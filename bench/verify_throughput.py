@@ -1,0 +1,174 @@
+"""Verification throughput: a fresh worker process per candidate vs persistent workers, on one candidate set.
+
+    python bench/verify_throughput.py --platform cpu --set small
+    python bench/verify_throughput.py --platform cuda --set mixed --devices 0     # the H200 session
+
+Modes, run one after the other in the same invocation on the same candidates:
+- `fresh`: the way common harnesses do it: for each candidate, a new sandboxed process that imports
+  torch, builds the reference and the candidate, checks and (on a GPU) times, one after another
+  (`Verifier.verify` with no runner);
+- `persistent`: the same verification through one `WorkerLane` per device (long-lived workers, reference
+  outputs kept per task), fed by the executor (`run_corpus_job` with a compile pool).
+Candidate sets (`--set`): `small` (honest + broken + hostile Triton examples on a few tasks, CPU-friendly),
+`mixed` (every Triton and HIP example and every adversarial case: the ≥60-candidate GPU set). Prints
+candidates per minute per mode and per-stage latency (median, p90) from the verdicts' StageRecords.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kernelvault.contracts import FAILURE_KINDS, Candidate, Task  # noqa: E402
+from pipelines.candidates import Attempt  # noqa: E402
+from toolchain.tasks import LoadedTasks, load_task_file  # noqa: E402
+from toolchain.verify import Verifier, VerifyConfig  # noqa: E402
+
+SMALL_TASKS = ("relu", "vector_add", "silu", "leaky_relu")
+STAGES = ("parse", "static", "compile", "check", "time")
+
+
+def candidate_files(which: str) -> list[tuple[str, str, Path]]:
+    """(target, task name, path) of the set's candidates."""
+    found: list[tuple[str, str, Path]] = []
+    targets = ("triton",) if which == "small" else ("triton", "hip")
+    for target in targets:
+        folder = ROOT / "examples" / target
+        found += [(target, path.stem, path) for path in sorted(folder.glob("*.py"))]
+        for path in sorted((folder / "broken").glob("*")):
+            kind, _, task = path.stem.partition("__")
+            if kind in FAILURE_KINDS and path.suffix in (".py", ".md"):
+                found.append((target, task, path))
+    adversarial = ROOT / "tests" / "adversarial"
+    for sub, target in (("honest", "triton"), ("hostile", "triton"), ("hip_hostile", "hip")):
+        if target not in targets:
+            continue
+        for path in sorted((adversarial / sub).glob("*.py")):
+            parts = path.stem.split("__")
+            if len(parts) >= 2:
+                found.append((target, parts[1], path))
+    if which == "small":
+        found = [entry for entry in found if entry[1] in SMALL_TASKS]
+    return found
+
+
+def attempts(which: str, limit: int | None) -> list[Attempt]:
+    tasks: dict[str, Task] = {}
+    result: list[Attempt] = []
+    for target, name, path in candidate_files(which):
+        task_file = ROOT / "tasks" / f"{name}.py"
+        if not task_file.exists():
+            continue
+        task = tasks.setdefault(name, load_task_file(task_file))
+        candidate = Candidate(task.task_id, target, path.read_text(), f"bench:{path.relative_to(ROOT)}")  # type: ignore[arg-type]
+        result.append(Attempt(task, candidate, sample_index=len(result)))
+    return result[:limit] if limit else result
+
+
+class FixedSource:
+    description = "bench candidate set"
+
+    def __init__(self, items: Sequence[Attempt]) -> None:
+        self.items = items
+
+    def attempts(self, tasks: Sequence[Task]) -> Iterator[Attempt]:
+        yield from self.items
+
+    def identity(self) -> dict[str, Any]:
+        return {"kind": "bench", "count": len(self.items)}
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def stage_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| stage | median s | p90 s | n |", "|---|---|---|---|"]
+    for stage in STAGES:
+        values = [r[f"{stage}_s"] for r in rows if r.get(f"{stage}_s") is not None]
+        if values:
+            lines.append(
+                f"| {stage} | {statistics.median(values):.3f} | {percentile(values, 0.9):.3f} | {len(values)} |"
+            )
+    return "\n".join(lines)
+
+
+def stage_seconds(verdict: Any) -> dict[str, float]:
+    return {f"{s.name}_s": s.seconds for s in verdict.stages if s.outcome != "skipped"}
+
+
+def run_fresh(verifier: Verifier, items: list[Attempt]) -> tuple[float, list[dict[str, Any]]]:
+    started, rows = time.monotonic(), []
+    for attempt in items:
+        verdict = verifier.verify(attempt.task, attempt.candidate)
+        rows.append({"kind": verdict.failure_kind or "success", **stage_seconds(verdict)})
+    return time.monotonic() - started, rows
+
+
+def run_persistent(verifier: Verifier, items: list[Attempt], devices: str, lanes: int,
+                   compile_workers: int) -> tuple[float, list[dict[str, Any]]]:  # fmt: skip
+    from corpus.shards import read_columns, run_shards
+    from pipelines.corpus_job import run_corpus_job
+
+    tasks = LoadedTasks(tasks=list({a.task.task_id: a.task for a in items}.values()))
+    with tempfile.TemporaryDirectory() as out:
+        started = time.monotonic()
+        summary = run_corpus_job(tasks, FixedSource(items), verifier, Path(out), "triton", workers=lanes,
+                                 progress=False, devices=devices, compile_workers=compile_workers)  # fmt: skip
+        seconds = time.monotonic() - started
+        table = read_columns(
+            run_shards(Path(out) / "data" / "triton", summary.run_id), ["failure_kind", "stages"]
+        )
+        rows = []
+        for kind, stages in zip(*table.to_pydict().values(), strict=True):
+            rows.append({"kind": kind or "success",
+                         **{f"{s['name']}_s": s["seconds"] for s in stages if s["outcome"] != "skipped"}})  # fmt: skip
+    return seconds, rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--platform", default="cpu", choices=["cpu", "cuda", "rocm"])
+    parser.add_argument("--set", default="small", choices=["small", "mixed"], dest="which")
+    parser.add_argument("--limit", type=int, help="first N candidates of the set")
+    parser.add_argument("--devices", default=None, help="`cpu` or GPU ids (default: cpu, or 0 on a GPU)")
+    parser.add_argument("--lanes", type=int, default=1, help="interpreter lanes on cpu (default 1)")
+    parser.add_argument("--compile-workers", type=int, default=1)
+    parser.add_argument("--modes", default="fresh,persistent")
+    args = parser.parse_args()
+    verifier = Verifier(VerifyConfig(platform=args.platform, timeout_s=120))
+    items = attempts(args.which, args.limit)
+    devices = args.devices or ("cpu" if args.platform == "cpu" else "0")
+    print(f"{len(items)} candidates ({args.which}) on {verifier.choice.platform} {verifier.choice.device}, "
+          f"devices {devices}, lanes {args.lanes}")  # fmt: skip
+    results = {}
+    for mode in args.modes.split(","):
+        if mode == "fresh":
+            results[mode] = run_fresh(verifier, items)
+        else:
+            results[mode] = run_persistent(verifier, items, devices, args.lanes, args.compile_workers)
+    print("\n| mode | candidates | seconds | candidates / min | speed-up |\n|---|---|---|---|---|")
+    base = results.get("fresh", next(iter(results.values())))[0]
+    for mode, (seconds, rows) in results.items():
+        print(
+            f"| {mode} | {len(rows)} | {seconds:.1f} | {60 * len(rows) / seconds:.1f} | {base / seconds:.2f}× |"
+        )
+    for mode, (_, rows) in results.items():
+        print(f"\nper-stage latency, {mode}\n{stage_table(rows)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+"""LocalExecutor: run a job's stages on one machine, connected by bounded queues.
+
+    source ──► prepare (process pool) ──► [prepared queue] ──► lanes (one thread each) ──► [verified queue] ──► write
+    (iterator)   parse, static, compile                           one persistent worker per       (this thread)
+                                                                   device, or N on cpu
+
+The stages are plain callables over picklable values (`pipelines.corpus_stages`); they do not know which
+executor runs them, so a Ray executor can run the same ones as actors later. Back-pressure: each queue
+holds at most `queue_size` items and a full queue blocks its producer, and the pool never holds more than
+2 × `compile_workers` submissions, so the items in memory at once are bounded by those numbers plus one
+per lane, however long the source is and however slow the writer.
+
+What it does NOT do: keep the source's order (rows are written as lanes finish), survive its own process
+being killed (the run ledger does that), or retry a stage that raises: a stage that raises is a
+programming error, stops the run and is re-raised here.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+In = TypeVar("In")
+Mid = TypeVar("Mid")
+Out = TypeVar("Out")
+_END = object()  # one per producer: that producer is done
+
+
+class Lane(Protocol[Mid, Out]):  # type: ignore[misc]
+    def __call__(self, item: Mid) -> Out: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ExecutorConfig:
+    lanes: tuple[str, ...] = ("cpu",)  # one verification lane per entry: a device id, or "cpu"
+    compile_workers: int = 1  # processes for the prepare stage; 0: prepare in the feeding thread
+    queue_size: int = 4  # items each queue holds before its producer waits
+
+
+class BoundedQueue(Generic[In]):
+    """A queue.Queue that remembers its largest size, and whose waits give up when the run stops."""
+
+    def __init__(self, maxsize: int, stop: threading.Event) -> None:
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize)
+        self._stop = stop
+        self.maxsize = maxsize
+        self.high_water = 0
+
+    def put(self, item: Any) -> None:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.2)
+            except queue.Full:
+                continue
+            self.high_water = max(self.high_water, self._queue.qsize())
+            return
+
+    def get(self) -> Any:
+        while not self._stop.is_set():
+            try:
+                return self._queue.get(timeout=0.2)
+            except queue.Empty:
+                continue
+        return _END
+
+
+@dataclass
+class ExecutorStats:
+    submitted: int = 0
+    written: int = 0
+    prepared_high_water: int = 0
+    verified_high_water: int = 0
+    pool_high_water: int = 0
+    lane_items: dict[str, int] = field(default_factory=dict)
+
+
+class LocalExecutor:
+    def __init__(self, config: ExecutorConfig) -> None:
+        self.config = config
+
+    def run(self, source: Iterable[In], prepare: Callable[[In], Mid], open_lane: Callable[[str], Lane[Mid, Out]],
+            write: Callable[[Out], None]) -> ExecutorStats:  # fmt: skip
+        """Feed every item of source through prepare, a lane and write; returns when all are written."""
+        config, stats, stop = self.config, ExecutorStats(), threading.Event()
+        prepared: BoundedQueue[Mid] = BoundedQueue(config.queue_size, stop)
+        verified: BoundedQueue[Out] = BoundedQueue(config.queue_size, stop)
+        errors: list[BaseException] = []
+
+        def fail(error: BaseException) -> None:
+            errors.append(error)
+            stop.set()
+
+        def feed() -> None:
+            pool = None
+            try:
+                if config.compile_workers > 0:
+                    context = multiprocessing.get_context(
+                        "spawn"
+                    )  # threads live here: fork would copy their locks
+                    pool = ProcessPoolExecutor(config.compile_workers, mp_context=context)
+                in_flight: set[Future[Mid]] = set()
+                for item in source:
+                    if stop.is_set():
+                        return
+                    stats.submitted += 1
+                    if pool is None:
+                        prepared.put(prepare(item))
+                        continue
+                    in_flight.add(pool.submit(prepare, item))
+                    stats.pool_high_water = max(stats.pool_high_water, len(in_flight))
+                    while len(in_flight) >= 2 * config.compile_workers and not stop.is_set():
+                        in_flight = _hand_over(in_flight, prepared)
+                while in_flight and not stop.is_set():
+                    in_flight = _hand_over(in_flight, prepared)
+            except BaseException as error:  # noqa: BLE001 - re-raised by run()
+                fail(error)
+            finally:
+                if pool is not None:
+                    pool.shutdown(wait=True, cancel_futures=True)
+                for _ in config.lanes:
+                    prepared.put(_END)
+
+        def serve(index: int, device: str) -> None:
+            name = f"{device}#{index}"
+            stats.lane_items[name] = 0
+            lane = None
+            try:
+                lane = open_lane(device)
+                while (item := prepared.get()) is not _END:
+                    verified.put(lane(item))
+                    stats.lane_items[name] += 1
+            except BaseException as error:  # noqa: BLE001 - re-raised by run()
+                fail(error)
+            finally:
+                if lane is not None:
+                    lane.close()
+                verified.put(_END)
+
+        threads = [threading.Thread(target=feed, name="kv-feed", daemon=True)]
+        threads += [threading.Thread(target=serve, args=(i, d), name=f"kv-lane-{i}", daemon=True)
+                    for i, d in enumerate(config.lanes)]  # fmt: skip
+        for thread in threads:
+            thread.start()
+        finished = 0
+        try:
+            while finished < len(config.lanes) and not stop.is_set():
+                item = verified.get()
+                if item is _END:
+                    finished += 1
+                    continue
+                write(item)
+                stats.written += 1
+        except BaseException as error:
+            fail(error)
+        finally:
+            if errors:
+                stop.set()
+            for thread in threads:
+                thread.join()
+        stats.prepared_high_water, stats.verified_high_water = prepared.high_water, verified.high_water
+        if errors:
+            raise errors[0]
+        return stats
+
+
+def _hand_over(in_flight: set[Future[Any]], prepared: BoundedQueue[Any]) -> set[Future[Any]]:
+    """Wait for some prepare calls to finish and queue their results (blocking while the queue is full)."""
+    done, rest = wait(in_flight, return_when=FIRST_COMPLETED)
+    for future in done:
+        prepared.put(future.result())
+    return rest
+
+
+def parse_devices(devices: str, cpu_lanes: int) -> tuple[str, ...]:
+    """`cpu` → cpu_lanes interpreter lanes; `0,1` → one lane per GPU."""
+    if devices.strip() == "cpu":
+        return ("cpu",) * max(1, cpu_lanes)
+    lanes = tuple(part.strip() for part in devices.split(",") if part.strip())
+    if not lanes or not all(part.isdigit() for part in lanes):
+        raise ValueError(f"--devices takes `cpu` or GPU indices like `0,1`, not {devices!r}")
+    return lanes

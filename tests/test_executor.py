@@ -1,0 +1,131 @@
+"""The pipeline executor and the persistent verification workers (CPU, interpreter)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kernelvault.contracts import Candidate
+from pipelines.executor import ExecutorConfig, LocalExecutor, parse_devices
+from toolchain.device_worker import WorkerLane
+from toolchain.tasks import load_task_file
+from toolchain.verify import Verifier, VerifyConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+RELU = (ROOT / "examples" / "triton" / "relu.py").read_text()
+
+
+class SlowLane:
+    def __init__(self, device: str, seen: list[str]) -> None:
+        self.device, self.seen = device, seen
+
+    def __call__(self, item: int) -> tuple[str, int]:
+        time.sleep(0.002)
+        return self.device, item
+
+    def close(self) -> None:
+        self.seen.append(self.device)
+
+
+@pytest.mark.parametrize("compile_workers", [0, 1])
+def test_every_item_is_written_once_and_queues_stay_within_their_bounds(compile_workers: int) -> None:
+    written: list[int] = []
+    closed: list[str] = []
+
+    def slow_writer(item: tuple[str, int]) -> None:
+        time.sleep(0.01)  # the writer is the bottleneck: everything upstream must wait, not pile up
+        written.append(item[1])
+
+    config = ExecutorConfig(lanes=("a", "b"), compile_workers=compile_workers, queue_size=3)
+    stats = LocalExecutor(config).run(range(60), abs, lambda device: SlowLane(device, closed), slow_writer)
+    assert sorted(written) == list(range(60)) and stats.written == 60
+    assert 1 <= stats.prepared_high_water <= 3 and 1 <= stats.verified_high_water <= 3
+    assert stats.verified_high_water == 3  # the slow writer really did fill its queue
+    assert stats.pool_high_water <= 2 * compile_workers
+    assert sorted(closed) == ["a", "b"] and sum(stats.lane_items.values()) == 60
+
+
+def test_a_stage_that_raises_stops_the_run_and_is_reraised() -> None:
+    def broken_lane(device: str) -> SlowLane:
+        lane = SlowLane(device, [])
+        lane.__call__ = None  # type: ignore[method-assign]
+        return lane
+
+    def explode(item: int) -> int:
+        if item == 7:
+            raise ValueError("harness bug")
+        return item
+
+    with pytest.raises(ValueError, match="harness bug"):
+        LocalExecutor(ExecutorConfig(lanes=("a",), compile_workers=0, queue_size=2)).run(
+            range(1000), explode, lambda device: SlowLane(device, []), lambda item: None
+        )
+
+
+def test_devices() -> None:
+    assert parse_devices("cpu", 3) == ("cpu", "cpu", "cpu") and parse_devices("0,1", 3) == ("0", "1")
+    with pytest.raises(ValueError):
+        parse_devices("gpu0", 1)
+
+
+@pytest.fixture(scope="module")
+def relu_task():  # noqa: ANN201
+    return load_task_file(ROOT / "tasks" / "relu.py")
+
+
+def _candidate(task, text: str) -> Candidate:  # noqa: ANN001
+    return Candidate(task.task_id, "triton", text, "test")
+
+
+def test_persistent_worker_reuses_references_and_restarts_after_a_patching_candidate(relu_task) -> None:  # noqa: ANN001
+    verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60))
+    lane = WorkerLane(restart_every=50)
+    try:
+        first = verifier.verify(relu_task, _candidate(relu_task, RELU), runner=lane)
+        pid = lane.workers["check"].pid
+        second = verifier.verify(relu_task, _candidate(relu_task, RELU), runner=lane)
+        assert first.correct and second.correct
+        stats = lane.workers["check"].stats
+        assert stats.reference_builds == 1 and stats.reference_hits == 1  # the reference ran once for two
+        assert lane.workers["check"].pid == pid and stats.starts == 1
+
+        hostile = (ROOT / "tests/adversarial/hostile/integrity_reject__relu__patch_timers.py").read_text()
+        verdict = verifier.verify(relu_task, _candidate(relu_task, hostile), runner=lane)
+        assert verdict.failure_kind == "integrity_reject" and "monkey_patch" in (
+            verdict.failure_message or ""
+        )
+        assert lane.workers["check"].pid is None  # replaced: the next candidate gets a fresh process
+        after = verifier.verify(relu_task, _candidate(relu_task, RELU), runner=lane)
+        assert after.correct and after.failure_kind is None
+        assert (
+            lane.workers["check"].pid != pid and stats.starts == 2 and stats.restarts["integrity_reject"] == 1
+        )
+        assert stats.reference_builds == 2  # the fresh worker computed its own reference outputs
+    finally:
+        lane.close()
+
+
+def test_a_worker_killed_mid_candidate_is_replaced_and_the_candidate_retried_once(relu_task) -> None:  # noqa: ANN001
+    slow = RELU.replace("import torch\n", "import time\nimport torch\n", 1)
+    slow += "\n\n_forward = ModelNew.forward\n\n\ndef _slow_forward(self, *args):\n    time.sleep(0.5)\n    return _forward(self, *args)\n\n\nModelNew.forward = _slow_forward\n"
+    verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60))
+    lane = WorkerLane()
+    try:
+        assert verifier.verify(relu_task, _candidate(relu_task, RELU), runner=lane).correct  # a warm worker
+        victim = lane.workers["check"].pid
+        assert victim is not None
+        killer = threading.Timer(1.0, os.kill, (victim, signal.SIGKILL))
+        killer.start()
+        verdict = verifier.verify(relu_task, _candidate(relu_task, slow), runner=lane)
+        killer.join()
+        stats = lane.workers["check"].stats
+        assert stats.retries == 1 and stats.restarts["crash"] == 1
+        assert verdict.correct and verdict.failure_kind is None  # retried once on a fresh worker
+        assert lane.workers["check"].pid not in (None, victim)
+    finally:
+        lane.close()

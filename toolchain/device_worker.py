@@ -1,0 +1,419 @@
+"""A long-lived sandboxed worker that verifies candidates one after another: no process start per candidate.
+
+The per-candidate way (`toolchain.verify` with no runner) starts `python -m toolchain.triton_worker`
+for every candidate: a Python start, `import torch`, `import triton`, a device context and the task's
+reference outputs, every time. A `PersistentWorker` starts `python -m toolchain.device_worker KIND` once
+under the same sandbox (`toolchain.sandbox`: limits, allow-listed environment, no network where the OS
+allows it, own process group, dies with its parent) and sends it jobs over a pipe. KIND is `check` (the
+`triton_worker.verify_job` logic and guards, unchanged) or `cross_compile` (`cross_compile.compile_launches`).
+The reference outputs of a task stay in the worker (`ReferenceCache`, keyed by the task's source, its
+cases, seeds and whether it is timed), so the reference runs once per task per worker, not per candidate.
+
+Results are authenticated per job: the worker reads a key from an inherited pipe before any candidate
+exists, and replies `HMAC(key, job id, result)` on a dedicated pipe. A reply for another job, a torn
+reply or a wrong MAC is a forged result (integrity_reject) and the worker is replaced.
+
+What sharing a process between candidates costs, and how it is bounded. A candidate runs with every
+guard of the per-candidate worker, but it runs in a process that an earlier candidate ran in, and it
+leaves the process to the next one. So:
+- an earlier candidate could have left a change that helps or hurts a later one (a patched function, a
+  thread, an import hook, tampered reference outputs in the cache, a corrupted allocator or device);
+- a candidate could read what a later job brings (the job's paths and cases; not the key, which never
+  leaves the worker's memory, but see below) or what an earlier one left in memory;
+- the key is in the worker's memory for its whole life, not only for one candidate's: a candidate that
+  reads process memory (ctypes, /proc/self/mem) can forge the replies of every later job of that worker,
+  where a per-candidate worker exposes only its own.
+The restart rules bound this. A worker is replaced (process group killed, a fresh one started):
+(a) after a crash or a timeout; a crash is retried once on a fresh worker, so a worker killed from
+    outside (OOM killer, an operator) costs a retry, not a wrong verdict; a second crash is the candidate's;
+(b) after any candidate whose verdict is `integrity_reject`, and after any candidate that left the process
+    changed: a patched function in torch/triton/builtins/time/the harness (the same `PatchSnapshot` the
+    guards use, taken when the worker started), a thread still alive, another working directory, changed
+    environment, `sys.path`, import hooks, trace/profile hooks, default dtype, grad mode or
+    deterministic-algorithms flag, a candidate module left in `sys.modules`; or whose cached reference
+    outputs no longer match their fingerprint (checked before each reuse). So the next candidate runs in
+    a fresh process after any candidate we saw misbehave;
+(c) after a sticky device error (illegal memory access, device-side assert, launch failure: the context
+    is unusable after them);
+(d) every `restart_every` jobs, as hygiene against what the checks above cannot see (leaked memory,
+    allocator fragmentation, changes to state we do not fingerprint).
+What is NOT bounded: a candidate that changes state none of these checks looks at (a C-level hook, a
+patched function outside the snapshot, a tampered cache entry that keeps its sums) and otherwise passes
+can affect up to `restart_every - 1` later candidates of its worker. Use `restart_every=1` (or the
+per-candidate way) where that matters more than throughput.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolchain.sandbox import SandboxLimits, SandboxResult, crash_result, kill_group, start_sandboxed
+
+STICKY_DEVICE_ERRORS = (
+    "illegal memory access", "device-side assert", "unspecified launch failure", "misaligned address",
+    "an illegal instruction", "cuda error: launch failure", "hiperror", "hip error", "memory access fault",
+)  # fmt: skip
+_STARTUP_TIMEOUT_S = 300.0  # importing torch and triton on a loaded 2-core machine can take a minute
+
+
+def _mac(key: bytes, job_id: int, body: str) -> str:
+    return hmac.new(key, f"{job_id}\n{body}".encode(), hashlib.sha256).hexdigest()
+
+
+# ----------------------------------------------------------------------------------------------------
+# Worker side: runs inside the sandboxed process.
+
+
+class ReferenceCache:
+    """Reference outputs per (task source, cases, seeds, timed), least recently used first out."""
+
+    def __init__(self, max_tasks: int = 8) -> None:
+        self.entries: OrderedDict[str, Any] = OrderedDict()
+        self.fingerprints: dict[str, list[float]] = {}
+        self.max_tasks = max_tasks
+        self.builds = 0
+        self.hits = 0
+        self.tampered = False  # a cached entry failed its fingerprint: the worker must go
+
+    def get(self, job: dict[str, Any], device: Any) -> Any:
+        from toolchain.triton_worker import build_reference
+
+        identity = [job["correctness_cases"], job["performance_cases"], job.get("trials"), job["timed"],
+                    job["platform"], Path(job["task_path"]).read_text()]  # fmt: skip
+        key = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+        cached = self.entries.get(key)
+        if cached is not None:
+            if cached.fingerprint() == self.fingerprints[key]:
+                self.entries.move_to_end(key)
+                self.hits += 1
+                return cached
+            self.tampered = True  # someone changed expected outputs: rebuild now, restart after this job
+            del self.entries[key]
+        reference = build_reference(job, device)
+        self.builds += 1
+        if not isinstance(reference, dict):
+            self.entries[key] = reference
+            self.fingerprints[key] = reference.fingerprint()
+            while len(self.entries) > self.max_tasks:
+                old, _ = self.entries.popitem(last=False)
+                self.fingerprints.pop(old, None)
+        return reference
+
+
+def process_state() -> dict[str, Any]:
+    """What a candidate could leave changed for the next one, beyond the patch snapshot."""
+    import torch
+
+    return {
+        "cwd": os.getcwd(),
+        "env": dict(os.environ),
+        "path": list(sys.path),
+        "meta_path": [repr(finder) for finder in sys.meta_path],
+        "path_hooks": [repr(hook) for hook in sys.path_hooks],
+        "trace": repr(sys.gettrace()) + repr(sys.getprofile()),
+        "threads": threading.active_count(),
+        "dtype": str(torch.get_default_dtype()),
+        "grad": torch.is_grad_enabled(),
+        "deterministic": torch.are_deterministic_algorithms_enabled(),
+        "candidates": sorted(name for name in sys.modules if name.startswith("kv_candidate")),
+    }
+
+
+def _restart_reason(kind: str, result: dict[str, Any], snapshot: Any, baseline: dict[str, Any],
+                    references: ReferenceCache) -> str | None:  # fmt: skip
+    if result.get("failure_kind") == "integrity_reject":
+        return "integrity_reject"
+    message = str(result.get("failure_message") or "").lower()
+    if any(marker in message for marker in STICKY_DEVICE_ERRORS):
+        return "device_error"
+    changed = snapshot.changed()
+    if changed:
+        return f"patched: {', '.join(changed[:3])}"
+    now = process_state()
+    different = [name for name in baseline if now[name] != baseline[name]]
+    if "env" in different:
+        keys = set(now["env"]) | set(baseline["env"])
+        different.append(str(sorted(k for k in keys if now["env"].get(k) != baseline["env"].get(k))[:3]))
+    if different:
+        return f"state_changed: {', '.join(different)}"
+    if references.tampered:
+        return "reference_tampered"
+    return None
+
+
+def serve(kind: str) -> int:
+    from toolchain.triton_worker import read_seal
+
+    key = read_seal().encode()  # before anything else: no candidate code exists yet
+    replies = os.fdopen(int(os.environ.pop("KV_RESULT_FD")), "w", buffering=1)
+    import torch
+
+    from toolchain.cross_compile import compile_launches
+    from toolchain.integrity import PatchSnapshot, patch_targets
+    from toolchain.triton_worker import verify_job
+
+    torch.set_grad_enabled(True)
+    references = ReferenceCache()
+    if kind == "check":
+        import toolchain.compare
+        import toolchain.timing
+        import toolchain.triton_worker
+
+        modules = [toolchain.triton_worker, toolchain.compare, toolchain.timing]
+    else:
+        modules = []
+    snapshot = PatchSnapshot(patch_targets(modules))
+    baseline = process_state()
+    replies.write(json.dumps({"ready": True}) + "\n")
+    for line in sys.stdin:
+        message = json.loads(line)
+        job = message["job"]
+        try:
+            result = verify_job(job, references) if kind == "check" else compile_launches(job)
+        except BaseException as error:  # noqa: BLE001 - a harness bug must still leave a result
+            result = {"failure_kind": "infrastructure_error", "failure_message": f"worker error: {error!r}",
+                      "ok": False, "kernels": [], "log": f"worker error: {error!r}", "harness_error": True}  # fmt: skip
+        reason = _restart_reason(kind, result, snapshot, baseline, references)
+        result["worker"] = {"restart": reason, "reference_builds": references.builds,
+                            "reference_hits": references.hits, "pid": os.getpid()}  # fmt: skip
+        body = json.dumps(result, default=str)
+        replies.write(
+            json.dumps({"id": message["id"], "body": body, "mac": _mac(key, message["id"], body)}) + "\n"
+        )
+        if reason is not None:
+            return 0  # the parent replaces us; exiting now frees the device sooner
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------------
+# Parent side.
+
+
+@dataclass
+class WorkerStats:
+    jobs: int = 0
+    starts: int = 0
+    retries: int = 0
+    reference_builds: int = 0
+    reference_hits: int = 0
+    restarts: Counter[str] = field(default_factory=Counter)
+    start_seconds: float = 0.0
+
+
+class PersistentWorker:
+    """One long-lived sandboxed worker process of one kind; `run` sends it a job and waits for the reply.
+
+    Not thread-safe: one thread owns a worker (the process dies with the thread that started it, see
+    `toolchain.sandbox`), and the executor gives each verification lane its own.
+    """
+
+    def __init__(self, kind: str, python: str, env: dict[str, str], limits: SandboxLimits,
+                 restart_every: int = 50) -> None:  # fmt: skip
+        self.kind = kind
+        self.python = python
+        self.env = env
+        self.limits = limits
+        self.restart_every = restart_every
+        self.stats = WorkerStats()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._home: Path | None = None
+        self._replies = -1
+        self._buffer = b""
+        self._key = b""
+        self._jobs_here = 0
+        self._next_id = 0
+        self._seen = (0, 0)  # the worker's own (builds, hits) counters at its last reply
+        self._closed = False  # the reply pipe reached end of file: the worker is gone
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def _start(self) -> None:
+        started = time.monotonic()
+        self._home = Path(tempfile.mkdtemp(prefix=f"kv-{self.kind}-worker-"))
+        self._key = os.urandom(32).hex().encode()
+        read_end, write_end = os.pipe()
+        # The worker's lifetime CPU budget: the per-job wall clock is enforced here, per job.
+        limits = SandboxLimits(self.limits.timeout_s, self.limits.memory_bytes, self.limits.file_bytes,
+                               self.limits.cpu_threads, self.limits.no_network,
+                               cpu_seconds=(self.limits.timeout_s * 2 + 10) * self.restart_every + 120)  # fmt: skip
+        try:
+            self._process = start_sandboxed(
+                [self.python, "-m", "toolchain.device_worker", self.kind], self._home, limits,
+                {**self.env, "KV_RESULT_FD": str(write_end),
+                 # torch sets it lazily on first use; set here, so a change to it is the candidate's
+                 "TORCHINDUCTOR_CACHE_DIR": str(self._home / "inductor")}, self._key, stdin=subprocess.PIPE,
+                pass_fds=(write_end,),
+            )  # fmt: skip
+        finally:
+            os.close(write_end)
+        self._replies, self._buffer, self._jobs_here, self._seen = read_end, b"", 0, (0, 0)
+        self._closed = False
+        self.stats.starts += 1
+        ready = self._read_line(time.monotonic() + _STARTUP_TIMEOUT_S)
+        self.stats.start_seconds += time.monotonic() - started
+        if ready is None:
+            run = self._stop(timed_out=False, seconds=time.monotonic() - started)
+            detail = (run.stderr_tail.strip().splitlines() or ["(no output)"])[-1]
+            raise RuntimeError(f"the {self.kind} worker did not start: {detail}")
+
+    def _stop(self, timed_out: bool, seconds: float) -> SandboxResult:
+        assert self._process is not None and self._home is not None
+        kill_group(self._process)
+        run = crash_result(self._process, self._home, timed_out, seconds)
+        os.close(self._replies)
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        shutil.rmtree(self._home, ignore_errors=True)
+        self._process, self._home = None, None
+        return run
+
+    def _read_line(self, deadline: float) -> bytes | None:
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([self._replies], [], [], remaining)
+            if not ready:
+                return None
+            chunk = os.read(self._replies, 1 << 20)
+            if not chunk:  # the worker exited (or closed our pipe): not a timeout
+                self._closed = True
+                return None
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+    def close(self) -> None:
+        if self._process is not None:
+            self._stop(timed_out=False, seconds=0.0)
+
+    def restart(self, reason: str) -> None:
+        self.stats.restarts[reason.split(":")[0]] += 1
+        self.last_restart = reason
+        self.close()
+
+    def run(
+        self, job: dict[str, Any], timeout_s: float | None = None
+    ) -> tuple[SandboxResult, dict[str, Any] | None]:
+        """Send one job; (how the wait ended, the authenticated result or None when the worker died or hung).
+
+        Raises RuntimeError when a fresh worker cannot start (our failure, not the candidate's).
+        """
+        if self._process is None:
+            self._start()
+        assert self._process is not None and self._process.stdin is not None
+        self._next_id += 1
+        job_id = self._next_id
+        timeout = timeout_s if timeout_s is not None else self.limits.timeout_s
+        started = time.monotonic()
+        self.stats.jobs += 1
+        self._jobs_here += 1
+        try:
+            self._process.stdin.write((json.dumps({"id": job_id, "job": job}) + "\n").encode())
+            self._process.stdin.flush()
+            line = self._read_line(started + timeout)
+        except OSError:  # BrokenPipeError: it died before reading the job
+            line, self._closed = None, True
+        seconds = time.monotonic() - started
+        if line is None:
+            timed_out = not self._closed
+            if not timed_out:
+                try:  # let it finish dying, so the crash report names its signal or exit code
+                    self._process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    pass
+            self.stats.restarts["timeout" if timed_out else "crash"] += 1
+            return self._stop(timed_out, seconds), None
+        ok = SandboxResult(0, None, False, seconds, "", "")
+        try:
+            reply = json.loads(line)
+            authentic = reply["id"] == job_id and hmac.compare_digest(
+                reply["mac"], _mac(self._key, job_id, reply["body"])
+            )
+            result = json.loads(reply["body"]) if authentic else None
+        except (ValueError, KeyError, TypeError):
+            result = None
+        if not isinstance(result, dict):
+            self.restart("forged")
+            return ok, {"failure_kind": "integrity_reject", "ok": False, "kernels": [], "log": "forged result",
+                        "failure_message": "forged_result: the reply was not written by the harness"}  # fmt: skip
+        state = result.pop("worker", {})
+        builds, hits = int(state.get("reference_builds", 0)), int(state.get("reference_hits", 0))
+        self.stats.reference_builds += builds - self._seen[0]
+        self.stats.reference_hits += hits - self._seen[1]
+        self._seen = (builds, hits)
+        if state.get("restart"):
+            self.restart(str(state["restart"]))
+        elif self._jobs_here >= self.restart_every:
+            self.restart("hygiene")
+        return ok, result
+
+
+class WorkerLane:
+    """The persistent workers of one device (a check worker; on cpu also a cross-compile worker).
+
+    Plugs into `Verifier.verify(..., runner=lane)` in place of a fresh process per worker run. A crash
+    (not a timeout) is retried once on a fresh worker: a worker killed from outside costs a retry, while a
+    candidate that crashes its worker twice gets the crash as its verdict, as it would in a fresh process.
+    """
+
+    def __init__(self, python: str = sys.executable, device: str = "cpu", restart_every: int = 50) -> None:
+        self.python = python
+        self.device = device
+        self.restart_every = restart_every
+        self.workers: dict[str, PersistentWorker] = {}
+        self._jobs = 0
+
+    def run(self, module: str, job: dict[str, Any], workdir: Path, limits: SandboxLimits,
+            env: dict[str, str]) -> tuple[SandboxResult, dict[str, Any] | None]:  # fmt: skip
+        kind = "check" if module == "toolchain.triton_worker" else "cross_compile"
+        worker = self.workers.get(kind)
+        if worker is None:
+            device_env = {} if self.device == "cpu" else {"CUDA_VISIBLE_DEVICES": self.device,
+                                                          "HIP_VISIBLE_DEVICES": self.device}  # fmt: skip
+            worker = PersistentWorker(kind, self.python, {**env, **device_env}, limits, self.restart_every)
+            self.workers[kind] = worker
+        self._jobs += 1
+        job = {
+            **job,
+            "module_name": f"kv_candidate_{os.getpid()}_{id(self)}_{self._jobs}",
+            "persistent": True,
+        }
+        task_path = Path(job.get("task_path", workdir / "task.py"))
+        task_source = task_path.read_text() if task_path.exists() else None
+        run, result = worker.run(job, limits.timeout_s)
+        if result is None and not run.timed_out:
+            worker.stats.retries += 1
+            if task_source is not None:  # the first try deleted it after loading the reference
+                task_path.write_text(task_source)
+            if kind == "check" and job.get("launches_path"):  # the check writes them afresh
+                Path(job["launches_path"]).write_text("")
+            run, result = worker.run(job, limits.timeout_s)
+        return run, result
+
+    def stats(self) -> dict[str, WorkerStats]:
+        return {kind: worker.stats for kind, worker in self.workers.items()}
+
+    def close(self) -> None:
+        for worker in self.workers.values():
+            worker.close()
+
+
+if __name__ == "__main__":
+    sys.exit(serve(sys.argv[1]))
