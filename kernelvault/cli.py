@@ -137,6 +137,13 @@ def cmd_corpus(args: argparse.Namespace) -> int:
             endpoint = EndpointConfig.from_env(args.base_url, args.model)
         except ValueError as error:
             raise UsageError(str(error)) from None
+    if args.devices:
+        from pipelines.executor import parse_devices
+
+        try:
+            parse_devices(args.devices, 1)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
     verifier = _verifier(args)
     if args.target == "hip" and verifier.choice.platform == "cpu":
         print("HIP on a CPU-only machine: candidates are compiled for gfx90a with hipcc (HIP_PLATFORM=amd) and "
@@ -352,7 +359,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers", type=int, help="verifications in flight (default: cores on cpu, 1 per GPU)"
     )
     corpus.add_argument(
-        "--devices", help="verification lanes: `cpu` (--workers interpreter lanes) or GPU ids like `0,1` (one each)"
+        "--devices",
+        help="verification lanes: `cpu` (--workers interpreter lanes) or GPU ids like `0,1` (one each)",
     )
     corpus.add_argument(
         "--compile-workers", type=int, help="processes for parse/static/compile (default: one per core)"

@@ -364,7 +364,15 @@ class Reference:
 
     def plan_for_job(self) -> list[PlanEntry]:
         return [
-            (case, seed, init, expected, clone_inputs(inputs), clone_inputs(refill) if refill else refill, again)
+            (
+                case,
+                seed,
+                init,
+                expected,
+                clone_inputs(inputs),
+                clone_inputs(refill) if refill else refill,
+                again,
+            )
             for case, seed, init, expected, inputs, refill, again in self.plan
         ]
 
@@ -572,8 +580,8 @@ def prepare_hip(job: dict[str, Any], device: torch.device, result: dict[str, Any
 
     from toolchain.hip_build import HIP_INCLUDE_DIR
 
-    original = cpp_extension.load_inline
-    _ORIGINAL_LOAD_INLINE.setdefault("load_inline", original)
+    # PyTorch's own function, not the wrapper an earlier job of a persistent worker left behind.
+    original = _ORIGINAL_LOAD_INLINE.setdefault("load_inline", cpp_extension.load_inline)
     signature = inspect.signature(original)
     root = Path(job["inline_build_root"])
 

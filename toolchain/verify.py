@@ -162,7 +162,9 @@ class Verifier:
         self.config = config or VerifyConfig()
         self.choice: PlatformChoice = detect_platform(self.config.platform, self.config.arch)
         self.environment: RunEnvironment = run_environment(self.choice)
-        self._local = threading.local()  # per calling thread: the runner, and whether to stop before the device
+        self._local = (
+            threading.local()
+        )  # per calling thread: the runner, and whether to stop before the device
 
     def __getstate__(self) -> dict[str, Any]:  # sent to a compile pool: the thread-local state stays here
         return {key: value for key, value in self.__dict__.items() if key != "_local"}
@@ -184,7 +186,9 @@ class Verifier:
             workdir = None  # type: ignore[assignment]  # complete() owns it now
             return deferred.prepared
         except Exception as error:  # noqa: BLE001 - a harness bug fails this attempt, never the whole run
-            return Prepared(task, candidate.target, verdict=self._harness_error(task, candidate.target, error))
+            return Prepared(
+                task, candidate.target, verdict=self._harness_error(task, candidate.target, error)
+            )
         finally:
             self._local.defer = False
             if workdir is not None and not self.config.keep_workdir:
@@ -220,7 +224,9 @@ class Verifier:
                hip: dict[str, Any] | None = None) -> None:  # fmt: skip
         if getattr(self._local, "defer", False):
             target = "hip" if hip else "triton"
-            raise _Deferred(Prepared(task, target, None, route, code, tuple(stages.records), str(workdir), hip))
+            raise _Deferred(
+                Prepared(task, target, None, route, code, tuple(stages.records), str(workdir), hip)
+            )
 
     def _finish(self, stages: _Stages, task: Task, code: str, **fields: Any) -> Verdict:
         started = time.perf_counter()
