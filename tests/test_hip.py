@@ -219,3 +219,22 @@ def hip_source_of(code: str) -> str:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "HIP_SOURCE" for t in node.targets):
             return node.value.value  # type: ignore[attr-defined]
     raise AssertionError("no HIP_SOURCE")
+
+
+def test_concurrent_writers_of_one_cache_entry_leave_one_whole_library(tmp_path: Path) -> None:
+    """Workers that build the same source at once each rename a complete file into place; none is torn."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cache = HipBuildCache(tmp_path / "cache")
+    payload = bytes(range(256)) * 4096  # 1 MiB: large enough that a torn write would show
+    built = []
+    for index in range(8):
+        path = tmp_path / f"built-{index}.so"
+        path.write_bytes(payload)
+        built.append(path)
+    key = "ab" + "c" * 62
+    with ThreadPoolExecutor(8) as pool:
+        stored = list(pool.map(lambda path: cache.store(key, path, ""), built))
+    assert len(set(stored)) == 1 and stored[0] is not None and stored[0].read_bytes() == payload
+    assert [p.name for p in stored[0].parent.iterdir()] == [stored[0].name]  # no temporary file left behind
+    assert cache.lookup(key) == (stored[0], None)
