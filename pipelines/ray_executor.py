@@ -1,0 +1,297 @@
+"""RayExecutor: the LocalExecutor's stages on a Ray cluster; the driver keeps the writer and the ledger.
+
+    source ──► prepare (Ray CPU tasks, ──► [ready, per node] ──► lane actors (one per GPU, ──► write
+    (driver)    bounded in flight)                                or one per cpu lane)         (driver)
+
+Same stages, same interface as `pipelines.executor.LocalExecutor.run`: `prepare` runs as a Ray task,
+`open_lane(device)` runs in the constructor of a long-lived actor (`num_gpus=1` for a GPU lane, so a GPU
+times one candidate at a time), and every result comes back to the driver, which calls `write` on its
+own thread. So the run ledger (SQLite, on the driver) stays the only source of truth, exactly as locally.
+
+Why items are bound to a node: `Verifier.prepare` leaves files in a local temporary folder that
+`Verifier.complete` reads. A prepare task is pinned (node affinity) to a node that has lanes, and its
+result is only handed to a lane on that node, so no shared filesystem is needed for the workdir.
+
+Faults. A lane actor is created with `max_restarts`; Ray re-runs its constructor (fresh persistent
+workers) when its process dies. Actor calls are at-most-once (`max_task_retries=0`): when a call fails
+because the actor died, the driver, not Ray, decides. It sends the item back to the prepare stage (its
+workdir may be gone) and counts a loss; an item lost more than `max_losses` times is handed to `give_up`,
+whose result is written like any other (the corpus job makes it an `infrastructure_error` verdict, which
+the ledger retries on resume). Results reach `write` only from a call that returned, and each item is in
+exactly one place at a time (preparing, ready, or on a lane), so nothing is lost and nothing written
+twice. A lane whose restarts are used up is dropped; the run fails when no lane is left.
+
+What it does NOT do (yet): stream model requests from actors (the source runs on the driver), write
+shards per actor (one writer, on the driver: fine for thousands of rows per minute, not for more),
+schedule a task's samples onto the same actor to reuse its reference outputs, or survive the driver's
+own death (the ledger does that: rerun the same command to resume).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipelines.executor import ExecutorConfig, ExecutorStats, Lane
+
+MISSING_RAY = (
+    "the ray executor needs the 'dist' extra (ray is not installed): pip install 'kernelvault[dist]'"
+)
+
+
+def import_ray() -> Any:
+    """ray, or a one-line error naming the extra to install."""
+    try:
+        import ray
+    except ImportError:
+        raise RuntimeError(MISSING_RAY) from None
+    return ray
+
+
+class LaneHost:
+    """The body of a lane actor: one VerificationLane (persistent workers) for the device Ray gave it."""
+
+    def __init__(self, open_lane: Callable[[str], Lane[Any, Any]], device: str) -> None:
+        import ray
+
+        if device == "gpu":  # Ray set CUDA/HIP_VISIBLE_DEVICES to this id; the lane hands it to its workers
+            device = str(ray.get_gpu_ids()[0])
+        self.device = device
+        self.node = ray.get_runtime_context().get_node_id()
+        self.lane = open_lane(device)
+
+    def where(self) -> tuple[str, str, int]:
+        return self.node, self.device, os.getpid()
+
+    def run(self, item: Any) -> Any:
+        return self.lane(item)
+
+    def close(self) -> None:
+        self.lane.close()
+
+
+def _prepare_task(prepare: Callable[[Any], Any], item: Any) -> Any:
+    return prepare(item)
+
+
+@dataclass
+class RayExecutorStats(ExecutorStats):
+    lost: int = 0  # lane calls or prepare tasks that died with their process, and were redone
+    given_up: int = 0  # items lost more than max_losses times, handed to give_up
+    lane_pids: dict[str, list[int]] = field(default_factory=dict)  # every process each lane ran in
+
+
+@dataclass
+class _Item:
+    value: Any
+    node: str = ""
+    losses: int = 0
+    prepared: Any = None
+
+
+@dataclass
+class _Lane:
+    name: str
+    actor: Any
+    node: str = ""
+    busy: bool = True  # until its first `where` answers
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    address: str | None = None  # None: start a local instance; "auto" or "ray://host:10001": join one
+    max_restarts: int = 3  # per lane actor
+    max_losses: int = 2  # an item lost more often than this is given up
+    prepare_retries: int = 2  # Ray's own retries of a prepare task whose process died
+    # CPUs reserved per lane actor. It mostly waits on its sandboxed worker (whose CPU is what matters),
+    # so a fraction is fine on a small machine; what must be left is a CPU for the prepare tasks.
+    lane_cpus: float = 1.0
+
+
+class RayExecutor:
+    def __init__(self, config: ExecutorConfig, options: RayOptions | None = None) -> None:
+        self.config, self.options = config, options or RayOptions()
+        self.ray = import_ray()
+        self._started_ray = False
+        self._retry: deque[_Item] = deque()
+        if not self.ray.is_initialized():
+            self.ray.init(address=self.options.address, include_dashboard=None, log_to_driver=False)
+            self._started_ray = True
+
+    def cluster_gpus(self) -> int:
+        return int(self.ray.cluster_resources().get("GPU", 0))
+
+    def shutdown(self) -> None:
+        if self._started_ray:
+            self.ray.shutdown()
+
+    def run(self, source: Iterable[Any], prepare: Callable[[Any], Any], open_lane: Callable[[str], Lane[Any, Any]],
+            write: Callable[[Any], None], give_up: Callable[[Any, str], Any] | None = None) -> RayExecutorStats:  # fmt: skip
+        """Feed every item of source through prepare, a lane actor and write; returns when all are written."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        ray, config, options = self.ray, self.config, self.options
+        stats = RayExecutorStats()
+        remote_prepare = ray.remote(num_cpus=1, max_retries=options.prepare_retries)(_prepare_task)
+        prepare_ref = ray.put(prepare)
+        actor_class = ray.remote(LaneHost)
+        cpus = ray.cluster_resources().get("CPU", 0)
+        if cpus < len(config.lanes) * options.lane_cpus + 1:  # else prepare tasks wait forever for a CPU
+            raise ValueError(f"the Ray cluster has {cpus:g} CPUs: too few for {len(config.lanes)} lanes of "
+                             f"{options.lane_cpus:g} CPU and one prepare task; use fewer lanes or lane_cpus")  # fmt: skip
+        lanes: dict[str, _Lane] = {}
+        for index, device in enumerate(config.lanes):
+            gpu = device != "cpu"
+            actor = actor_class.options(num_cpus=options.lane_cpus, num_gpus=1 if gpu else 0,
+                                        max_restarts=options.max_restarts, max_task_retries=0).remote(
+                open_lane, "gpu" if gpu else "cpu")  # fmt: skip
+            lanes[f"{device}#{index}"] = _Lane(f"{device}#{index}", actor)
+        calls: dict[Any, tuple[str, _Item | None, _Lane | None]] = {}  # ref -> (kind, item, lane)
+        for lane in lanes.values():
+            calls[lane.actor.where.remote()] = ("where", None, lane)
+        retry = self._retry  # lost items, prepared again before new ones
+        retry.clear()
+        ready: dict[str, deque[_Item]] = {}  # per node
+        preparing: dict[str, int] = {}  # per node
+        items: Iterator[Any] = iter(source)
+        exhausted = False
+        in_flight_limit = 2 * max(1, config.compile_workers)
+
+        def lose(item: _Item, why: str) -> None:
+            stats.lost += 1
+            item.losses += 1
+            item.prepared = None
+            if item.losses <= options.max_losses:
+                retry.append(item)
+                return
+            if give_up is None:
+                raise RuntimeError(f"an item was lost {item.losses} times ({why}) and nothing can give it up")
+            stats.given_up += 1
+            write(give_up(item.value, why))
+            stats.written += 1
+
+        def pick_node() -> str | None:
+            """The live node with the least prepared or preparing work per idle-or-busy lane."""
+            per_node: dict[str, int] = {}
+            for lane in lanes.values():
+                if lane.node:
+                    per_node[lane.node] = per_node.get(lane.node, 0) + 1
+            if not per_node:
+                return None
+            return min(per_node, key=lambda n: (preparing.get(n, 0) + len(ready.get(n, ()))) / per_node[n])
+
+        finished = False
+        try:
+            while True:
+                # Top up the prepare stage: lost items first, then the source, within the bound.
+                while (
+                    sum(preparing.values()) < in_flight_limit
+                    and sum(map(len, ready.values())) < config.queue_size
+                ):
+                    node = pick_node()
+                    if node is None:
+                        break
+                    if retry:
+                        item = retry.popleft()
+                    elif not exhausted:
+                        try:
+                            item = _Item(next(items))
+                        except StopIteration:
+                            exhausted = True
+                            break
+                        stats.submitted += 1
+                    else:
+                        break
+                    item.node = node
+                    preparing[node] = preparing.get(node, 0) + 1
+                    strategy = NodeAffinitySchedulingStrategy(node, soft=False)
+                    ref = remote_prepare.options(scheduling_strategy=strategy).remote(prepare_ref, item.value)
+                    calls[ref] = ("prepare", item, None)
+                    stats.pool_high_water = max(stats.pool_high_water, sum(preparing.values()))
+                # Hand ready items to idle lanes of their node.
+                for lane in lanes.values():
+                    queue = ready.get(lane.node)
+                    if not lane.busy and queue:
+                        item = queue.popleft()
+                        calls[lane.actor.run.remote(item.prepared)] = ("run", item, lane)
+                        lane.busy = True
+                        stats.lane_items[lane.name] = stats.lane_items.get(lane.name, 0) + 1
+                work = [ref for ref, (kind, _, _) in calls.items() if kind != "where"]
+                if exhausted and not retry and not work and not any(ready.values()):
+                    finished = True
+                    break
+                if not lanes:
+                    raise RuntimeError("every verification actor died and used up its restarts")
+                done, _ = ray.wait(list(calls), num_returns=1)
+                for ref in done:
+                    kind, item, lane = calls.pop(ref)
+                    self._finish(kind, ref, item, lane, lanes, ready, preparing, stats, write, lose, calls)
+        finally:
+            if finished:  # stop the persistent workers cleanly; otherwise they die with their actor
+                ray.wait([lane.actor.close.remote() for lane in lanes.values()], num_returns=len(lanes),
+                         timeout=60)  # fmt: skip
+            for lane in lanes.values():
+                ray.kill(lane.actor, no_restart=True)
+        stats.prepared_high_water = stats.pool_high_water
+        return stats
+
+    def _finish(self, kind: str, ref: Any, item: _Item | None, lane: _Lane | None, lanes: dict[str, _Lane],
+                ready: dict[str, deque[_Item]], preparing: dict[str, int], stats: RayExecutorStats,
+                write: Callable[[Any], None], lose: Callable[[_Item, str], None],
+                calls: dict[Any, tuple[str, _Item | None, _Lane | None]]) -> None:  # fmt: skip
+        """Take one finished call's result: a prepared item, a verified one, or a lane (re)starting."""
+        exceptions = self.ray.exceptions
+        if kind == "prepare":
+            assert item is not None
+            preparing[item.node] -= 1
+            try:
+                item.prepared = self.ray.get(ref)
+            except exceptions.RayTaskError as error:  # the stage raised: a programming error, as locally
+                raise error.as_instanceof_cause() from None
+            except (
+                exceptions.WorkerCrashedError,
+                exceptions.NodeDiedError,
+                exceptions.ObjectLostError,
+            ) as error:
+                lose(item, f"prepare task lost: {type(error).__name__}")
+                return
+            if any(other.node == item.node for other in lanes.values()):
+                ready.setdefault(item.node, deque()).append(item)
+            else:  # its node has no lane left: prepare it again elsewhere (not the item's fault)
+                item.prepared = None
+                self._retry.append(item)
+            return
+        assert lane is not None
+        if kind == "where":
+            try:
+                lane.node, _, pid = self.ray.get(ref)
+            except exceptions.ActorUnavailableError:  # still restarting: ask again shortly
+                time.sleep(0.2)
+                calls[lane.actor.where.remote()] = ("where", None, lane)
+                return
+            except exceptions.RayActorError:  # restarts used up (or it never started)
+                del lanes[lane.name]
+                if lane.node and not any(other.node == lane.node for other in lanes.values()):
+                    for orphan in ready.pop(lane.node, deque()):
+                        orphan.prepared = None
+                        self._retry.append(orphan)
+                return
+            stats.lane_pids.setdefault(lane.name, []).append(pid)
+            lane.busy = False
+            return
+        assert item is not None
+        try:
+            result = self.ray.get(ref)
+        except exceptions.RayTaskError as error:
+            raise error.as_instanceof_cause() from None
+        except exceptions.RayActorError as error:  # the actor's process died during (or around) the call
+            lose(item, f"verification actor {lane.name} died: {type(error).__name__}")
+            calls[lane.actor.where.remote()] = ("where", None, lane)  # back in service once restarted
+            return
+        write(result)
+        stats.written += 1
+        lane.busy = False
