@@ -137,6 +137,19 @@ def cmd_corpus(args: argparse.Namespace) -> int:
             endpoint = EndpointConfig.from_env(args.base_url, args.model)
         except ValueError as error:
             raise UsageError(str(error)) from None
+    if args.executor == "ray":
+        if endpoint is not None:
+            raise UsageError(
+                "--executor ray runs the example candidates for now; model-driven runs use local"
+            )
+        from pipelines.ray_executor import import_ray
+
+        try:
+            import_ray()
+        except RuntimeError as error:
+            raise UsageError(str(error)) from None
+    elif args.address:
+        raise UsageError("--address is for --executor ray")
     if args.devices:
         from pipelines.executor import parse_devices
 
@@ -159,7 +172,8 @@ def cmd_corpus(args: argparse.Namespace) -> int:
             summary = run_corpus_job(loaded, source, verifier, out_dir, args.target, workers=args.workers,
                                      progress=not args.no_progress, new_run=args.new_run,
                                      shard_rows=args.shard_rows, devices=args.devices,
-                                     compile_workers=args.compile_workers)  # fmt: skip
+                                     compile_workers=args.compile_workers, executor=args.executor,
+                                     address=args.address)  # fmt: skip
         else:
             config = AgentJobConfig(
                 endpoint=endpoint, samples=args.samples, max_turns=args.turns,
@@ -365,6 +379,14 @@ def build_parser() -> argparse.ArgumentParser:
     corpus.add_argument(
         "--compile-workers", type=int, help="processes for parse/static/compile (default: one per core)"
     )
+    corpus.add_argument(
+        "--executor", default="local", choices=["local", "ray"],
+        help="local: this machine (default); ray: a Ray cluster, one verification actor per GPU (extra 'dist')",
+    )  # fmt: skip
+    corpus.add_argument(
+        "--address", help="with --executor ray: `auto` (the cluster this node joined) or ray://HEAD:10001; "
+        "default: start a local Ray instance",
+    )  # fmt: skip
     corpus.add_argument("--no-progress", action="store_true", help="no progress bar")
     corpus.add_argument(
         "--new-run",

@@ -37,7 +37,7 @@ from corpus.schema import attempt_row
 from corpus.shards import ShardWriter, read_columns, run_shards
 from kernelvault.contracts import Verdict
 from pipelines.candidates import Attempt, CandidateSource, expected_outcome
-from pipelines.corpus_stages import VerificationLane, VerifiedAttempt, prepare_attempt
+from pipelines.corpus_stages import VerificationLane, VerifiedAttempt, lost_attempt, prepare_attempt
 from pipelines.executor import ExecutorConfig, LocalExecutor, parse_devices
 from toolchain.tasks import LoadedTasks
 from toolchain.verify import Verifier
@@ -164,12 +164,16 @@ def run_corpus_job(
     compile_workers: int | None = None,
     persistent: bool = True,
     queue_size: int | None = None,
+    executor: str = "local",
+    address: str | None = None,
 ) -> RunSummary:
     """Verify every attempt the source yields for the loaded tasks; write shards; return the summary.
 
     `devices`: `cpu` or GPU indices (`0,1`), one verification lane each (default: `workers` lanes on cpu,
     GPU 0 otherwise); `compile_workers`: processes of the prepare stage (default: one per core);
-    `persistent`: long-lived workers per lane (False: a fresh worker process per candidate, as before).
+    `persistent`: long-lived workers per lane (False: a fresh worker process per candidate, as before);
+    `executor`: `local`, or `ray` (`pipelines.ray_executor`: joins the cluster at `address`, or starts a
+    local instance; on a GPU platform one lane per GPU of the cluster unless `devices` is given).
 
     Raises corpus.ledger.ConfigurationChanged when out_dir holds a run with another configuration.
     """
@@ -207,14 +211,38 @@ def run_corpus_job(
         bar.update(1)
 
     pool = (os.cpu_count() or 1) if compile_workers is None else compile_workers
-    config = ExecutorConfig(lanes=lanes, compile_workers=pool, queue_size=queue_size or 2 * len(lanes))
-    with writer:
-        LocalExecutor(config).run(
-            started_attempts(), functools.partial(prepare_attempt, verifier),
-            lambda device: VerificationLane(verifier, device, persistent), write,
-        )  # fmt: skip
+    prepare = functools.partial(prepare_attempt, verifier)
+    open_lane = functools.partial(VerificationLane, verifier, persistent=persistent)
+    if executor == "ray":
+        _run_on_ray(lanes, pool, queue_size, address, devices, platform, verifier, writer,
+                    started_attempts(), prepare, open_lane, write)  # fmt: skip
+    else:
+        config = ExecutorConfig(lanes=lanes, compile_workers=pool, queue_size=queue_size or 2 * len(lanes))
+        with writer:
+            LocalExecutor(config).run(started_attempts(), prepare, open_lane, write)
     bar.close()
     return close_run(run, out_dir / "data" / target, started)
+
+
+def _run_on_ray(lanes: tuple[str, ...], pool: int, queue_size: int | None, address: str | None,
+                devices: str | None, platform: str, verifier: Verifier, writer: ShardWriter,
+                attempts: Iterator[Attempt], prepare: Any, open_lane: Any, write: Any) -> None:  # fmt: skip
+    from pipelines.ray_executor import RayExecutor, RayOptions
+
+    ray_executor = RayExecutor(ExecutorConfig(), RayOptions(address=address))
+    try:
+        if platform != "cpu" and not devices:  # every GPU of the cluster; GPU indices mean nothing there
+            gpus = ray_executor.cluster_gpus()
+            if gpus == 0:
+                raise ValueError(f"the platform is {platform}, but the Ray cluster has no GPUs")
+            lanes = ("gpu",) * gpus
+        ray_executor.config = ExecutorConfig(lanes=lanes, compile_workers=pool,
+                                             queue_size=queue_size or 2 * len(lanes))  # fmt: skip
+        with writer:
+            ray_executor.run(attempts, prepare, open_lane, write,
+                             give_up=functools.partial(lost_attempt, verifier))  # fmt: skip
+    finally:
+        ray_executor.shutdown()
 
 
 @dataclass

@@ -38,6 +38,11 @@ def prepare_attempt(verifier: Verifier, attempt: Attempt) -> PreparedAttempt:
     return PreparedAttempt(attempt, prepared, time.perf_counter() - started)
 
 
+def lost_attempt(verifier: Verifier, attempt: Attempt, reason: str) -> VerifiedAttempt:
+    """What an executor writes for an attempt it gave up on: an infrastructure_error, retried on resume."""
+    return VerifiedAttempt(attempt, verifier.lost(attempt.task, attempt.candidate.target, reason), "lost")
+
+
 class VerificationLane:
     """Finishes prepared attempts on one device; persistent workers, or a fresh process per candidate."""
 

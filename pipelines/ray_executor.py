@@ -109,7 +109,7 @@ class RayOptions:
     prepare_retries: int = 2  # Ray's own retries of a prepare task whose process died
     # CPUs reserved per lane actor. It mostly waits on its sandboxed worker (whose CPU is what matters),
     # so a fraction is fine on a small machine; what must be left is a CPU for the prepare tasks.
-    lane_cpus: float = 1.0
+    lane_cpus: float = 0.5
 
 
 class RayExecutor:
@@ -118,6 +118,7 @@ class RayExecutor:
         self.ray = import_ray()
         self._started_ray = False
         self._retry: deque[_Item] = deque()
+        self._lane_error = ""
         if not self.ray.is_initialized():
             self.ray.init(address=self.options.address, include_dashboard=None, log_to_driver=False)
             self._started_ray = True
@@ -225,7 +226,9 @@ class RayExecutor:
                     finished = True
                     break
                 if not lanes:
-                    raise RuntimeError("every verification actor died and used up its restarts")
+                    raise RuntimeError(
+                        f"every verification actor died for good; the last: {self._lane_error}"
+                    )
                 done, _ = ray.wait(list(calls), num_returns=1)
                 for ref in done:
                     kind, item, lane = calls.pop(ref)
@@ -273,7 +276,8 @@ class RayExecutor:
                 time.sleep(0.2)
                 calls[lane.actor.where.remote()] = ("where", None, lane)
                 return
-            except exceptions.RayActorError:  # restarts used up (or it never started)
+            except exceptions.RayActorError as error:  # restarts used up, or its constructor raised
+                self._lane_error = str(error).strip().splitlines()[-1] if str(error).strip() else repr(error)
                 del lanes[lane.name]
                 if lane.node and not any(other.node == lane.node for other in lanes.values()):
                     for orphan in ready.pop(lane.node, deque()):

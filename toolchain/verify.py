@@ -213,6 +213,13 @@ class Verifier:
             if not self.config.keep_workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
 
+    def lost(self, task: Task, target: str, message: str) -> Verdict:
+        """The verdict of an attempt our side could not finish (its worker node or actor kept dying)."""
+        stages = _Stages()
+        stages.add("check", "failed", 0.0, message)
+        return self._finish(stages, task, "", target=target, failure_kind="infrastructure_error",
+                            failure_message=message)  # fmt: skip
+
     def _harness_error(self, task: Task, target: str, error: Exception) -> Verdict:
         stages = _Stages()
         stages.add("check", "failed", 0.0, traceback.format_exc())

@@ -1,0 +1,224 @@
+"""The Ray executor on a local Ray instance (CPU, interpreter): same rows as the local executor, and a
+verification actor killed with SIGKILL mid-run is replaced with nothing lost or written twice."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+ray = pytest.importorskip(
+    "ray", reason="ray is not installed (the 'dist' extra): pip install 'kernelvault[dist]'"
+)
+
+from pipelines.corpus_job import run_corpus_job  # noqa: E402
+from pipelines.executor import ExecutorConfig  # noqa: E402
+from pipelines.ray_executor import RayExecutor, RayOptions  # noqa: E402
+from toolchain.tasks import load_tasks  # noqa: E402
+from toolchain.verify import Verifier, VerifyConfig  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "triton"
+SUBSET_TASKS = ("relu", "silu", "vector_add")
+SUBSET_EXAMPLES = ("relu.py", "silu.py", "vector_add.py", "broken/parse_error__relu.md",
+                   "broken/static_reject__relu.py", "broken/mismatch__silu.py")  # fmt: skip
+FIELDS = ("attempt_id", "code_hash", "compiled", "correct", "failure_kind", "reward", "candidate_origin")
+
+
+@pytest.fixture(scope="module")
+def local_ray():  # noqa: ANN201
+    # Ray's workers cannot import this test module (pytest put tests/ on the path, not them): send its lanes by value.
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+class SleepyLane:
+    """A stand-in for VerificationLane: slow enough that a kill lands mid-call."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+
+    def __call__(self, item: int) -> tuple[int, int]:
+        time.sleep(0.3 if item == 5 else 0.02)
+        return item, os.getpid()
+
+    def close(self) -> None:
+        pass
+
+
+class DoomedLane(SleepyLane):
+    """Its process dies whenever it meets item 3, however often it is restarted."""
+
+    def __call__(self, item: int) -> tuple[int, int]:
+        if item == 3:
+            os._exit(1)
+        return super().__call__(item)
+
+
+def lane_processes(method: str = "") -> list[int]:
+    """Ray worker processes hosting a lane actor (Ray titles them `ray::LaneHost[.method]`)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes().startswith(
+                f"ray::LaneHost{method}".encode()
+            ):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def kill_a_running_lane(deadline_s: float, killed: list[int], children: list[int] | None = None) -> None:
+    """SIGKILL the first lane actor seen running a call; its children (sandboxed workers) go to `children`."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline and not killed:
+        for pid in lane_processes(".run"):
+            if children is not None:
+                children.extend(_children(pid))
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+            return
+        time.sleep(0.02)
+
+
+def test_items_are_written_once_and_a_killed_lane_actor_is_restarted(local_ray) -> None:  # noqa: ANN001
+    written: list[tuple[int, int]] = []
+    killed: list[int] = []
+    killer = threading.Thread(target=kill_a_running_lane, args=(60.0, killed))
+    killer.start()
+    executor = RayExecutor(ExecutorConfig(lanes=("cpu", "cpu"), compile_workers=1, queue_size=2))
+    stats = executor.run(range(40), abs, SleepyLane, written.append)
+    killer.join()
+    assert killed, "no lane was seen running"
+    assert sorted(item for item, _ in written) == list(range(40)), "an item was lost or written twice"
+    assert stats.lost >= 1 and stats.given_up == 0
+    assert killed[0] not in {pid for _, pid in written[-5:]}  # later items ran in live processes
+    restarted = [pids for pids in stats.lane_pids.values() if len(pids) == 2]
+    assert restarted and restarted[0][0] == killed[0] and restarted[0][1] != killed[0]
+    assert sum(stats.lane_items.values()) == 40 + stats.lost
+
+
+def test_an_item_that_keeps_killing_its_actor_is_given_up_after_the_cap(local_ray) -> None:  # noqa: ANN001
+    written: list[object] = []
+    executor = RayExecutor(ExecutorConfig(lanes=("cpu",), compile_workers=1, queue_size=2),
+                           RayOptions(max_restarts=5, max_losses=2))  # fmt: skip
+    stats = executor.run(
+        range(6), abs, DoomedLane, written.append, give_up=lambda item, why: ("gave up", item)
+    )
+    assert ("gave up", 3) in written and len(written) == 6
+    assert sorted(entry[0] for entry in written if entry[0] != "gave up") == [0, 1, 2, 4, 5]
+    assert stats.lost == 3 and stats.given_up == 1
+
+
+def test_too_few_cpus_for_the_lanes_is_one_clear_error(local_ray) -> None:  # noqa: ANN001
+    with pytest.raises(ValueError, match="too few for 4 lanes"):
+        RayExecutor(ExecutorConfig(lanes=("cpu",) * 4), RayOptions(lane_cpus=1.0)).run(
+            [], abs, SleepyLane, print
+        )
+
+
+# ------------------------------------------------------------------------------------------------
+# The main job: the same verified rows as the local executor, with and without a killed actor.
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("suite")
+    (root / "tasks").mkdir()
+    for name in SUBSET_TASKS:
+        shutil.copy(ROOT / "tasks" / f"{name}.py", root / "tasks" / f"{name}.py")
+    for relative in SUBSET_EXAMPLES:
+        target = root / "examples" / "triton" / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(EXAMPLES / relative, target)
+    return root / "tasks", root / "examples"
+
+
+def corpus(suite: tuple[Path, Path], out: Path, executor: str) -> dict[str, dict]:
+    from pipelines.candidates import ExampleCandidates
+
+    tasks, examples = suite
+    summary = run_corpus_job(load_tasks(str(tasks)), ExampleCandidates("triton", examples),
+                             Verifier(VerifyConfig(platform="cpu", timeout_s=120)), out, "triton", workers=2,
+                             progress=False, shard_rows=2, compile_workers=2, executor=executor)  # fmt: skip
+    assert not summary.retry_later and not summary.unexpected
+    rows = [
+        row
+        for shard in sorted((out / "data" / "triton").glob("*.parquet"))
+        for row in pq.read_table(shard).to_pylist()
+    ]
+    by_id = {row["attempt_id"]: {field: row[field] for field in FIELDS} for row in rows}
+    assert len(by_id) == len(rows), "an attempt was written twice"
+    return by_id
+
+
+@pytest.fixture(scope="module")
+def local_rows(suite: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    rows = corpus(suite, tmp_path_factory.mktemp("local"), "local")
+    assert len(rows) == len(SUBSET_EXAMPLES)
+    return rows
+
+
+@pytest.mark.slow
+def test_the_main_job_on_ray_writes_the_local_executors_rows(local_ray, suite, local_rows, tmp_path) -> None:  # noqa: ANN001
+    assert corpus(suite, tmp_path / "ray", "ray") == local_rows
+
+
+@pytest.mark.slow
+def test_a_lane_actor_killed_mid_run_is_replaced_and_nothing_is_lost(
+    local_ray, suite, local_rows, tmp_path
+) -> None:  # noqa: ANN001
+    killed: list[int] = []
+    children: list[int] = []
+
+    killer = threading.Thread(target=kill_a_running_lane, args=(120.0, killed, children))
+    killer.start()
+    rows = corpus(suite, tmp_path / "ray", "ray")
+    killer.join()
+    assert killed, "no verification actor was seen running a candidate"
+    assert rows == local_rows  # every attempt once, with the verdict an uninterrupted run gives
+    with sqlite3.connect(tmp_path / "ray" / "ledger.sqlite") as db:
+        finished = db.execute("SELECT COUNT(*) FROM attempts WHERE status = 'finished'").fetchone()[0]
+    assert finished == len(local_rows)
+    time.sleep(1)
+    assert not [pid for pid in children if _alive(pid)], "the killed actor left sandboxed workers running"
+
+
+def _children(parent: int) -> list[int]:
+    out = subprocess.run(
+        ["ps", "-o", "pid=", "--ppid", str(parent)], capture_output=True, text=True, check=False
+    )
+    return [int(pid) for pid in out.stdout.split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_without_ray_the_cli_names_the_extra(tmp_path: Path) -> None:
+    blocker = tmp_path / "ray.py"
+    blocker.write_text("raise ImportError('no ray here')\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    run = subprocess.run([sys.executable, "-m", "kernelvault.cli", "corpus", "--executor", "ray", "--platform", "cpu",
+                          "--out", str(tmp_path / "out")], capture_output=True, text=True, cwd=ROOT, env=env,
+                         timeout=120)  # fmt: skip
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines() == [
+        "kernelvault: error: the ray executor needs the 'dist' extra (ray is not installed): "
+        "pip install 'kernelvault[dist]'"
+    ]
