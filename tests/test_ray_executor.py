@@ -31,7 +31,17 @@ EXAMPLES = ROOT / "examples" / "triton"
 SUBSET_TASKS = ("relu", "silu", "vector_add")
 SUBSET_EXAMPLES = ("relu.py", "silu.py", "vector_add.py", "broken/parse_error__relu.md",
                    "broken/static_reject__relu.py", "broken/mismatch__silu.py")  # fmt: skip
-FIELDS = ("attempt_id", "code_hash", "compiled", "correct", "failure_kind", "reward", "candidate_origin")
+FIELDS = (
+    "task_id",
+    "sample_index",
+    "turn",
+    "code_hash",
+    "compiled",
+    "correct",
+    "failure_kind",
+    "reward",
+    "candidate_origin",
+)
 
 
 @pytest.fixture(scope="module")
@@ -159,7 +169,8 @@ def corpus(suite: tuple[Path, Path], out: Path, executor: str) -> dict[str, dict
         for shard in sorted((out / "data" / "triton").glob("*.parquet"))
         for row in pq.read_table(shard).to_pylist()
     ]
-    by_id = {row["attempt_id"]: {field: row[field] for field in FIELDS} for row in rows}
+    # An attempt id is `run_id/task_id/sample/turn`: two runs share all but the run id.
+    by_id = {row["attempt_id"].partition("/")[2]: {field: row[field] for field in FIELDS} for row in rows}
     assert len(by_id) == len(rows), "an attempt was written twice"
     return by_id
 
@@ -188,6 +199,7 @@ def test_a_lane_actor_killed_mid_run_is_replaced_and_nothing_is_lost(
     rows = corpus(suite, tmp_path / "ray", "ray")
     killer.join()
     assert killed, "no verification actor was seen running a candidate"
+    assert children, "the killed actor had no sandboxed worker: it was not verifying"
     assert rows == local_rows  # every attempt once, with the verdict an uninterrupted run gives
     with sqlite3.connect(tmp_path / "ray" / "ledger.sqlite") as db:
         finished = db.execute("SELECT COUNT(*) FROM attempts WHERE status = 'finished'").fetchone()[0]
