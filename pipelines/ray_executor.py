@@ -12,6 +12,10 @@ Why items are bound to a node: `Verifier.prepare` leaves files in a local tempor
 `Verifier.complete` reads. A prepare task is pinned (node affinity) to a node that has lanes, and its
 result is only handed to a lane on that node, so no shared filesystem is needed for the workdir.
 
+Back-pressure, as locally: the source is read only while fewer than 2 × `compile_workers` prepare tasks
+are in flight and fewer than `queue_size` prepared items wait for a lane, so at most the sum of the two
+(plus one per lane) is held at once, however long the source.
+
 Faults. A lane actor is created with `max_restarts`; Ray re-runs its constructor (fresh persistent
 workers) when its process dies. Actor calls are at-most-once (`max_task_retries=0`): when a call fails
 because the actor died, the driver, not Ray, decides. It sends the item back to the prepare stage (its
@@ -21,8 +25,13 @@ the ledger retries on resume). Results reach `write` only from a call that retur
 exactly one place at a time (preparing, ready, or on a lane), so nothing is lost and nothing written
 twice. A lane whose restarts are used up is dropped; the run fails when no lane is left.
 
+Every node needs the same environment at the same path as the driver (one container image): the lane's
+sandboxed workers start with the driver's Python (`VerifyConfig.python`) and import this project.
+Untested on GPUs so far: the GPU paths (`num_gpus=1`, the device id handed to the workers) follow Ray's
+documented behaviour but have only run on CPU lanes (interpreter platform).
+
 What it does NOT do (yet): stream model requests from actors (the source runs on the driver), write
-shards per actor (one writer, on the driver: fine for thousands of rows per minute, not for more),
+shards per actor (every row passes through the one writer on the driver; not yet measured at scale),
 schedule a task's samples onto the same actor to reuse its reference outputs, or survive the driver's
 own death (the ledger does that: rerun the same command to resume).
 """
@@ -58,8 +67,12 @@ class LaneHost:
     def __init__(self, open_lane: Callable[[str], Lane[Any, Any]], device: str) -> None:
         import ray
 
-        if device == "gpu":  # Ray set CUDA/HIP_VISIBLE_DEVICES to this id; the lane hands it to its workers
+        if device == "gpu":
+            # Ray restricted this process to one GPU; the lane's workers get CUDA/HIP_VISIBLE_DEVICES set to
+            # its physical id by WorkerLane. An inherited ROCR_VISIBLE_DEVICES (which Ray sets on AMD nodes)
+            # would renumber that GPU as 0 and make the physical id point at nothing, so it goes.
             device = str(ray.get_gpu_ids()[0])
+            os.environ.pop("ROCR_VISIBLE_DEVICES", None)
         self.device = device
         self.node = ray.get_runtime_context().get_node_id()
         self.lane = open_lane(device)
@@ -239,7 +252,6 @@ class RayExecutor:
                          timeout=60)  # fmt: skip
             for lane in lanes.values():
                 ray.kill(lane.actor, no_restart=True)
-        stats.prepared_high_water = stats.pool_high_water
         return stats
 
     def _finish(self, kind: str, ref: Any, item: _Item | None, lane: _Lane | None, lanes: dict[str, _Lane],
@@ -264,6 +276,7 @@ class RayExecutor:
                 return
             if any(other.node == item.node for other in lanes.values()):
                 ready.setdefault(item.node, deque()).append(item)
+                stats.prepared_high_water = max(stats.prepared_high_water, sum(map(len, ready.values())))
             else:  # its node has no lane left: prepare it again elsewhere (not the item's fault)
                 item.prepared = None
                 self._retry.append(item)

@@ -118,6 +118,8 @@ def test_items_are_written_once_and_a_killed_lane_actor_is_restarted(local_ray) 
     restarted = [pids for pids in stats.lane_pids.values() if len(pids) == 2]
     assert restarted and restarted[0][0] == killed[0] and restarted[0][1] != killed[0]
     assert sum(stats.lane_items.values()) == 40 + stats.lost
+    # New work waits while 2 × compile_workers prepare or queue_size wait: prepares in flight then land too.
+    assert stats.pool_high_water <= 2 and stats.prepared_high_water <= 2 + 2
 
 
 def test_an_item_that_keeps_killing_its_actor_is_given_up_after_the_cap(local_ray) -> None:  # noqa: ANN001
