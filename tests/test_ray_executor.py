@@ -236,3 +236,15 @@ def test_without_ray_the_cli_names_the_extra(tmp_path: Path) -> None:
         "kernelvault: error: the ray executor needs the 'dist' extra (ray is not installed): "
         "pip install 'kernelvault[dist]'"
     ]
+
+
+def test_a_stage_that_raises_stops_the_run_and_is_reraised(local_ray) -> None:  # noqa: ANN001
+    def explode(item: int) -> int:
+        if item == 3:
+            raise ValueError("harness bug")
+        return item
+
+    with pytest.raises(ValueError, match="harness bug"):
+        RayExecutor(ExecutorConfig(lanes=("cpu",), compile_workers=1)).run(
+            range(50), explode, SleepyLane, print
+        )
