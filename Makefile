@@ -3,7 +3,8 @@
 # CPU build (an unpinned torch pulls several GB of CUDA build); numpy and triton are installed
 # explicitly because the Triton interpreter (how the cpu platform runs kernels) needs numpy. The train
 # extra (transformers, TRL) is installed too: tests check the sft/rl configs with TRL's own format code;
-# and the agents extra (langgraph, openai, tenacity), which `corpus` uses when an endpoint is configured.
+# and the agents extra (langgraph, openai, tenacity), which `corpus` uses when an endpoint is configured;
+# and the dist extra (ray), for `corpus --executor ray` and its tests, which start Ray locally.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -30,7 +31,7 @@ $(STAMP): pyproject.toml Makefile
 	fi
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check "$(TORCH_SPEC)" numpy "$(TRITON_SPEC)"
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev,train,agents]"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev,train,agents,dist]"
 	touch $(STAMP)
 
 ARGS ?=
