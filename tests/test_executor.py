@@ -129,3 +129,20 @@ def test_a_worker_killed_mid_candidate_is_replaced_and_the_candidate_retried_onc
         assert lane.workers["check"].pid not in (None, victim)
     finally:
         lane.close()
+
+
+def test_another_tasks_cached_reference_is_guarded_in_a_persistent_worker(relu_task) -> None:  # noqa: ANN001
+    """A persistent worker holds relu's reference while checking layer_norm: building it is still wrapping."""
+    layer_norm = load_task_file(ROOT / "tasks" / "layer_norm.py")
+    hostile = (ROOT / "tests/adversarial/hostile/integrity_reject__layer_norm__gc_reference.py").read_text()
+    verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60))
+    lane = WorkerLane(restart_every=50)
+    try:
+        assert verifier.verify(
+            relu_task, _candidate(relu_task, RELU), runner=lane
+        ).correct  # relu's Model cached
+        verdict = verifier.verify(layer_norm, _candidate(layer_norm, hostile), runner=lane)
+        assert verdict.failure_kind == "integrity_reject", verdict.failure_message
+        assert (verdict.failure_message or "").startswith("reference_wrapping")
+    finally:
+        lane.close()

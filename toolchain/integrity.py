@@ -6,7 +6,8 @@ failure message):
 
 - `torch_compute`: PyTorch ops other than glue (allocation, views, copies, fills) during forward,
   seen by a TorchDispatchMode. Triton's own launches are exempt (the interpreter moves data with aten).
-- `reference_wrapping`: the reference `Model` ran during the candidate's forward.
+- `reference_wrapping`: a reference `Model` (of this task or, in a persistent worker, of any cached task) was
+  built or run during the candidate's forward.
 - `monkey_patch`: a function of torch, torch.cuda, time, triton or of the harness itself was replaced.
 - `threads`, `subprocess`: the candidate started a thread or a process.
 - `filesystem_write`: the candidate opened a file for writing outside its working directory.

@@ -336,6 +336,20 @@ def _one_line_error(error: BaseException) -> str:
 PlanEntry = tuple[dict[str, Any], int, list[Any], Any, list[Any], "list[Any] | None", Any]
 
 
+# The guards of the candidate being checked now, for every reference class in this process: a persistent
+# worker keeps other tasks' references too, and building or running any of them inside a candidate's
+# forward is reference wrapping, whichever task it belongs to.
+_ACTIVE_GUARDS: list[CandidateGuards] = []
+
+
+def _flag_reference_use(what: str) -> None:
+    guards = _ACTIVE_GUARDS[-1] if _ACTIVE_GUARDS else None
+    if guards is not None and guards.monitor.active:  # set exactly while a candidate's forward runs
+        guards.violations.add(
+            "reference_wrapping", f"a reference Model was {what} during the candidate's forward"
+        )
+
+
 class Reference:
     """The task module and its reference outputs for every case and seed, computed before any candidate exists.
 
@@ -347,20 +361,20 @@ class Reference:
     def __init__(self, harness: TaskHarness, plan: list[PlanEntry]) -> None:
         self.harness = harness
         self.plan = plan
-        self.guards: CandidateGuards | None = None  # the guards of the candidate being checked now
-        reference_forward = harness.task.Model.forward
-        reference = self
+        model_class = harness.task.Model
+        reference_forward, reference_init = model_class.forward, model_class.__init__
 
-        # The reference class stays ours: a candidate that runs it during its forward is wrapping it.
+        # The reference class stays ours: a candidate that builds or runs it during its forward is wrapping it.
         def guarded_reference_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
-            guards = reference.guards
-            if guards is not None and guards.monitor.active:  # set exactly while a candidate's forward runs
-                guards.violations.add(
-                    "reference_wrapping", "the reference Model ran during the candidate's forward"
-                )
+            _flag_reference_use("run")
             return reference_forward(self, *args, **kwargs)
 
-        harness.task.Model.forward = guarded_reference_forward
+        def guarded_reference_init(self: Any, *args: Any, **kwargs: Any) -> None:
+            _flag_reference_use("built")
+            reference_init(self, *args, **kwargs)
+
+        model_class.forward = guarded_reference_forward
+        model_class.__init__ = guarded_reference_init
 
     def plan_for_job(self) -> list[PlanEntry]:
         return [
@@ -446,12 +460,12 @@ def verify_job(job: dict[str, Any], references: Any = None) -> dict[str, Any]:
     if job.get("language") == "hip":
         prepare_hip(job, device, result)
     guards = CandidateGuards(job, device, Path(job["task_path"]).parent)
-    reference.guards = guards
+    _ACTIVE_GUARDS.append(guards)
     try:
         return check_candidate(job, reference, guards, device, result)
     finally:
+        _ACTIVE_GUARDS.remove(guards)
         if references is not None:
-            reference.guards = None
             guards.uninstall()
             restore_load_inline()
             sys.modules.pop(job.get("module_name", "kv_candidate"), None)
