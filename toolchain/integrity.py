@@ -17,7 +17,10 @@ failure message):
 
 What these checks do NOT stop: code that goes below Python (ctypes system calls, writing to
 /proc/self/mem), or a candidate that walks the interpreter's frames to undo the guards before they
-look. They turn the common, cheap exploits into recorded failures; the sandbox (separate process,
+look. Nor one that walks the garbage collector from its input tensors to the harness's own records
+(`gc.get_referrers`) and returns the expected output computed for those inputs: the reference outputs
+live in the worker's memory because the comparison happens there. Comparing in a separate process (the
+worker ships outputs out; a reference process holds the expected ones) would close that; not done yet. They turn the common, cheap exploits into recorded failures; the sandbox (separate process,
 limits, no credentials, no network where possible) bounds what the rest can reach.
 """
 
