@@ -20,7 +20,6 @@ Needs a GPU machine (the native path only needs the compiler, load_inline needs 
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
 import statistics
@@ -64,10 +63,12 @@ print(json.dumps({"seconds": sum(seconds), "builds": len(seconds)}))
 
 
 def hip_source(path: Path) -> str:
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "HIP_SOURCE" for t in node.targets):
-            return node.value.value  # type: ignore[attr-defined]
-    raise ValueError(f"{path} has no HIP_SOURCE")
+    from toolchain.static_check import check_hip_candidate
+
+    source = check_hip_candidate(path.read_text()).hip_source
+    if source is None:
+        raise ValueError(f"{path} has no HIP_SOURCE")
+    return source
 
 
 def build_native(name: str) -> float:

@@ -8,7 +8,6 @@ job (tests/gpu). The loader's calling convention is tested against a host librar
 
 from __future__ import annotations
 
-import ast
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,6 +18,7 @@ import torch
 from kernelvault.contracts import Candidate
 from kernelvault.hip import HipInterfaceError, HipKernels, parse_launch_functions
 from toolchain.hip_build import HipBuildCache, compile_hip, find_hip_compiler, portability_issues
+from toolchain.static_check import check_hip_candidate
 from toolchain.tasks import parse_task
 from toolchain.verify import Verifier, VerifyConfig
 
@@ -31,10 +31,10 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc
 
 
 def hip_source(path: Path) -> str:
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "HIP_SOURCE" for t in node.targets):
-            return node.value.value  # type: ignore[attr-defined]
-    raise AssertionError(f"{path} has no HIP_SOURCE")
+    """The HIP_SOURCE the static stage finds (the same extraction the verifier uses)."""
+    source = check_hip_candidate(path.read_text()).hip_source
+    assert source is not None, f"{path} has no HIP_SOURCE"
+    return source
 
 
 def task_named(name: str):  # noqa: ANN201
@@ -207,18 +207,11 @@ def test_the_hip_few_shot_example_compiles_for_amd_and_nvidia(tmp_path: Path) ->
     assert verdict.compiled and verdict.failure_kind is None, verdict.failure_message
     code = extract_code(answer).code
     assert code is not None
+    source = check_hip_candidate(code).hip_source
+    assert source is not None
     if shutil.which("nvcc"):
-        build = compile_hip(
-            hip_source_of(code), find_hip_compiler("cuda", "sm_90"), HipBuildCache(tmp_path / "nv")
-        )
+        build = compile_hip(source, find_hip_compiler("cuda", "sm_90"), HipBuildCache(tmp_path / "nv"))
         assert build.ok, build.log
-
-
-def hip_source_of(code: str) -> str:
-    for node in ast.parse(code).body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "HIP_SOURCE" for t in node.targets):
-            return node.value.value  # type: ignore[attr-defined]
-    raise AssertionError("no HIP_SOURCE")
 
 
 def test_concurrent_writers_of_one_cache_entry_leave_one_whole_library(tmp_path: Path) -> None:
