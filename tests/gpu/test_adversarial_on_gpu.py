@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from adversarial_expect import expected_options, outcome
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")]
@@ -27,23 +28,6 @@ NOT_ON_GPU = ("unbounded_alloc",)
 def suite_files() -> list[Path]:
     files = sorted((SUITE / "hostile").glob("*.py")) + sorted((SUITE / "honest").glob("*.py"))
     return [f for f in files if not any(marker in f.name for marker in NOT_ON_GPU)]
-
-
-def expected_options(path: Path) -> list[str]:
-    """The '# expect:' alternatives of a hostile file, each 'kind' or 'kind:sub_reason'."""
-    line = next(line for line in path.read_text().splitlines()[:5] if line.startswith("# expect:"))
-    return [option.strip() for option in line.split(":", 1)[1].split("|")]
-
-
-def expectation(path: Path) -> tuple[str | None, str | None]:
-    """(failure kind, sub-reason) from a hostile file's '# expect:' line; (None, None) for honest files."""
-    if path.parent.name == "honest":
-        return None, None
-    for line in path.read_text().splitlines()[:5]:
-        if line.startswith("# expect:"):
-            kind, _, sub = line.split(":", 1)[1].strip().partition(":")
-            return kind, sub or None
-    raise AssertionError(f"{path} has no '# expect:' line")
 
 
 @pytest.fixture(scope="module")
@@ -88,11 +72,8 @@ def gpu_rows(
         lines = ["| candidate | expected | got | reward |", "|---|---|---|---|"]
         for path in files:
             row = rows.get(path.name)
-            kind, sub = expectation(path)
-            got = "missing" if row is None else (row["failure_kind"] or "correct")
-            if row is not None and row["failure_kind"] == "integrity_reject":
-                got += ":" + (row["failure_message"] or "").split(":", 1)[0]
-            want = "correct" if kind is None else kind + (f":{sub}" if sub else "")
+            got = "missing" if row is None else outcome(row["failure_kind"], row["failure_message"])
+            want = "correct" if path.parent.name == "honest" else "|".join(expected_options(path))
             lines.append(f"| {path.name} | {want} | {got} | {row['reward'] if row else '-'} |")
         Path(results, "gpu_adversarial.md").write_text("\n".join(lines) + "\n")
     assert not summary.retry_later
@@ -112,9 +93,7 @@ def test_hostile_candidates_get_no_correctness_credit_on_the_device(gpu_rows: di
     for path in hostile:
         row = gpu_rows[path.name]
         assert row["correct"] is not True and row["reward"] <= 0.4, (path.name, row["failure_message"])
-        got = row["failure_kind"] or "correct"
-        if got == "integrity_reject":
-            got += ":" + (row["failure_message"] or "").split(":", 1)[0]
+        got = outcome(row["failure_kind"], row["failure_message"])
         assert any(got == option or got.split(":")[0] == option for option in expected_options(path)), (
             path.name,
             got,

@@ -12,25 +12,13 @@ import os
 from pathlib import Path
 
 import pytest
+from adversarial_expect import expected_options, outcome
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")]
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "tests" / "adversarial" / "hip_hostile"
-
-
-def expected(path: Path) -> list[str]:
-    for line in path.read_text().splitlines()[:5]:
-        if line.startswith("# expect:"):
-            return [option.strip() for option in line.split(":", 1)[1].split("|")]
-    raise AssertionError(f"{path} has no '# expect:' line")
-
-
-def outcome(verdict) -> str:  # noqa: ANN001
-    if verdict.failure_kind == "integrity_reject":
-        return "integrity_reject:" + (verdict.failure_message or "").split(":", 1)[0]
-    return verdict.failure_kind or "correct"
 
 
 def test_hostile_hip_candidates_are_caught_with_their_reason(tmp_path: Path) -> None:
@@ -46,9 +34,10 @@ def test_hostile_hip_candidates_are_caught_with_their_reason(tmp_path: Path) -> 
         verdict = verifier.verify(
             task, Candidate(task.task_id, "hip", path.read_text(), f"suite:{path.name}")
         )
-        got, reward = outcome(verdict), verdict.reward.total if verdict.reward else 0.0
-        lines.append(f"| {path.name} | {' or '.join(expected(path))} | {got} | {reward:.2f} |")
-        if got not in expected(path) or verdict.correct is True or reward > 0.4:
+        got = outcome(verdict.failure_kind, verdict.failure_message)
+        reward = verdict.reward.total if verdict.reward else 0.0
+        lines.append(f"| {path.name} | {' or '.join(expected_options(path))} | {got} | {reward:.2f} |")
+        if got not in expected_options(path) or verdict.correct is True or reward > 0.4:
             failures.append((path.name, got, verdict.failure_message))
     table = "\n".join(lines) + "\n"
     print(table)
