@@ -4,7 +4,6 @@ verification actor killed with SIGKILL mid-run is replaced with nothing lost or 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -20,6 +19,8 @@ ray = pytest.importorskip(
     "ray", reason="ray is not installed (the 'dist' extra): pip install 'kernelvault[dist]'"
 )
 
+from example_suite import SUBSET_EXAMPLES, copy_example_suite  # noqa: E402
+
 from pipelines.corpus_job import run_corpus_job  # noqa: E402
 from pipelines.executor import ExecutorConfig  # noqa: E402
 from pipelines.ray_executor import RayExecutor, RayOptions  # noqa: E402
@@ -27,10 +28,6 @@ from toolchain.tasks import load_tasks  # noqa: E402
 from toolchain.verify import Verifier, VerifyConfig  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples" / "triton"
-SUBSET_TASKS = ("relu", "silu", "vector_add")
-SUBSET_EXAMPLES = ("relu.py", "silu.py", "vector_add.py", "broken/parse_error__relu.md",
-                   "broken/static_reject__relu.py", "broken/mismatch__silu.py")  # fmt: skip
 FIELDS = (
     "task_id",
     "sample_index",
@@ -147,15 +144,7 @@ def test_too_few_cpus_for_the_lanes_is_one_clear_error(local_ray) -> None:  # no
 
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("suite")
-    (root / "tasks").mkdir()
-    for name in SUBSET_TASKS:
-        shutil.copy(ROOT / "tasks" / f"{name}.py", root / "tasks" / f"{name}.py")
-    for relative in SUBSET_EXAMPLES:
-        target = root / "examples" / "triton" / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(EXAMPLES / relative, target)
-    return root / "tasks", root / "examples"
+    return copy_example_suite(tmp_path_factory.mktemp("suite"))
 
 
 def corpus(suite: tuple[Path, Path], out: Path, executor: str) -> dict[str, dict]:

@@ -15,25 +15,14 @@ from pathlib import Path
 import datasets
 import pyarrow.parquet as pq
 import pytest
+from example_suite import EXAMPLES, SUBSET_EXAMPLES, copy_example_suite
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples" / "triton"
-SUBSET_TASKS = ("relu", "silu", "vector_add")
-SUBSET_EXAMPLES = ("relu.py", "silu.py", "vector_add.py", "broken/parse_error__relu.md",
-                   "broken/static_reject__relu.py", "broken/mismatch__silu.py")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("suite")
-    (root / "tasks").mkdir()
-    for name in SUBSET_TASKS:
-        shutil.copy(ROOT / "tasks" / f"{name}.py", root / "tasks" / f"{name}.py")
-    for relative in SUBSET_EXAMPLES:
-        target = root / "examples" / "triton" / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(EXAMPLES / relative, target)
-    return root / "tasks", root / "examples"
+    return copy_example_suite(tmp_path_factory.mktemp("suite"))
 
 
 def corpus_command(tasks: Path, examples: Path, out: Path, *extra: str) -> list[str]:
