@@ -31,6 +31,26 @@ def _add_platform_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_agent_options(parser: argparse.ArgumentParser) -> None:
+    """The model-driven run's sampling, budget and concurrency options (`corpus` and `eval`)."""
+    parser.add_argument(
+        "--keep-optimising",
+        action="store_true",
+        help="after a correct kernel, keep asking for faster ones until the turn budget is spent",
+    )
+    parser.add_argument("--concurrency", type=int, default=16, help="model requests in flight (default 16)")
+    parser.add_argument("--temperature", type=float, default=0.7)
+    parser.add_argument("--top-p", type=float, default=0.95)
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=8192, help="max tokens per answer (default 8192)"
+    )
+    parser.add_argument("--max-requests", type=int, help="request budget of the run")
+    parser.add_argument("--max-tokens", type=int, help="token budget of the run (prompt + completion)")
+    parser.add_argument(
+        "--workers", type=int, help="verifications in flight (default: cores on cpu, 1 per GPU)"
+    )
+
+
 def _verifier(args: argparse.Namespace):  # noqa: ANN202 - imported lazily to keep --help fast
     from toolchain.verify import Verifier, VerifyConfig
 
@@ -356,22 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--samples", type=int, default=1, help="independent trajectories per task (default 1)"
     )
     corpus.add_argument("--turns", type=int, default=3, help="turn budget of each trajectory (default 3)")
-    corpus.add_argument(
-        "--keep-optimising",
-        action="store_true",
-        help="after a correct kernel, keep asking for faster ones until the turn budget is spent",
-    )
-    corpus.add_argument("--concurrency", type=int, default=16, help="model requests in flight (default 16)")
-    corpus.add_argument("--temperature", type=float, default=0.7)
-    corpus.add_argument("--top-p", type=float, default=0.95)
-    corpus.add_argument(
-        "--max-new-tokens", type=int, default=8192, help="max tokens per answer (default 8192)"
-    )
-    corpus.add_argument("--max-requests", type=int, help="request budget of the run")
-    corpus.add_argument("--max-tokens", type=int, help="token budget of the run (prompt + completion)")
-    corpus.add_argument(
-        "--workers", type=int, help="verifications in flight (default: cores on cpu, 1 per GPU)"
-    )
+    _add_agent_options(corpus)
     corpus.add_argument(
         "--devices",
         help="verification lanes: `cpu` (--workers interpreter lanes) or GPU ids like `0,1` (one each)",

@@ -241,7 +241,7 @@ def write_results(run_dir: Path, run_id: str, metrics: EvalMetrics, clean: EvalM
 
 
 def add_eval_parser(commands: argparse._SubParsersAction) -> None:
-    from kernelvault.cli import _add_platform_options
+    from kernelvault.cli import _add_agent_options, _add_platform_options
 
     parser = commands.add_parser(
         "eval", help="evaluate a model on a task suite: compile rate, Pass@k, Corr@k, fast_p, cost"
@@ -266,19 +266,7 @@ def add_eval_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--price-completion", type=float, metavar="USD", help="USD per million completion tokens"
     )
-    parser.add_argument("--keep-optimising", action="store_true",
-                        help="after a correct kernel, keep asking for faster ones until the turn budget is spent")  # fmt: skip
-    parser.add_argument("--concurrency", type=int, default=16, help="model requests in flight (default 16)")
-    parser.add_argument("--temperature", type=float, default=0.7)
-    parser.add_argument("--top-p", type=float, default=0.95)
-    parser.add_argument(
-        "--max-new-tokens", type=int, default=8192, help="max tokens per answer (default 8192)"
-    )
-    parser.add_argument("--max-requests", type=int, help="request budget of the run")
-    parser.add_argument("--max-tokens", type=int, help="token budget of the run (prompt + completion)")
-    parser.add_argument(
-        "--workers", type=int, help="verifications in flight (default: cores on cpu, 1 per GPU)"
-    )
+    _add_agent_options(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--new-run", action="store_true",
                         help="start a new run even if --out holds one (default: resume it)")  # fmt: skip
