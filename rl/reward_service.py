@@ -40,6 +40,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from kernelvault.contracts import TARGETS, Candidate, Task, Verdict, verdict_from_dict
+from kernelvault.http_json import send_json
 from rl.rewards import TaskBook, VerifyFunction
 from toolchain.tasks import TaskFormatError
 
@@ -170,12 +171,7 @@ def _handler(service: RewardService) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _send(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, status, payload)
 
         def _authorised(self) -> bool:
             token = service.config.token

@@ -22,6 +22,8 @@ from typing import Any
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from kernelvault.http_json import send_json
+
 
 def split_reasoning(text: str) -> tuple[str | None, str]:
     """(reasoning, answer) of a Qwen3 reply; the opening <think> may be missing, as in Qwen3's own output."""
@@ -118,12 +120,7 @@ class ChatCompletionServer:
                     )
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, payload)
 
         self._server = ThreadingHTTPServer((host, port), Handler)
         self._server.daemon_threads = True

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from kernelvault.http_json import send_json
+
 
 @dataclass
 class Answer:
@@ -85,14 +87,7 @@ class FakeOpenAI:
                 })  # fmt: skip
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                if status == 429:
-                    self.send_header("Retry-After", "0")
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, payload, {"Retry-After": "0"} if status == 429 else None)
 
         server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         server.daemon_threads = True
