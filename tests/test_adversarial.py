@@ -55,7 +55,7 @@ SECRETS = {
 INTEGRITY_SUB_REASONS = (
     "no_kernel_launched", "torch_compute", "reference_wrapping", "fallback", "monkey_patch", "threads",
     "subprocess", "tensor_subclass", "modified_inputs", "output_aliases_input", "nondeterministic",
-    "filesystem_write",
+    "filesystem_write", "judge_probe",
 )  # fmt: skip
 ROW_COLUMNS = [
     "candidate_origin",
@@ -335,3 +335,17 @@ def test_corpus_job_survives_the_suite(suite_run: SuiteRun) -> None:
     for candidate in HOSTILE_FILES:
         assert suite_run.row(candidate)["reward"] <= 0.4, candidate.path.name
     assert summary.correct == len(HONEST_FILES)
+
+
+def test_unwritten_output_memory_is_a_visible_mismatch_on_cpu(suite_run: SuiteRun) -> None:
+    """malloc's fresh pages read as zero, so a ReLU that skips the negatives could pass by luck; the CPU
+    worker fills every `torch.empty` with NaN instead, and switching that fill off is a refused patch."""
+    by_name = {candidate.path.name: candidate for candidate in HOSTILE_FILES}
+    skipped = suite_run.row(by_name["integrity_reject__relu__positive_only_store.py"])
+    assert skipped["failure_kind"] == "mismatch", skipped["failure_message"]
+    assert "NaN/Inf at" in skipped["failure_message"], skipped["failure_message"]
+    switched = suite_run.row(by_name["integrity_reject__relu__fill_switched_off.py"])
+    assert switched["failure_kind"] == "integrity_reject", switched["failure_message"]
+    assert switched["failure_message"].startswith("monkey_patch: the candidate turned off"), switched[
+        "failure_message"
+    ]

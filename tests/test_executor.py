@@ -110,6 +110,24 @@ def test_persistent_worker_reuses_references_and_restarts_after_a_patching_candi
         lane.close()
 
 
+def test_the_worker_seals_again_when_the_parent_has_dropped_a_tasks_expected_outputs(relu_task) -> None:  # noqa: ANN001
+    """The parent's judge holds the expected outputs (toolchain.judge); a worker's cached plan is no use
+    without them, so a worker whose parent evicted the task rebuilds the reference and seals it again."""
+    verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60))
+    lane = WorkerLane(restart_every=50)
+    try:
+        assert verifier.verify(relu_task, _candidate(relu_task, RELU), runner=lane).correct
+        worker = lane.workers["check"]
+        assert len(worker.judge.scopes()) == 1 and worker.stats.reference_builds == 1
+        worker.judge.expected.clear()  # as the parent's bounded cache does when many tasks pass through
+        again = verifier.verify(relu_task, _candidate(relu_task, RELU), runner=lane)
+        assert again.correct, again.failure_message
+        assert worker.stats.reference_builds == 2 and worker.stats.starts == 1  # same process, sealed anew
+        assert len(worker.judge.scopes()) == 1
+    finally:
+        lane.close()
+
+
 def test_a_worker_killed_mid_candidate_is_replaced_and_the_candidate_retried_once(relu_task) -> None:  # noqa: ANN001
     slow = RELU.replace("import torch\n", "import time\nimport torch\n", 1)
     slow += "\n\n_forward = ModelNew.forward\n\n\ndef _slow_forward(self, *args):\n    time.sleep(0.5)\n    return _forward(self, *args)\n\n\nModelNew.forward = _slow_forward\n"

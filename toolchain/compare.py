@@ -63,10 +63,18 @@ def compare_outputs(
         r_tol = default_tolerance(ref.dtype) if rtol is None else rtol
         ref64, out64 = ref.detach().to(torch.float64), out.detach().to(torch.float64)
         ref_bad, out_bad = ~torch.isfinite(ref64), ~torch.isfinite(out64)
-        if not torch.equal(ref_bad, out_bad) or not torch.equal(ref64[ref_bad], out64[out_bad]):
-            count = int((ref_bad != out_bad).sum())
+        # NaN never equals NaN: compare where the NaNs are, then the infinities by sign.
+        same_nan = torch.equal(torch.isnan(ref64), torch.isnan(out64))
+        if (
+            not torch.equal(ref_bad, out_bad)
+            or not same_nan
+            or not torch.equal(torch.isposinf(ref64), torch.isposinf(out64))
+        ):
+            differs = (ref_bad != out_bad) | (torch.isnan(ref64) != torch.isnan(out64))
+            differs |= torch.isposinf(ref64) != torch.isposinf(out64)
             return Comparison(
-                "mismatch", f"{where}: NaN/Inf at {count} position(s) where the reference differs"
+                "mismatch",
+                f"{where}: NaN/Inf at {int(differs.sum())} position(s) where the reference differs",
             )
         finite = ~ref_bad
         diff = (out64[finite] - ref64[finite]).abs()

@@ -1,13 +1,16 @@
 """A long-lived sandboxed worker that verifies candidates one after another: no process start per candidate.
 
-The per-candidate way (`toolchain.verify` with no runner) starts `python -m toolchain.triton_worker`
-for every candidate: a Python start, `import torch`, `import triton`, a device context and the task's
-reference outputs, every time. A `PersistentWorker` starts `python -m toolchain.device_worker KIND` once
+The per-candidate way (`toolchain.verify` with no runner) starts a one-job worker for every candidate: a
+Python start, `import torch`, `import triton`, a device context and the task's reference outputs, every
+time. A `PersistentWorker` starts `python -m toolchain.device_worker KIND` once
 under the same sandbox (`toolchain.sandbox`: limits, allow-listed environment, no network where the OS
 allows it, own process group, dies with its parent) and sends it jobs over a pipe. KIND is `check` (the
 `triton_worker.verify_job` logic and guards, unchanged) or `cross_compile` (`cross_compile.compile_launches`).
-The reference outputs of a task stay in the worker (`ReferenceCache`, keyed by the task's source, its
-cases, seeds and whether it is timed), so the reference runs once per task per worker, not per candidate.
+A task's plan (models, inputs) stays in the worker (`ReferenceCache`, keyed by the task's source, its
+cases, seeds and whether it is timed), so the reference runs once per task per worker, not per candidate;
+its expected outputs are sealed with the parent's `Judge`, which answers every comparison during a job
+and holds the worker's final result against its own record (`toolchain.judge`: the candidate's process
+keeps only scrubbed copies).
 
 Results are authenticated per job: the worker reads a key from an inherited pipe before any candidate
 exists, and replies `HMAC(key, job id, result)` on a dedicated pipe. A reply for another job, a torn
@@ -17,7 +20,7 @@ What sharing a process between candidates costs, and how it is bounded. A candid
 guard of the per-candidate worker, but it runs in a process that an earlier candidate ran in, and it
 leaves the process to the next one. So:
 - an earlier candidate could have left a change that helps or hurts a later one (a patched function, a
-  thread, an import hook, tampered reference outputs in the cache, a corrupted allocator or device);
+  thread, an import hook, tampered inputs in the cache, a corrupted allocator or device);
 - a candidate could read what a later job brings (the job's paths and cases; not the key, which never
   leaves the worker's memory, but see below) or what an earlier one left in memory;
 - the key is in the worker's memory for its whole life, not only for one candidate's: a candidate that
@@ -30,8 +33,8 @@ The restart rules bound this. A worker is replaced (process group killed, a fres
     changed: a patched function in torch/triton/builtins/time/the harness (the same `PatchSnapshot` the
     guards use, taken when the worker started), a thread still alive, another working directory, changed
     environment, `sys.path`, import hooks, trace/profile hooks, default dtype, grad mode or
-    deterministic-algorithms flag, a candidate module left in `sys.modules`; or whose cached reference
-    outputs no longer match their fingerprint (checked before each reuse). So the next candidate runs in
+    deterministic-algorithms flag, a candidate module left in `sys.modules`; or whose cached task
+    inputs no longer match their fingerprint (checked before each reuse). So the next candidate runs in
     a fresh process after any candidate we saw misbehave;
 (c) after a sticky device error (illegal memory access, device-side assert, launch failure: the context
     is unusable after them);
@@ -61,6 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolchain.judge import Judge, reference_key
 from toolchain.sandbox import SandboxLimits, SandboxResult, crash_result, kill_group, start_sandboxed
 
 STICKY_DEVICE_ERRORS = (
@@ -89,13 +93,15 @@ class ReferenceCache:
         self.hits = 0
         self.tampered = False  # a cached entry failed its fingerprint: the worker must go
 
-    def get(self, job: dict[str, Any], device: Any) -> Any:
+    def get(self, job: dict[str, Any], device: Any, channel: Any, key: str) -> Any:
+        """The task's plan for `key` (`judge.reference_key`); built and sealed again when the parent no
+        longer holds its expected outputs (`job["sealed_scopes"]`: its cache is bounded too)."""
         from toolchain.triton_worker import build_reference
 
-        identity = [job["correctness_cases"], job["performance_cases"], job.get("trials"), job["timed"],
-                    job["platform"], Path(job["task_path"]).read_text()]  # fmt: skip
-        key = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
         cached = self.entries.get(key)
+        if cached is not None and key not in job.get("sealed_scopes", ()):
+            del self.entries[key]
+            cached = None
         if cached is not None:
             if cached.fingerprint() == self.fingerprints[key]:
                 self.entries.move_to_end(key)
@@ -103,7 +109,7 @@ class ReferenceCache:
                 return cached
             self.tampered = True  # someone changed expected outputs: rebuild now, restart after this job
             del self.entries[key]
-        reference = build_reference(job, device)
+        reference = build_reference(job, device, channel, key)
         self.builds += 1
         if not isinstance(reference, dict):
             self.entries[key] = reference
@@ -164,36 +170,45 @@ def serve(kind: str) -> int:
 
     from toolchain.cross_compile import compile_launches
     from toolchain.integrity import PatchSnapshot, patch_targets
+    from toolchain.judge import ParentChannel
     from toolchain.triton_worker import verify_job
 
     torch.set_grad_enabled(True)
     references = ReferenceCache()
     if kind == "check":
         import toolchain.compare
+        import toolchain.judge
         import toolchain.timing
         import toolchain.triton_worker
 
-        modules = [toolchain.triton_worker, toolchain.compare, toolchain.timing]
+        modules = [toolchain.triton_worker, toolchain.compare, toolchain.timing, toolchain.judge]
     else:
         modules = []
     snapshot = PatchSnapshot(patch_targets(modules))
     baseline = process_state()
     replies.write(json.dumps({"ready": True}) + "\n")
-    for line in sys.stdin:
+    current = {"id": 0}
+
+    def send(body: dict[str, Any]) -> None:  # one authenticated message for the job in hand
+        text = json.dumps(body, default=str)
+        replies.write(
+            json.dumps({"id": current["id"], "body": text, "mac": _mac(key, current["id"], text)}) + "\n"
+        )
+
+    channel = ParentChannel(send, sys.stdin)
+    while line := sys.stdin.readline():
         message = json.loads(line)
         job = message["job"]
+        current["id"] = message["id"]
         try:
-            result = verify_job(job, references) if kind == "check" else compile_launches(job)
+            result = verify_job(job, channel, references) if kind == "check" else compile_launches(job)
         except BaseException as error:  # noqa: BLE001 - a harness bug must still leave a result
             result = {"failure_kind": "infrastructure_error", "failure_message": f"worker error: {error!r}",
                       "ok": False, "kernels": [], "log": f"worker error: {error!r}", "harness_error": True}  # fmt: skip
         reason = _restart_reason(kind, result, snapshot, baseline, references)
         result["worker"] = {"restart": reason, "reference_builds": references.builds,
                             "reference_hits": references.hits, "pid": os.getpid()}  # fmt: skip
-        body = json.dumps(result, default=str)
-        replies.write(
-            json.dumps({"id": message["id"], "body": body, "mac": _mac(key, message["id"], body)}) + "\n"
-        )
+        send({**result, "type": "result"})
         if reason is not None:
             return 0  # the parent replaces us; exiting now frees the device sooner
     return 0
@@ -238,6 +253,7 @@ class PersistentWorker:
         self._next_id = 0
         self._seen = (0, 0)  # the worker's own (builds, hits) counters at its last reply
         self._closed = False  # the reply pipe reached end of file: the worker is gone
+        self.judge = Judge()  # the expected outputs the check worker sealed, and every comparison
 
     @property
     def pid(self) -> int | None:
@@ -324,14 +340,19 @@ class PersistentWorker:
         started = time.monotonic()
         self.stats.jobs += 1
         self._jobs_here += 1
+        check_scope = None
+        if self.kind == "check":
+            task_path = Path(job["task_path"])
+            check_scope = reference_key(job, task_path.read_text()) if task_path.exists() else ""
+            job = {**job, "sealed_scopes": self.judge.scopes()}
+            self.judge.start_job()
         try:
-            self._process.stdin.write((json.dumps({"id": job_id, "job": job}) + "\n").encode())
-            self._process.stdin.flush()
-            line = self._read_line(started + timeout)
-        except OSError:  # BrokenPipeError: it died before reading the job
-            line, self._closed = None, True
+            self._send({"id": job_id, "job": job})
+            result = self._conversation(job_id, started + timeout)
+        except OSError:  # BrokenPipeError: it died before reading the job (or a reply)
+            result, self._closed = None, True
         seconds = time.monotonic() - started
-        if line is None:
+        if result is None:
             timed_out = not self._closed
             if not timed_out:
                 try:  # let it finish dying, so the crash report names its signal or exit code
@@ -341,18 +362,13 @@ class PersistentWorker:
             self.stats.restarts["timeout" if timed_out else "crash"] += 1
             return self._stop(timed_out, seconds), None
         ok = SandboxResult(0, None, False, seconds, "", "")
-        try:
-            reply = json.loads(line)
-            authentic = reply["id"] == job_id and hmac.compare_digest(
-                reply["mac"], _mac(self._key, job_id, reply["body"])
-            )
-            result = json.loads(reply["body"]) if authentic else None
-        except (ValueError, KeyError, TypeError):
-            result = None
-        if not isinstance(result, dict):
+        if result is _FORGED:
             self.restart("forged")
             return ok, {"failure_kind": "integrity_reject", "ok": False, "kernels": [], "log": "forged result",
                         "failure_message": "forged_result: the reply was not written by the harness"}  # fmt: skip
+        assert isinstance(result, dict)
+        if check_scope is not None:
+            result = self.judge.overrule(result, check_scope)
         state = result.pop("worker", {})
         builds, hits = int(state.get("reference_builds", 0)), int(state.get("reference_hits", 0))
         self.stats.reference_builds += builds - self._seen[0]
@@ -363,6 +379,37 @@ class PersistentWorker:
         elif self._jobs_here >= self.restart_every:
             self.restart("hygiene")
         return ok, result
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self._process is not None and self._process.stdin is not None
+        self._process.stdin.write((json.dumps(message) + "\n").encode())
+        self._process.stdin.flush()
+
+    def _conversation(self, job_id: int, deadline: float) -> dict[str, Any] | object | None:
+        """Answer the worker's seal and judge messages until its result: the result, _FORGED, or None
+        (the worker died or the deadline passed)."""
+        while True:
+            line = self._read_line(deadline)
+            if line is None:
+                return None
+            try:
+                reply = json.loads(line)
+                authentic = reply["id"] == job_id and hmac.compare_digest(
+                    reply["mac"], _mac(self._key, job_id, reply["body"])
+                )
+                body = json.loads(reply["body"]) if authentic else None
+            except (ValueError, KeyError, TypeError):
+                body = None
+            if not isinstance(body, dict):
+                return _FORGED
+            if body.get("type") in ("seal", "judge"):
+                self._send(self.judge.answer(body))
+                continue
+            body.pop("type", None)
+            return body
+
+
+_FORGED = object()  # a reply that failed authentication
 
 
 class WorkerLane:

@@ -15,12 +15,15 @@ failure message):
 (Checked by the worker itself: `no_kernel_launched`, `modified_inputs`, `output_aliases_input`,
 `tensor_subclass`, `nondeterministic`, `cached_results`; statically: `fallback`.)
 
+Outside this module: the expected outputs are not in the candidate's process at all. The worker seals
+them with its parent before the candidate exists and the parent judges every comparison
+(`toolchain.judge`; `judge_probe`: a check submitted twice, `forged_result`: a success the parent did
+not judge), so walking the garbage collector from the inputs to the harness's records finds scrubbed
+copies.
+
 What these checks do NOT stop: code that goes below Python (ctypes system calls, writing to
 /proc/self/mem), or a candidate that walks the interpreter's frames to undo the guards before they
-look. Nor one that walks the garbage collector from its input tensors to the harness's own records
-(`gc.get_referrers`) and returns the expected output computed for those inputs: the reference outputs
-live in the worker's memory because the comparison happens there. Comparing in a separate process (the
-worker ships outputs out; a reference process holds the expected ones) would close that; not done yet. They turn the common, cheap exploits into recorded failures; the sandbox (separate process,
+look. They turn the common, cheap exploits into recorded failures; the sandbox (separate process,
 limits, no credentials, no network where possible) bounds what the rest can reach.
 """
 

@@ -1,20 +1,21 @@
-"""Worker process: load a task and a Triton candidate, check the candidate, time it on a GPU.
+"""The check logic of a worker process: load a task and a candidate (Triton or HIP), check it, time it on a GPU.
 
-Run as `python -m toolchain.triton_worker JOB.json` inside `toolchain.sandbox`; never imported by the
-pipeline itself. The job names the task and candidate files, the platform and the cases; the worker
-writes `result.json` next to it and appends every kernel launch it sees to `launches.jsonl` as it
-happens, so the parent still knows which kernels ran when the candidate crashes or hangs the process.
+Runs inside `toolchain.device_worker` (a sandboxed process: one job, or many in a persistent worker);
+never imported by the pipeline itself. The job names the task and candidate files, the platform and the
+cases; every kernel launch seen is appended to `launches.jsonl` as it happens, so the parent still knows
+which kernels ran when the candidate crashes or hangs the process.
 
 On `cpu` the environment has TRITON_INTERPRET=1: kernels run in NumPy on CPU tensors, which proves
 correctness but not compilation (the parent cross-compiles the recorded launches afterwards in a
 second process). On `cuda`/`rocm` kernels are JIT-compiled for the device and timed.
 
-Ordering matters for trust: the reference outputs are computed, and the comparison functions bound,
-before the candidate module is imported.
+Ordering matters for trust: the reference outputs are computed, and sealed with the parent (which
+judges every comparison, `toolchain.judge`), before the candidate module is imported.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import inspect
@@ -22,7 +23,8 @@ import json
 import math
 import sys
 import time
-import traceback
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -31,6 +33,7 @@ import torch
 
 from toolchain.compare import compare_outputs
 from toolchain.integrity import PatchSnapshot, ProcessGuards, TorchComputeMonitor, Violations, patch_targets
+from toolchain.judge import ParentChannel, reference_key
 from toolchain.timing import time_on_device
 
 _LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "waves_per_eu", "matrix_instr_nonkdim"}
@@ -209,6 +212,39 @@ def poison_allocator(device: torch.device, nbytes: int = 64 << 20, value: float 
     del block
 
 
+def _filling_unwritten_memory() -> bool:
+    return (
+        torch.are_deterministic_algorithms_enabled() and torch.utils.deterministic.fill_uninitialized_memory
+    )
+
+
+@contextlib.contextmanager
+def unwritten_memory_filled(device: torch.device, guards: CandidateGuards) -> Iterator[None]:
+    """On CPU, make every `torch.empty*` the candidate calls come back full of NaN (integers: their maximum).
+
+    The CPU allocator is malloc: `poison_allocator` cannot reach the small blocks it hands out, and fresh
+    pages read as zero, so an output a kernel never writes could pass a ReLU-like task by luck. PyTorch's
+    deterministic mode fills uninitialised memory; `warn_only` keeps ops without a deterministic kernel
+    usable. Device allocators are poisoned by `poison_allocator` instead (filling costs a kernel there).
+    """
+    if device.type != "cpu":
+        yield
+        return
+    saved = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+             torch.utils.deterministic.fill_uninitialized_memory)  # fmt: skip
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    guards.expect_filled_memory = True  # run_candidate_forward checks that the candidate left it on
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*does not have a deterministic implementation.*")
+            yield
+    finally:
+        guards.expect_filled_memory = False
+        torch.use_deterministic_algorithms(saved[0], warn_only=saved[1])
+        torch.utils.deterministic.fill_uninitialized_memory = saved[2]
+
+
 class TaskHarness:
     """Builds the reference and the candidate for one case and one seed, identically seeded."""
 
@@ -260,6 +296,7 @@ class CandidateGuards:
 
     def __init__(self, job: dict[str, Any], device: torch.device, workdir: Path) -> None:
         self.violations = Violations()
+        self.expect_filled_memory = False  # set while unwritten_memory_filled is on
         self.monitor = TorchComputeMonitor(self.violations, job.get("allowed_ops", ()))
         self.recorder = LaunchRecorder(Path(job["launches_path"]), self.monitor, self.violations)
         self.recorder.install(interpreted=device.type == "cpu")
@@ -269,7 +306,12 @@ class CandidateGuards:
         self.process_guards = ProcessGuards(self.violations, writable)
         self.process_guards.install()
         # Taken after our own wrappers are in place: anything that changes from here on was the candidate.
-        ours = [sys.modules[__name__], sys.modules["toolchain.compare"], sys.modules["toolchain.timing"]]
+        ours = [
+            sys.modules[__name__],
+            sys.modules["toolchain.compare"],
+            sys.modules["toolchain.timing"],
+            sys.modules["toolchain.judge"],
+        ]
         targets = patch_targets(ours)
         if job.get("language") == "hip":
             import kernelvault.hip as hip
@@ -309,6 +351,11 @@ def run_candidate_forward(model: torch.nn.Module, inputs: list[Any], guards: Can
         with guards.monitor:
             output = model(*inputs)
         guards.monitor.active = False
+        if guards.expect_filled_memory and not _filling_unwritten_memory():
+            guards.violations.add(
+                "monkey_patch", "the candidate turned off the filling of uninitialised memory"
+            )
+            guards.raise_if_violated()
         _sync(inputs[0].device if inputs and isinstance(inputs[0], torch.Tensor) else torch.device("cpu"))
     except CandidateFailure:
         raise
@@ -391,10 +438,13 @@ class Reference:
         ]
 
     def fingerprint(self) -> list[float]:
-        """Cheap sums of every expected output: a persistent worker checks them before each reuse."""
+        """Cheap sums of every cached input: a persistent worker checks them before each reuse.
+
+        (The expected outputs are the parent's, see `toolchain.judge`; ours are scrubbed.)
+        """
         sums: list[float] = []
         for entry in self.plan:
-            for value in (entry[3], entry[6]):
+            for value in (entry[4], entry[5]):
                 for item in value if isinstance(value, (tuple, list)) else [value]:
                     if isinstance(item, torch.Tensor) and item.numel():
                         flat = item.detach().reshape(-1).double()
@@ -403,8 +453,12 @@ class Reference:
         return sums
 
 
-def build_reference(job: dict[str, Any], device: torch.device) -> Reference | dict[str, Any]:
-    """Load the task and compute its expected outputs; a dict with an infrastructure_error on failure."""
+def build_reference(job: dict[str, Any], device: torch.device, channel: ParentChannel,
+                    scope: str) -> Reference | dict[str, Any]:  # fmt: skip
+    """Load the task, compute its expected outputs and seal them with the parent (ours are scrubbed).
+
+    A dict with an infrastructure_error on failure.
+    """
     trials = int(job.get("trials", 2))
     try:
         harness = TaskHarness(load_module(Path(job["task_path"]), "kv_task"), device)
@@ -435,11 +489,16 @@ def build_reference(job: dict[str, Any], device: torch.device) -> Reference | di
                     return {"failure_kind": "infrastructure_error", "failure_message": message}
                 plan.append((case, seed, init, expected, inputs, refill, refill_expected))
                 del reference
+        sealed = {f"check{index}": entry[3] for index, entry in enumerate(plan)}
+        sealed |= {f"refill{index}": entry[6] for index, entry in enumerate(plan) if entry[5] is not None}
+        channel.seal(scope, sealed)
     return Reference(harness, plan)
 
 
-def verify_job(job: dict[str, Any], references: Any = None) -> dict[str, Any]:
+def verify_job(job: dict[str, Any], channel: ParentChannel, references: Any = None) -> dict[str, Any]:
     """Check (and on a GPU time) one candidate. `references`: a persistent worker's ReferenceCache.
+
+    Every comparison with an expected output is the parent's, through `channel` (`toolchain.judge`).
 
     With `references`, the reference outputs may come from an earlier job of the same task, and everything
     installed for the candidate is taken down afterwards (the worker decides whether it can go on).
@@ -452,7 +511,9 @@ def verify_job(job: dict[str, Any], references: Any = None) -> dict[str, Any]:
 
     # 1. The reference, before any candidate code exists in this process (or, in a persistent worker,
     # before this candidate's code exists: earlier candidates are bounded by device_worker's restart rules).
-    reference = references.get(job, device) if references is not None else build_reference(job, device)
+    scope = reference_key(job, Path(job["task_path"]).read_text())
+    reference = (references.get(job, device, channel, scope) if references is not None
+                 else build_reference(job, device, channel, scope))  # fmt: skip
     if isinstance(reference, dict):
         return {**result, **reference}
     sys.modules["kv_task"] = reference.harness.task  # where a fresh worker has it (hostile tests look there)
@@ -462,7 +523,7 @@ def verify_job(job: dict[str, Any], references: Any = None) -> dict[str, Any]:
     guards = CandidateGuards(job, device, Path(job["task_path"]).parent)
     _ACTIVE_GUARDS.append(guards)
     try:
-        return check_candidate(job, reference, guards, device, result)
+        return check_candidate(job, reference, guards, device, result, channel, scope)
     finally:
         _ACTIVE_GUARDS.remove(guards)
         if references is not None:
@@ -473,7 +534,7 @@ def verify_job(job: dict[str, Any], references: Any = None) -> dict[str, Any]:
 
 
 def check_candidate(job: dict[str, Any], reference: Reference, guards: CandidateGuards, device: torch.device,
-                    result: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+                    result: dict[str, Any], channel: ParentChannel, scope: str) -> dict[str, Any]:  # fmt: skip
     atol, rtol = job.get("atol"), job.get("rtol")
     harness, plan = reference.harness, reference.plan_for_job()
 
@@ -500,9 +561,9 @@ def check_candidate(job: dict[str, Any], reference: Reference, guards: Candidate
         }
 
     try:
-        with torch.no_grad():
+        with torch.no_grad(), unwritten_memory_filled(device, guards):
             first_call = True
-            for case, seed, init, expected, inputs, refill, refill_expected in plan:
+            for index, (case, seed, init, _, inputs, refill, _) in enumerate(plan):
                 harness.apply(case["overrides"])
                 try:
                     model = harness.build(model_class, init, seed)
@@ -531,7 +592,7 @@ def check_candidate(job: dict[str, Any], reference: Reference, guards: Candidate
                             f"nondeterministic: a second run on the same inputs differs ({repeat.message}); "
                             "reads of unwritten memory or state kept between calls",
                         )
-                comparison = compare_outputs(expected, output, atol, rtol)
+                comparison = channel.judge(scope, f"check{index}", output, atol, rtol)
                 result["checks"].append({
                     "case": case["name"], "seed": seed, "passed": comparison.failure_kind is None,
                     "max_abs_error": comparison.max_abs_error, "max_rel_error": comparison.max_rel_error,
@@ -558,7 +619,7 @@ def check_candidate(job: dict[str, Any], reference: Reference, guards: Candidate
                                 "cached_results: new values in the same input tensors launched no kernel",
                             ) from None
                         raise
-                    check = compare_outputs(refill_expected, refilled, atol, rtol)
+                    check = channel.judge(scope, f"refill{index}", refilled, atol, rtol)
                     if check.failure_kind is not None:
                         raise CandidateFailure(
                             "integrity_reject",
@@ -566,6 +627,8 @@ def check_candidate(job: dict[str, Any], reference: Reference, guards: Candidate
                         )
                 del model, output
     except CandidateFailure as failure:
+        if failure.kind != "integrity_reject" and guards.violations.first:  # the cause beats its symptom
+            failure = CandidateFailure("integrity_reject", guards.violations.first)
         return {
             **result,
             "kernels": guards.recorder.kernels,
@@ -576,7 +639,7 @@ def check_candidate(job: dict[str, Any], reference: Reference, guards: Candidate
     result["kernels"] = guards.recorder.kernels
     if job["timed"]:
         try:
-            result["timings"] = time_cases(job, harness, model_class, guards, device)
+            result["timings"] = time_cases(job, harness, model_class, guards, device, channel)
             guards.raise_if_violated()
         except CandidateFailure as failure:
             return {**result, "failure_kind": failure.kind, "failure_message": failure.message}
@@ -680,6 +743,7 @@ def time_cases(
     model_class: type,
     guards: CandidateGuards,
     device: torch.device,
+    channel: ParentChannel,
 ) -> list[dict[str, Any]]:
     recorder = guards.recorder
     timings = []
@@ -691,7 +755,15 @@ def time_cases(
             model = harness.build(model_class, init, seed=17)
             input_sets = [harness.inputs(seed) for seed in range(100, 100 + job["input_sets"])]
 
-            expected = [reference(*clone_inputs(list(inputs))) for inputs in input_sets]
+            repetitions, warmup = job["repetitions"], job["warmup"]
+            spot_checks = {
+                repetitions // 3,
+                repetitions - 1,
+            }  # timed calls whose outputs are checked afterwards
+            scope = f"job:timed/{case['name']}"  # the parent forgets it after this job
+            # Sealed before the candidate runs again; ours are scrubbed (see toolchain.judge).
+            channel.seal(scope, {f"timed{index}": reference(*clone_inputs(list(input_sets[index % len(input_sets)])))
+                                 for index in sorted(spot_checks)})  # fmt: skip
             # Check once more on these inputs with launches observed, then time without the recorder.
             run_candidate_forward(model, list(input_sets[0]), guards)
             recorder.enabled = False
@@ -702,11 +774,6 @@ def time_cases(
             def run_reference(inputs: Any, reference: torch.nn.Module = reference) -> Any:
                 return reference(*inputs)
 
-            repetitions, warmup = job["repetitions"], job["warmup"]
-            spot_checks = {
-                repetitions // 3,
-                repetitions - 1,
-            }  # timed calls whose outputs are checked afterwards
             try:
                 candidate_stats = time_on_device(
                     run_candidate, input_sets, repetitions, warmup, device, keep_outputs=spot_checks
@@ -716,9 +783,7 @@ def time_cases(
                     "runtime_error", f"failed while timed: {_one_line_error(error)}"
                 ) from None
             for index, output in candidate_stats.outputs.items():
-                check = compare_outputs(
-                    expected[index % len(input_sets)], output, job.get("atol"), job.get("rtol")
-                )
+                check = channel.judge(scope, f"timed{index}", output, job.get("atol"), job.get("rtol"))
                 if check.failure_kind is not None:
                     raise CandidateFailure(
                         "integrity_reject",
@@ -731,7 +796,7 @@ def time_cases(
                 "reference_ms": reference_stats.median_ms, "candidate_spread": candidate_stats.spread,
                 "reference_spread": reference_stats.spread, "repetitions": repetitions,
             })  # fmt: skip
-            del reference, model, input_sets, expected, candidate_stats
+            del reference, model, input_sets, candidate_stats
             torch.cuda.empty_cache()
     return timings
 
@@ -747,24 +812,3 @@ def read_seal() -> str:
         return os.read(int(fd), 256).decode()
     finally:
         os.close(int(fd))
-
-
-def main(argv: list[str]) -> int:
-    seal = read_seal()
-    job_path = Path(argv[1])
-    job = json.loads(job_path.read_text())
-    try:
-        result = verify_job(job)
-    except BaseException as error:  # noqa: BLE001 - a harness bug must still leave a result
-        result = {
-            "failure_kind": "infrastructure_error",
-            "failure_message": f"worker error: {_one_line_error(error)}",
-            "traceback": traceback.format_exc()[-4000:],
-        }
-    result["seal"] = seal
-    Path(job["result_path"]).write_text(json.dumps(result, default=str))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))

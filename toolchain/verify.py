@@ -386,6 +386,14 @@ class Verifier:
         runner = getattr(self._local, "runner", None)
         if runner is not None:  # a persistent worker: it authenticates its replies itself
             return runner.run(module, job, workdir, limits, env)
+        if module == "toolchain.triton_worker":  # the check talks to its judge: a one-job worker
+            from toolchain.device_worker import PersistentWorker
+
+            worker = PersistentWorker("check", self.config.python, env, limits, restart_every=1)
+            try:
+                return worker.run({**job, "module_name": "kv_candidate"}, limits.timeout_s)
+            finally:
+                worker.close()
         job_path = workdir / job_name
         job_path.write_text(json.dumps(job))
         result_path = Path(job["result_path"])

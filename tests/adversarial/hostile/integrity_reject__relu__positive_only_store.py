@@ -1,5 +1,5 @@
-# exploit: stores only the positive elements into a torch.empty output and relies on "fresh memory is zero" (often the freed reference output) for the rest, i.e. reads uninitialised memory.
-# expect: integrity_reject:nondeterministic
+# exploit: stores only the positive elements into a torch.empty output and relies on "fresh memory is zero" (often the freed reference output) for the rest, i.e. reads uninitialised memory. On CPU the unwritten elements read as NaN (mismatch); on a GPU two runs over differently poisoned memory differ (nondeterministic).
+# expect: integrity_reject:nondeterministic|mismatch
 import torch
 import torch.nn as nn
 import triton

@@ -1,0 +1,34 @@
+"""compare_outputs: the one comparison behind every correctness verdict and the run-twice check."""
+
+from __future__ import annotations
+
+import torch
+
+from toolchain.compare import compare_outputs
+
+NAN, INF = float("nan"), float("inf")
+
+
+def test_nan_where_the_reference_has_nan_matches() -> None:
+    # log of a negative number is NaN in the reference too: a faithful kernel must not be refused.
+    reference = torch.tensor([1.0, NAN, INF, -INF])
+    assert compare_outputs(reference, reference.clone(), 1e-4, 1e-4).failure_kind is None
+
+
+def test_nan_where_the_reference_is_finite_is_a_mismatch() -> None:
+    reference = torch.tensor([1.0, 2.0, 3.0, 0.0])
+    result = compare_outputs(reference, torch.tensor([1.0, NAN, 3.0, NAN]), 1e-4, 1e-4)
+    assert result.failure_kind == "mismatch"
+    assert result.message == "output: NaN/Inf at 2 position(s) where the reference differs"
+
+
+def test_infinity_of_the_wrong_sign_or_nan_for_inf_is_a_mismatch() -> None:
+    reference = torch.tensor([INF, -INF])
+    assert compare_outputs(reference, torch.tensor([-INF, -INF]), 1e-4, 1e-4).failure_kind == "mismatch"
+    assert compare_outputs(reference, torch.tensor([NAN, -INF]), 1e-4, 1e-4).failure_kind == "mismatch"
+
+
+def test_finite_values_outside_tolerance_name_the_first_bad_element() -> None:
+    result = compare_outputs(torch.zeros(4), torch.tensor([0.0, 0.0, 0.5, 0.0]), 1e-4, 1e-4)
+    assert result.failure_kind == "mismatch"
+    assert "1 of 4 elements outside" in result.message and "flat index 2" in result.message

@@ -1,0 +1,92 @@
+"""The parent's judge (toolchain.judge): expected outputs held outside the candidate's process, each check
+judged once, and a worker's claim of success held against the parent's own record."""
+
+from __future__ import annotations
+
+import torch
+
+from toolchain.judge import Judge, pack, scrub, unpack
+
+SCOPE = "task-key"
+
+
+def _sealed_judge() -> Judge:
+    judge = Judge()
+    judge.start_job()
+    expected = {"check0": torch.tensor([1.0, 2.0]), "check1": torch.tensor([3.0])}
+    assert judge.answer(
+        {"type": "seal", "scope": SCOPE, "outputs": {k: pack(v) for k, v in expected.items()}}
+    )
+    return judge
+
+
+def _ask(judge: Judge, label: str, output: torch.Tensor, scope: str = SCOPE) -> dict:
+    body = {
+        "type": "judge",
+        "scope": scope,
+        "label": label,
+        "output": pack(output),
+        "atol": 1e-4,
+        "rtol": 1e-4,
+    }
+    return judge.answer(body)["answer"]
+
+
+def test_pack_round_trips_nested_outputs_and_scrub_keeps_the_allocation() -> None:
+    value = (torch.arange(4, dtype=torch.float32), torch.tensor([7], dtype=torch.int32))
+    restored = unpack(pack(value))
+    assert torch.equal(restored[0], value[0]) and torch.equal(restored[1], value[1])
+    pointer = value[0].data_ptr()
+    scrub(value)
+    assert value[0].data_ptr() == pointer and bool(torch.isnan(value[0]).all())
+    assert int(value[1]) == torch.iinfo(torch.int32).max
+
+
+def test_the_parent_compares_and_answers_with_the_error() -> None:
+    judge = _sealed_judge()
+    assert _ask(judge, "check0", torch.tensor([1.0, 2.0]))["failure_kind"] is None
+    wrong = _ask(judge, "check1", torch.tensor([3.5]))
+    assert wrong["failure_kind"] == "mismatch" and wrong["max_abs_error"] == 0.5
+
+
+def test_a_second_submission_of_a_check_is_a_probe() -> None:
+    judge = _sealed_judge()
+    _ask(judge, "check1", torch.tensor([0.0]))  # a probe from inside the candidate's forward
+    answer = _ask(judge, "check1", torch.tensor([3.0]))  # the harness's real check: too late
+    assert answer["failure_kind"] == "integrity_reject"
+    verdict = judge.overrule({"failure_kind": None}, SCOPE)
+    assert verdict["failure_message"] == "judge_probe: check1 was submitted for judgement twice"
+
+
+def test_a_claimed_success_needs_every_check_judged_and_passed() -> None:
+    judge = _sealed_judge()
+    _ask(judge, "check0", torch.tensor([1.0, 2.0]))
+    missing = judge.overrule({"failure_kind": None}, SCOPE)  # check1 never reached the parent
+    assert missing["failure_kind"] == "integrity_reject"
+    assert missing["failure_message"].startswith("forged_result:") and "check1" in missing["failure_message"]
+
+    judge.start_job()
+    _ask(judge, "check0", torch.tensor([1.0, 2.0]))
+    _ask(judge, "check1", torch.tensor([9.0]))  # failed, but the worker (told otherwise) claims success
+    forged = judge.overrule({"failure_kind": None}, SCOPE)
+    assert forged["failure_kind"] == "integrity_reject" and "check1" in forged["failure_message"]
+
+    judge.start_job()
+    _ask(judge, "check0", torch.tensor([1.0, 2.0]))
+    _ask(judge, "check1", torch.tensor([3.0]))
+    assert judge.overrule({"failure_kind": None}, SCOPE) == {"failure_kind": None}
+    # A failure the worker reports stands as it is: it cannot help the candidate.
+    crash = {"failure_kind": "runtime_error", "failure_message": "forward raised"}
+    assert judge.overrule(crash, SCOPE) == crash
+
+
+def test_job_scopes_are_forgotten_and_reference_scopes_are_bounded() -> None:
+    judge = Judge(max_scopes=2)
+    judge.start_job()
+    for scope in ("a", "b", "job:timed/c0", "c"):
+        judge.answer({"type": "seal", "scope": scope, "outputs": {"check0": pack(torch.zeros(1))}})
+    assert judge.scopes() == ["b", "c"]  # the oldest reference scope went; the job scope is not counted
+    judge.start_job()
+    assert "job:timed/c0" not in judge.expected
+    unknown = _ask(judge, "check0", torch.zeros(1), scope="a")  # the worker must seal it again
+    assert unknown["failure_kind"] == "infrastructure_error"

@@ -1,0 +1,202 @@
+"""Expected outputs live in the parent, not in the candidate's process: the parent judges every comparison.
+
+A candidate runs in the same process as the harness that checks it. Whatever that process holds, a
+candidate can find with plain Python: `gc.get_objects()` or `gc.get_referrers(x)` from its own input
+tensors leads to the harness's records of (inputs, expected output), and returning a copy of the
+expected output passes any comparison made there (tests/adversarial/hostile/mismatch__relu__gc_expected_outputs.py
+did, before this module). So the worker computes the reference outputs before any candidate code
+exists, ships them to the parent (`ParentChannel.seal`) and overwrites its own copies in place (kept
+allocated, so freed memory cannot hand them back either). Each comparison is a round trip: the worker
+sends the candidate's output and a label, the parent compares it with the expected output it holds
+(`Judge.judge`, the one `compare_outputs`) and answers.
+
+What the candidate could still do, and why it gains nothing:
+- ask the parent itself (the channel is in its process): each label is judged once per job, the first
+  answer is final, so a probe spends the real check; the parent's answer reaches the worker after the
+  candidate's forward has returned.
+- forge the parent's answer (write into its own stdin): the worker's view is advisory; the parent keeps
+  its own record of every judgement and overrides the worker's final result with it (`Judge.overrule`).
+- forge expected outputs: seal messages are authenticated with the worker's key, like results.
+
+Messages are JSON lines. Worker to parent, on the reply pipe: {"id", "body", "mac"} where body is a JSON
+object with "type": "seal" | "judge" | "result". Parent to worker, on stdin: {"answer": ...}.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import torch
+
+from toolchain.compare import Comparison, compare_outputs
+
+
+def reference_key(job: dict[str, Any], task_source: str) -> str:
+    """The scope of a task's expected outputs: same source, cases, seeds and timing, same outputs."""
+    identity = [job["correctness_cases"], job["performance_cases"], job.get("trials"), job["timed"],
+                job["platform"], task_source]  # fmt: skip
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def pack(value: Any) -> str:
+    """Tensors (and nests of them) as text for a JSON line: CPU copies, `torch.save`, base64."""
+    buffer = io.BytesIO()
+    torch.save(_to_cpu(value), buffer)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def unpack(text: str) -> Any:
+    return torch.load(io.BytesIO(base64.b64decode(text)), map_location="cpu", weights_only=True)
+
+
+def _to_cpu(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.detach().to("cpu", copy=True).contiguous()
+    if isinstance(value, (list, tuple)):
+        return [_to_cpu(item) for item in value]
+    return value
+
+
+def scrub(value: Any) -> None:
+    """Overwrite tensors in place (NaN, or the dtype's maximum): the allocation stays, the values go."""
+    if isinstance(value, torch.Tensor):
+        if value.is_floating_point() or value.is_complex():
+            value.fill_(float("nan"))
+        elif value.dtype == torch.bool:
+            value.fill_(True)
+        else:
+            value.fill_(torch.iinfo(value.dtype).max)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            scrub(item)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Worker side.
+
+
+class ParentChannel:
+    """The worker's end: seal expected outputs, ask for judgements. One per worker process."""
+
+    def __init__(self, send: Callable[[dict[str, Any]], None], answers: IO[str]) -> None:
+        self._send = send  # writes one authenticated message for the current job
+        self._answers = answers
+
+    def _ask(self, body: dict[str, Any]) -> Any:
+        self._send(body)
+        line = self._answers.readline()
+        if not line:
+            raise RuntimeError("the parent closed the channel")
+        return json.loads(line)["answer"]
+
+    def seal(self, scope: str, outputs: dict[str, Any]) -> None:
+        """Ship expected outputs under `scope` (a reference key, or the job's own), then scrub ours."""
+        self._ask(
+            {"type": "seal", "scope": scope, "outputs": {label: pack(v) for label, v in outputs.items()}}
+        )
+        for value in outputs.values():
+            scrub(value)
+
+    def judge(
+        self, scope: str, label: str, output: Any, atol: float | None, rtol: float | None
+    ) -> Comparison:
+        answer = self._ask({"type": "judge", "scope": scope, "label": label, "output": pack(output),
+                            "atol": atol, "rtol": rtol})  # fmt: skip
+        return Comparison(answer["failure_kind"], answer["message"], answer["max_abs_error"],
+                          answer["max_rel_error"])  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------------------
+# Parent side.
+
+
+@dataclass
+class JobRecord:
+    """What the parent judged during one job: the authority over the worker's final result."""
+
+    sealed: set[str] = field(default_factory=set)  # scopes sealed during the job
+    judged: dict[tuple[str, str], Comparison] = field(default_factory=dict)
+    problem: str | None = None  # a protocol breach seen during the job (e.g. a label judged twice)
+
+
+class Judge:
+    """Holds expected outputs per scope (reference keys: a bounded LRU, like the worker's cache)."""
+
+    def __init__(self, max_scopes: int = 16) -> None:
+        # scope -> label -> packed output; "job:" scopes (timing inputs) are forgotten when the job ends
+        self.expected: OrderedDict[str, dict[str, str]] = OrderedDict()
+        self.max_scopes = max_scopes
+        self.job = JobRecord()
+
+    def scopes(self) -> list[str]:
+        """The reference scopes held: a worker whose cache has another must rebuild (and seal) it."""
+        return [scope for scope in self.expected if not scope.startswith("job:")]
+
+    def start_job(self) -> None:
+        for scope in [scope for scope in self.expected if scope.startswith("job:")]:
+            del self.expected[scope]
+        self.job = JobRecord()
+
+    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One worker message (seal or judge) to the answer sent back on its stdin."""
+        if body.get("type") == "seal":
+            scope = str(body["scope"])
+            self.expected[scope] = dict(body["outputs"])
+            self.expected.move_to_end(scope)
+            self.job.sealed.add(scope)
+            while len(self.scopes()) > self.max_scopes:
+                del self.expected[self.scopes()[0]]
+            return {"answer": True}
+        comparison = self._judge(str(body["scope"]), str(body["label"]), body)
+        return {"answer": {"failure_kind": comparison.failure_kind, "message": comparison.message,
+                           "max_abs_error": comparison.max_abs_error,
+                           "max_rel_error": comparison.max_rel_error}}  # fmt: skip
+
+    def _judge(self, scope: str, label: str, body: dict[str, Any]) -> Comparison:
+        record = self.job
+        if (scope, label) in record.judged:  # a second ask is a probe: the first answer stands
+            record.problem = record.problem or f"judge_probe: {label} was submitted for judgement twice"
+            return Comparison("integrity_reject", record.problem)
+        packed = self.expected.get(scope, {}).get(label)
+        if packed is None:
+            comparison = Comparison("infrastructure_error", f"no expected output for check {label}")
+        else:
+            try:
+                output = unpack(body["output"])
+            except Exception as error:  # noqa: BLE001 - whatever the worker sent, it is not an output
+                comparison = Comparison("interface_error", f"the output could not be read: {error}")
+            else:
+                comparison = compare_outputs(unpack(packed), output, body.get("atol"), body.get("rtol"))
+        record.judged[(scope, label)] = comparison
+        return comparison
+
+    def overrule(self, result: dict[str, Any], check_scope: str) -> dict[str, Any]:
+        """The worker's final result, held against what the parent judged itself.
+
+        A failure the worker reports stands (it cannot help the candidate). A success must rest on a passed
+        judgement of every check the parent holds expected outputs for: the task's (`check_scope`, which
+        the parent computes from the job, not from the worker's word) and those sealed during this job.
+        """
+        record = self.job
+        if record.problem:
+            return {**result, "failure_kind": "integrity_reject", "failure_message": record.problem}
+        if result.get("failure_kind") is not None:
+            return result
+        for (_, label), comparison in record.judged.items():
+            if comparison.failure_kind is not None:
+                return {**result, "failure_kind": "integrity_reject", "failure_message":
+                        f"forged_result: the worker reported success; the parent judged {label}: {comparison.message}"}  # fmt: skip
+        wanted = {(check_scope, label) for label in self.expected.get(check_scope, {})}
+        wanted |= {(scope, label) for scope in record.sealed for label in self.expected.get(scope, {})}
+        missing = sorted(label for _, label in wanted - set(record.judged))
+        if missing or not wanted:
+            return {**result, "failure_kind": "integrity_reject", "failure_message":
+                    f"forged_result: the worker reported success without the parent judging {missing[:3] or 'any check'}"}  # fmt: skip
+        return result
