@@ -239,8 +239,8 @@ def _run_on_ray(lanes: tuple[str, ...], pool: int, queue_size: int | None, addre
         ray_executor.config = ExecutorConfig(lanes=lanes, compile_workers=pool,
                                              queue_size=queue_size or 2 * len(lanes))  # fmt: skip
         with writer:
-            ray_executor.run(attempts, prepare, open_lane, write,
-                             give_up=functools.partial(lost_attempt, verifier))  # fmt: skip
+            ray_executor.run(attempts, prepare, open_lane, write, give_up=functools.partial(lost_attempt, verifier),
+                             affinity=lambda attempt: attempt.task.task_id)  # fmt: skip
     finally:
         ray_executor.shutdown()
 

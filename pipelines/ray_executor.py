@@ -30,18 +30,20 @@ sandboxed workers start with the driver's Python (`VerifyConfig.python`) and imp
 Untested on GPUs so far: the GPU paths (`num_gpus=1`, the device id handed to the workers) follow Ray's
 documented behaviour but have only run on CPU lanes (interpreter platform).
 
+Affinity: with `affinity` (the corpus job passes the task), an idle lane takes from its node's ready
+items one of a task it ran lately, so a task's reference is built once per actor where the queue allows.
+
 What it does NOT do (yet): stream model requests from actors (the source runs on the driver), write
 shards per actor (every row passes through the one writer on the driver; not yet measured at scale),
-schedule a task's samples onto the same actor to reuse its reference outputs, or survive the driver's
-own death (the ledger does that: rerun the same command to resume).
+or survive the driver's own death (the ledger does that: rerun the same command to resume).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections import OrderedDict, deque
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,6 +98,7 @@ class RayExecutorStats(ExecutorStats):
     lost: int = 0  # lane calls or prepare tasks that died with their process, and were redone
     given_up: int = 0  # items lost more than max_losses times, handed to give_up
     lane_pids: dict[str, list[int]] = field(default_factory=dict)  # every process each lane ran in
+    affinity_hits: int = 0  # items handed to a lane that had run their affinity key (task) lately
 
 
 @dataclass
@@ -104,6 +107,7 @@ class _Item:
     node: str = ""
     losses: int = 0
     prepared: Any = None
+    passed_over: int = 0  # times a lane took a younger item for affinity
 
 
 @dataclass
@@ -112,6 +116,7 @@ class _Lane:
     actor: Any
     node: str = ""
     busy: bool = True  # until its first `where` answers
+    recent: OrderedDict[Hashable, None] = field(default_factory=OrderedDict)  # affinity keys it ran lately
 
 
 @dataclass(frozen=True)
@@ -123,6 +128,42 @@ class RayOptions:
     # CPUs reserved per lane actor. It mostly waits on its sandboxed worker (whose CPU is what matters),
     # so a fraction is fine on a small machine; what must be left is a CPU for the prepare tasks.
     lane_cpus: float = 0.5
+    # Affinity keys a lane remembers (its persistent worker caches the reference of 8 tasks).
+    affinity_memory: int = 8
+
+
+def _take(queue: deque[_Item], lane: _Lane, others: set[Hashable], affinity: Callable[[Any], Hashable] | None,
+          memory: int, stats: RayExecutorStats) -> _Item:  # fmt: skip
+    """The lane's next item: the oldest of the task it ran last, else of the one before, ..., else the oldest
+    of a task no other lane ran last (`others`), else the oldest.
+
+    The oldest is passed over at most `memory` times, so an item no lane has seen still gets its turn.
+    """
+    if affinity is None:
+        return queue.popleft()
+    chosen = queue[0]
+    if queue[0].passed_over < memory:
+        keys = [affinity(item.value) for item in queue]
+        for recent in reversed(lane.recent):  # the task it ran last first: its reference is surely cached
+            if recent in keys:
+                chosen = queue[keys.index(recent)]
+                break
+        else:  # nothing it has loaded: a task no other lane is on, so lanes spread over tasks
+            chosen = next(
+                (item for item, key in zip(queue, keys, strict=True) if key not in others), queue[0]
+            )
+    if chosen is not queue[0]:
+        queue[0].passed_over += 1
+        stats.affinity_hits += 1
+    elif affinity(chosen.value) in lane.recent:
+        stats.affinity_hits += 1
+    queue.remove(chosen)
+    key = affinity(chosen.value)
+    lane.recent[key] = None
+    lane.recent.move_to_end(key)
+    while len(lane.recent) > memory:
+        lane.recent.popitem(last=False)
+    return chosen
 
 
 class RayExecutor:
@@ -144,8 +185,13 @@ class RayExecutor:
             self.ray.shutdown()
 
     def run(self, source: Iterable[Any], prepare: Callable[[Any], Any], open_lane: Callable[[str], Lane[Any, Any]],
-            write: Callable[[Any], None], give_up: Callable[[Any, str], Any] | None = None) -> RayExecutorStats:  # fmt: skip
-        """Feed every item of source through prepare, a lane actor and write; returns when all are written."""
+            write: Callable[[Any], None], give_up: Callable[[Any, str], Any] | None = None,
+            affinity: Callable[[Any], Hashable] | None = None) -> RayExecutorStats:  # fmt: skip
+        """Feed every item of source through prepare, a lane actor and write; returns when all are written.
+
+        `affinity(item)` (the corpus job: the task) lets an idle lane take, from its node's ready items,
+        one whose key it ran recently (its worker has that task's reference loaded) before the oldest.
+        """
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         ray, config, options = self.ray, self.config, self.options
@@ -230,7 +276,10 @@ class RayExecutor:
                 for lane in lanes.values():
                     queue = ready.get(lane.node)
                     if not lane.busy and queue:
-                        item = queue.popleft()
+                        others = {
+                            next(reversed(o.recent)) for o in lanes.values() if o is not lane and o.recent
+                        }
+                        item = _take(queue, lane, others, affinity, options.affinity_memory, stats)
                         calls[lane.actor.run.remote(item.prepared)] = ("run", item, lane)
                         lane.busy = True
                         stats.lane_items[lane.name] = stats.lane_items.get(lane.name, 0) + 1

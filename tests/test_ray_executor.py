@@ -237,3 +237,27 @@ def test_a_stage_that_raises_stops_the_run_and_is_reraised(local_ray) -> None:  
         RayExecutor(ExecutorConfig(lanes=("cpu",), compile_workers=1)).run(
             range(50), explode, SleepyLane, print
         )
+
+
+def _switches(written: list[tuple[int, int]]) -> int:
+    """Times a lane process ran an item of another key (task) than its previous one."""
+    last: dict[int, int] = {}
+    switches = 0
+    for item, pid in written:
+        if pid in last and last[pid] != item % 2:
+            switches += 1
+        last[pid] = item % 2
+    return switches
+
+
+def test_a_lane_keeps_to_the_tasks_it_has_loaded(local_ray) -> None:  # noqa: ANN001
+    """Two tasks interleaved (key = item % 2): with affinity each lane mostly stays on one task, so a
+    task's reference is built once per actor; without it, lanes switch tasks nearly every item."""
+    config = ExecutorConfig(lanes=("cpu", "cpu"), compile_workers=1, queue_size=8)
+    plain: list[tuple[int, int]] = []
+    RayExecutor(config).run(range(32), abs, SleepyLane, plain.append)
+    kept: list[tuple[int, int]] = []
+    stats = RayExecutor(config).run(range(32), abs, SleepyLane, kept.append, affinity=lambda item: item % 2)
+    assert sorted(item for item, _ in kept) == list(range(32))  # affinity reorders, never drops
+    assert 2 * _switches(kept) < _switches(plain), (_switches(kept), _switches(plain))
+    assert stats.affinity_hits >= 24
