@@ -19,8 +19,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 import os
 import secrets
+import statistics
 import sys
 import threading
 import time
@@ -65,6 +67,27 @@ class RunSummary:
     unexpected: list[str] = field(default_factory=list)  # examples whose outcome differs from their label
     shards: list[Path] = field(default_factory=list)
     seconds: float = 0.0
+    # This session's verdicts only (a resumed run's earlier rows are not re-timed): seconds per stage.
+    stage_seconds: dict[str, list[float]] = field(default_factory=dict)
+    verified_here: int = 0
+
+    def record_stages(self, verdict: Verdict) -> None:
+        self.verified_here += 1
+        for stage in verdict.stages:
+            if stage.outcome != "skipped":
+                self.stage_seconds.setdefault(stage.name, []).append(stage.seconds)
+
+    def stage_stats(self) -> dict[str, dict[str, float]]:
+        """Per stage: how many verdicts ran it, p50/p90 seconds, and the seconds summed over all lanes."""
+        stats = {}
+        for name, values in self.stage_seconds.items():
+            ordered = sorted(values)
+            stats[name] = {"runs": len(ordered), "p50_s": statistics.median(ordered),
+                           "p90_s": ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)], "total_s": sum(ordered)}  # fmt: skip
+        return stats
+
+    def attempts_per_minute(self) -> float | None:
+        return 60.0 * self.verified_here / self.seconds if self.seconds and self.verified_here else None
 
     def check_label(self, attempt: Attempt, verdict: Verdict) -> None:
         platform = verdict.environment.platform if verdict.environment else "cpu"
@@ -100,6 +123,12 @@ class RunSummary:
         rows.append(("duplicates (exact / near)", f"{self.exact_duplicates} / {self.near_duplicates}"))
         if self.retry_later:
             rows.append(("not written, retried on resume", str(len(self.retry_later))))
+        rate = self.attempts_per_minute()
+        if rate is not None:
+            rows.append(("throughput (this session)", f"{rate:.1f} attempts/min"))
+        for name, stage in self.stage_stats().items():
+            rows.append((f"stage {name}", f"{stage['runs']:.0f} verdicts, p50 {stage['p50_s']:.2f} s, "
+                         f"p90 {stage['p90_s']:.2f} s, {stage['total_s']:.0f} s in all"))  # fmt: skip
         width = max(len(name) for name, _ in rows)
         resumed = f", resumed with {self.skipped} attempts already done" if self.resumed else ""
         lines = [f"run {self.run_id} on {self.platform} ({self.seconds:.0f} s{resumed})", "-" * (width + 14)]
@@ -114,6 +143,7 @@ class RunSummary:
             "failures": dict(self.failures), "exact_duplicates": self.exact_duplicates,
             "near_duplicates": self.near_duplicates, "retry_later": self.retry_later, "unexpected": self.unexpected,
             "shards": [str(p) for p in self.shards], "seconds": self.seconds,
+            "attempts_per_minute": self.attempts_per_minute(), "stages": self.stage_stats(),
         }  # fmt: skip
 
 
@@ -297,6 +327,7 @@ def _write_verdict(attempt: Attempt, verdict: Verdict, writer: ShardWriter, ledg
                    summary: RunSummary) -> None:  # fmt: skip
     """Write a finished verification as a row, or defer it to a resume when the failure was ours."""
     summary.check_label(attempt, verdict)
+    summary.record_stages(verdict)
     if verdict.failure_kind in RETRIED_FAILURES:
         ledger.mark_failed(
             summary.run_id, _key(attempt), verdict.failure_kind or "", verdict.failure_message or ""

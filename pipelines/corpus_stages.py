@@ -44,18 +44,20 @@ def lost_attempt(verifier: Verifier, attempt: Attempt, reason: str) -> VerifiedA
 
 
 class VerificationLane:
-    """Finishes prepared attempts on one device; persistent workers, or a fresh process per candidate."""
+    """Finishes prepared attempts on one device; persistent workers, or a fresh process per candidate.
+
+    Both are a `WorkerLane` (the fresh way: one job per worker), so both see only their own device.
+    """
 
     def __init__(
         self, verifier: Verifier, device: str, persistent: bool = True, restart_every: int = 50
     ) -> None:
         self.verifier = verifier
         self.device = device
-        self.workers = WorkerLane(verifier.config.python, device, restart_every) if persistent else None
+        self.workers = WorkerLane(verifier.config.python, device, restart_every if persistent else 1)
 
     def __call__(self, item: PreparedAttempt) -> VerifiedAttempt:
         return VerifiedAttempt(item.attempt, self.verifier.complete(item.prepared, self.workers), self.device)
 
     def close(self) -> None:
-        if self.workers is not None:
-            self.workers.close()
+        self.workers.close()

@@ -81,4 +81,11 @@ def test_summary_table_and_run_record(corpus_run: tuple[Path, str]) -> None:
     assert len(records) == 1
     record = json.loads(records[0].read_text())
     assert record["attempts"] == record["correct"] + sum(record["failures"].values())
+    # Per-stage timings of this session: every attempt is parsed; only those that got that far are checked.
+    stages = record["stages"]
+    assert stages["parse"]["runs"] == record["attempts"]
+    assert 0 < stages["check"]["runs"] < record["attempts"]  # parse errors and static rejects stop earlier
+    assert stages["check"]["p50_s"] <= stages["check"]["p90_s"] <= stages["check"]["total_s"]
+    assert record["attempts_per_minute"] == pytest.approx(60 * record["attempts"] / record["seconds"])
+    assert "throughput (this session)" in printed and "stage check" in printed
     assert not list((out / "data" / "triton").glob(".*.tmp"))
