@@ -39,7 +39,13 @@ from corpus.schema import attempt_row
 from corpus.shards import ShardWriter, read_columns, run_shards
 from kernelvault.contracts import Verdict
 from pipelines.candidates import Attempt, CandidateSource, expected_outcome
-from pipelines.corpus_stages import VerificationLane, VerifiedAttempt, lost_attempt, prepare_attempt
+from pipelines.corpus_stages import (
+    VerificationLane,
+    VerifiedAttempt,
+    discard_prepared,
+    lost_attempt,
+    prepare_attempt,
+)
 from pipelines.executor import ExecutorConfig, LocalExecutor, parse_devices
 from toolchain.tasks import LoadedTasks
 from toolchain.verify import Verifier
@@ -270,7 +276,8 @@ def _run_on_ray(lanes: tuple[str, ...], pool: int, queue_size: int | None, addre
                                              queue_size=queue_size or 2 * len(lanes))  # fmt: skip
         with writer:
             ray_executor.run(attempts, prepare, open_lane, write, give_up=functools.partial(lost_attempt, verifier),
-                             affinity=lambda attempt: attempt.task.task_id)  # fmt: skip
+                             affinity=lambda attempt: attempt.task.task_id,
+                             discard=functools.partial(discard_prepared, verifier))  # fmt: skip
     finally:
         ray_executor.shutdown()
 

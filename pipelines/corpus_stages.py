@@ -38,6 +38,11 @@ def prepare_attempt(verifier: Verifier, attempt: Attempt) -> PreparedAttempt:
     return PreparedAttempt(attempt, prepared, time.perf_counter() - started)
 
 
+def discard_prepared(verifier: Verifier, item: PreparedAttempt) -> None:
+    """An executor lost a prepared attempt (its lane died): remove its files; it is prepared again."""
+    verifier.discard(item.prepared)
+
+
 def lost_attempt(verifier: Verifier, attempt: Attempt, reason: str) -> VerifiedAttempt:
     """What an executor writes for an attempt it gave up on: an infrastructure_error, retried on resume."""
     return VerifiedAttempt(attempt, verifier.lost(attempt.task, attempt.candidate.target, reason), "lost")

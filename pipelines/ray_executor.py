@@ -19,7 +19,7 @@ are in flight and fewer than `queue_size` prepared items wait for a lane, so at 
 Faults. A lane actor is created with `max_restarts`; Ray re-runs its constructor (fresh persistent
 workers) when its process dies. Actor calls are at-most-once (`max_task_retries=0`): when a call fails
 because the actor died, the driver, not Ray, decides. It sends the item back to the prepare stage (its
-workdir may be gone) and counts a loss; an item lost more than `max_losses` times is handed to `give_up`,
+workdir may be gone; `discard` removes what is left of it on its node) and counts a loss; an item lost more than `max_losses` times is handed to `give_up`,
 whose result is written like any other (the corpus job makes it an `infrastructure_error` verdict, which
 the ledger retries on resume). Results reach `write` only from a call that returned, and each item is in
 exactly one place at a time (preparing, ready, or on a lane), so nothing is lost and nothing written
@@ -91,6 +91,10 @@ class LaneHost:
 
 def _prepare_task(prepare: Callable[[Any], Any], item: Any) -> Any:
     return prepare(item)
+
+
+def _discard_task(discard: Callable[[Any], None], prepared: Any) -> None:
+    discard(prepared)
 
 
 @dataclass
@@ -173,6 +177,9 @@ class RayExecutor:
         self._started_ray = False
         self._retry: deque[_Item] = deque()
         self._lane_error = ""
+        self._drop: Callable[[_Item], None] = lambda item: (
+            None
+        )  # set by run: forget an item's prepared result
         if not self.ray.is_initialized():
             self.ray.init(address=self.options.address, include_dashboard=None, log_to_driver=False)
             self._started_ray = True
@@ -186,11 +193,14 @@ class RayExecutor:
 
     def run(self, source: Iterable[Any], prepare: Callable[[Any], Any], open_lane: Callable[[str], Lane[Any, Any]],
             write: Callable[[Any], None], give_up: Callable[[Any, str], Any] | None = None,
-            affinity: Callable[[Any], Hashable] | None = None) -> RayExecutorStats:  # fmt: skip
+            affinity: Callable[[Any], Hashable] | None = None,
+            discard: Callable[[Any], None] | None = None) -> RayExecutorStats:  # fmt: skip
         """Feed every item of source through prepare, a lane actor and write; returns when all are written.
 
         `affinity(item)` (the corpus job: the task) lets an idle lane take, from its node's ready items,
         one whose key it ran recently (its worker has that task's reference loaded) before the oldest.
+        `discard(prepared)` runs, as a task on the item's node, for a prepared item whose lane died with it
+        (the corpus job: remove its temporary folder; the item is prepared again).
         """
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -221,10 +231,25 @@ class RayExecutor:
         exhausted = False
         in_flight_limit = 2 * max(1, config.compile_workers)
 
+        remote_discard = ray.remote(num_cpus=0)(_discard_task)
+        discard_ref = ray.put(discard) if discard is not None else None
+        cleanups: list[Any] = []
+
+        def drop(item: _Item) -> None:
+            """Forget an item's prepared result; its files on its node go too."""
+            if item.prepared is not None and discard_ref is not None:
+                strategy = NodeAffinitySchedulingStrategy(item.node, soft=True)  # the node may be gone
+                cleanups.append(
+                    remote_discard.options(scheduling_strategy=strategy).remote(discard_ref, item.prepared)
+                )
+            item.prepared = None
+
+        self._drop = drop
+
         def lose(item: _Item, why: str) -> None:
             stats.lost += 1
             item.losses += 1
-            item.prepared = None
+            drop(item)
             if item.losses <= options.max_losses:
                 retry.append(item)
                 return
@@ -296,6 +321,8 @@ class RayExecutor:
                     kind, item, lane = calls.pop(ref)
                     self._finish(kind, ref, item, lane, lanes, ready, preparing, stats, write, lose, calls)
         finally:
+            if cleanups:  # best effort: a node that died took its files with it
+                ray.wait(cleanups, num_returns=len(cleanups), timeout=30)
             if finished:  # stop the persistent workers cleanly; otherwise they die with their actor
                 ray.wait([lane.actor.close.remote() for lane in lanes.values()], num_returns=len(lanes),
                          timeout=60)  # fmt: skip
@@ -327,7 +354,7 @@ class RayExecutor:
                 ready.setdefault(item.node, deque()).append(item)
                 stats.prepared_high_water = max(stats.prepared_high_water, sum(map(len, ready.values())))
             else:  # its node has no lane left: prepare it again elsewhere (not the item's fault)
-                item.prepared = None
+                self._drop(item)
                 self._retry.append(item)
             return
         assert lane is not None
@@ -343,7 +370,7 @@ class RayExecutor:
                 del lanes[lane.name]
                 if lane.node and not any(other.node == lane.node for other in lanes.values()):
                     for orphan in ready.pop(lane.node, deque()):
-                        orphan.prepared = None
+                        self._drop(orphan)
                         self._retry.append(orphan)
                 return
             stats.lane_pids.setdefault(lane.name, []).append(pid)

@@ -147,12 +147,14 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return copy_example_suite(tmp_path_factory.mktemp("suite"))
 
 
-def corpus(suite: tuple[Path, Path], out: Path, executor: str) -> dict[str, dict]:
+def corpus(
+    suite: tuple[Path, Path], out: Path, executor: str, work_root: Path | None = None
+) -> dict[str, dict]:
     from pipelines.candidates import ExampleCandidates
 
     tasks, examples = suite
-    summary = run_corpus_job(load_tasks(str(tasks)), ExampleCandidates("triton", examples),
-                             Verifier(VerifyConfig(platform="cpu", timeout_s=120)), out, "triton", workers=2,
+    verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=120, work_root=work_root))
+    summary = run_corpus_job(load_tasks(str(tasks)), ExampleCandidates("triton", examples), verifier, out, "triton", workers=2,
                              progress=False, shard_rows=2, compile_workers=2, executor=executor)  # fmt: skip
     assert not summary.retry_later and not summary.unexpected
     rows = [
@@ -187,8 +189,10 @@ def test_a_lane_actor_killed_mid_run_is_replaced_and_nothing_is_lost(
 
     killer = threading.Thread(target=kill_a_running_lane, args=(120.0, killed, children))
     killer.start()
-    rows = corpus(suite, tmp_path / "ray", "ray")
+    rows = corpus(suite, tmp_path / "ray", "ray", work_root=tmp_path / "work")
     killer.join()
+    # The killed call's prepared folder was discarded on its node, not left behind.
+    assert not list((tmp_path / "work").glob("kv-verify-*"))
     assert killed, "no verification actor was seen running a candidate"
     assert children, "the killed actor had no sandboxed worker: it was not verifying"
     assert rows == local_rows  # every attempt once, with the verdict an uninterrupted run gives

@@ -69,6 +69,7 @@ class VerifyConfig:
     reward: RewardConfig = field(default_factory=lambda: DEFAULT_REWARD)
     python: str = sys.executable
     keep_workdir: bool = False
+    work_root: Path | None = None  # where each candidate's folder is made (None: the system's temp folder)
     allowed_ops: tuple[str, ...] = ()  # aten ops allowed in forward beyond toolchain.integrity.GLUE_OPS
     audit_speedup: float = 10.0  # speedups above this are flagged for a human to audit
     hip_cache: Path = field(
@@ -178,7 +179,9 @@ class Verifier:
 
     def prepare(self, task: Task, candidate: Candidate) -> Prepared:
         """Parse, static checks and (HIP native) compile; stops where a worker would start."""
-        workdir = Path(tempfile.mkdtemp(prefix="kv-verify-"))
+        if self.config.work_root is not None:
+            self.config.work_root.mkdir(parents=True, exist_ok=True)
+        workdir = Path(tempfile.mkdtemp(prefix="kv-verify-", dir=self.config.work_root))
         self._local.defer = True
         try:
             return Prepared(task, candidate.target, verdict=self._verify(task, candidate, workdir))
@@ -212,6 +215,11 @@ class Verifier:
             self._local.runner = None
             if not self.config.keep_workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
+
+    def discard(self, prepared: Prepared) -> None:
+        """Remove what `prepare` left for a device stage that will never run (its lane died with it)."""
+        if prepared.workdir and not self.config.keep_workdir:
+            shutil.rmtree(prepared.workdir, ignore_errors=True)
 
     def lost(self, task: Task, target: str, message: str) -> Verdict:
         """The verdict of an attempt our side could not finish (its worker node or actor kept dying)."""
