@@ -2,7 +2,7 @@
 
     tasks × samples ──► KernelAgent (LangGraph: draft → verify → reflect, N trajectories at once)
                            │ model requests: async, bounded by --concurrency
-                           │ verification: sandboxed workers, bounded by the verifier's slots
+                           │ verification: one persistent-worker lane per slot (pipelines/verify_pool.py)
                            ▼
                      ShardWriter (a trajectory's turns land in one shard) ◄─► run ledger
 
@@ -28,6 +28,7 @@ from corpus.schema import attempt_row
 from corpus.shards import ShardWriter
 from kernelvault.contracts import Candidate, Task
 from pipelines.corpus_job import RunSummary, _progress_bar, close_run, default_workers, job_identity, open_run
+from pipelines.verify_pool import VerifierPool
 from toolchain.tasks import LoadedTasks
 from toolchain.verify import Verifier
 
@@ -122,10 +123,13 @@ async def _run_trajectories(work: list[tuple[Task, int]], verifier: Verifier, ta
                             config: AgentJobConfig, run: Any, writer: ShardWriter, bar: Any) -> None:  # fmt: skip
     budget = RunBudget(max_requests=config.max_requests, max_tokens=config.max_tokens)
     client = ModelClient(config.endpoint, concurrency=config.concurrency, budget=budget)
+    slots = config.verify_workers or default_workers(platform)
+    # One persistent worker lane per slot: interpreter lanes on cpu, GPU i for slot i on a GPU.
+    lanes = ["cpu"] * slots if platform == "cpu" else [str(index) for index in range(slots)]
+    pool = VerifierPool(verifier, lanes)
     agent = KernelAgent(
-        target=target, platform=platform, client=client, verify=verifier.verify, sampling=config.sampling,
-        max_turns=config.max_turns, stop_on_correct=config.stop_on_correct,
-        verify_slots=config.verify_workers or default_workers(platform),
+        target=target, platform=platform, client=client, verify=pool.verify, sampling=config.sampling,
+        max_turns=config.max_turns, stop_on_correct=config.stop_on_correct, verify_slots=slots,
     )  # fmt: skip
 
     async def one(task: Task, sample: int) -> None:
@@ -146,3 +150,4 @@ async def _run_trajectories(work: list[tuple[Task, int]], verifier: Verifier, ta
         await asyncio.gather(*(one(task, sample) for task, sample in work))
     finally:
         await client.close()
+        await asyncio.to_thread(pool.close)

@@ -164,3 +164,20 @@ def test_another_tasks_cached_reference_is_guarded_in_a_persistent_worker(relu_t
         assert (verdict.failure_message or "").startswith("reference_wrapping")
     finally:
         lane.close()
+
+
+def test_the_agent_jobs_pool_verifies_from_any_thread_in_one_long_lived_worker(relu_task) -> None:  # noqa: ANN001
+    """asyncio.to_thread calls arrive on many threads; one lane thread owns the worker and reuses it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pipelines.verify_pool import VerifierPool
+
+    verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60))
+    candidates = [_candidate(relu_task, RELU), _candidate(relu_task, "not python at all ```"),
+                  _candidate(relu_task, RELU)]  # fmt: skip
+    with VerifierPool(verifier, ["cpu"]) as pool, ThreadPoolExecutor(3) as callers:
+        verdicts = list(callers.map(lambda candidate: pool.verify(relu_task, candidate), candidates))
+        stats = pool.lanes[0].stats()["check"]
+    assert [verdict.correct for verdict in verdicts] == [True, False, True]
+    assert verdicts[1].failure_kind in ("parse_error", "static_reject")  # decided on the caller's thread
+    assert stats.jobs == 2 and stats.starts == 1 and stats.reference_builds == 1 and stats.reference_hits == 1
