@@ -18,9 +18,14 @@ status=0
 # KV_GPU_TESTS narrows the tests (a path or node id), KV_GPU_TARGETS the example targets (triton,hip).
 [ "${KV_SKIP_TESTS:-0}" = 1 ] || python3 -m pytest -m gpu ${KV_GPU_TESTS:-tests/gpu} -q -s -p no:cacheprovider 2>&1 \
   | tee "$KV_RESULTS_DIR/gpu-tests.log" || status=1
-# KV_BENCH picks benchmarks: timing (Triton timing fidelity), hip_build (native vs load_inline build time).
+# KV_BENCH picks benchmarks: timing (Triton timing fidelity), hip_build (native vs load_inline build time),
+# throughput (fresh process vs persistent workers), busy (device busy fraction, simulated endpoint).
 for bench in ${KV_BENCH:-timing hip_build}; do
   case "$bench" in
+    throughput) python3 bench/verify_throughput.py --platform cuda --set mixed 2>&1 \
+                  | tee "$KV_RESULTS_DIR/verify_throughput.md" || status=1 ;;
+    busy) python3 bench/gpu_busy.py --platform cuda --samples 8 --latency-median-s 20 --concurrency 64 2>&1 \
+            | tee "$KV_RESULTS_DIR/gpu_busy.md" || status=1 ;;
     timing) python3 bench/timing_fidelity.py 2>&1 | tee "$KV_RESULTS_DIR/timing_fidelity.log" || status=1 ;;
     hip_build) python3 bench/hip_build_time.py --out "$KV_RESULTS_DIR/hip_build_time.md" 2>&1 \
                  | tee "$KV_RESULTS_DIR/hip_build_time.log" || status=1 ;;

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,9 @@ def run_agent_job(
     new_run: bool = False,
     shard_rows: int = 1000,
     flush_interval_s: float = 60.0,
+    on_pool: Callable[[VerifierPool], None] = lambda pool: None,
 ) -> RunSummary:
+    """`on_pool` receives the run's VerifierPool (bench/gpu_busy.py reads its timeline)."""
     started = time.monotonic()
     platform = verifier.choice.platform
     identity = job_identity(loaded, agent_source_identity(config), verifier, target)
@@ -114,22 +117,26 @@ def run_agent_job(
                          flush_interval_s=flush_interval_s, on_shard=record_shard)  # fmt: skip
     bar = _progress_bar(len(work), progress)
     with writer:
-        asyncio.run(_run_trajectories(work, verifier, target, platform, config, run, writer, bar))
+        asyncio.run(_run_trajectories(work, verifier, target, platform, config, run, writer, bar, on_pool))
     bar.close()
     return close_run(run, out_dir / "data" / target, started)
 
 
 async def _run_trajectories(work: list[tuple[Task, int]], verifier: Verifier, target: str, platform: str,
-                            config: AgentJobConfig, run: Any, writer: ShardWriter, bar: Any) -> None:  # fmt: skip
+                            config: AgentJobConfig, run: Any, writer: ShardWriter, bar: Any,
+                            on_pool: Callable[[VerifierPool], None]) -> None:  # fmt: skip
     budget = RunBudget(max_requests=config.max_requests, max_tokens=config.max_tokens)
     client = ModelClient(config.endpoint, concurrency=config.concurrency, budget=budget)
     slots = config.verify_workers or default_workers(platform)
     # One persistent worker lane per slot: interpreter lanes on cpu, GPU i for slot i on a GPU.
     lanes = ["cpu"] * slots if platform == "cpu" else [str(index) for index in range(slots)]
     pool = VerifierPool(verifier, lanes)
+    on_pool(pool)
+    # Twice the lanes in flight: while a lane runs one candidate, the next one's CPU stages (parse, static,
+    # HIP build) run on a caller's thread, so a lane finds work waiting when it finishes.
     agent = KernelAgent(
         target=target, platform=platform, client=client, verify=pool.verify, sampling=config.sampling,
-        max_turns=config.max_turns, stop_on_correct=config.stop_on_correct, verify_slots=slots,
+        max_turns=config.max_turns, stop_on_correct=config.stop_on_correct, verify_slots=2 * slots,
     )  # fmt: skip
 
     async def one(task: Task, sample: int) -> None:

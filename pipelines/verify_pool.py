@@ -12,13 +12,25 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from types import TracebackType
 
 from kernelvault.contracts import Candidate, Task, Verdict
 from toolchain.device_worker import WorkerLane
 from toolchain.verify import Prepared, Verifier
+
+
+@dataclass(frozen=True)
+class DeviceJob:
+    """When one device stage waited and ran (time.monotonic seconds): what bench/gpu_busy.py reads."""
+
+    lane: int
+    queued: float
+    started: float
+    finished: float
 
 
 class VerifierPool:
@@ -27,29 +39,32 @@ class VerifierPool:
     def __init__(self, verifier: Verifier, lanes: Sequence[str], restart_every: int = 50) -> None:
         self.verifier = verifier
         self.restart_every = restart_every
-        self._jobs: queue.Queue[tuple[Prepared, Future[Verdict]] | None] = queue.Queue()
+        self._jobs: queue.Queue[tuple[Prepared, Future[Verdict], float] | None] = queue.Queue()
+        self.timeline: list[DeviceJob] = []  # appended by the lane threads (list.append is atomic)
         self.lanes: list[WorkerLane] = []  # each made and used on its own thread; read here for stats only
         self._threads = [
             threading.Thread(
-                target=self._serve, args=(device,), name=f"kv-verify-{device}-{index}", daemon=True
+                target=self._serve, args=(index, device), name=f"kv-verify-{device}-{index}", daemon=True
             )
             for index, device in enumerate(lanes)
         ]
         for thread in self._threads:
             thread.start()
 
-    def _serve(self, device: str) -> None:
+    def _serve(self, index: int, device: str) -> None:
         lane = WorkerLane(self.verifier.config.python, device, self.restart_every)
         self.lanes.append(lane)
         try:
             while (job := self._jobs.get()) is not None:
-                prepared, future = job
+                prepared, future, queued = job
                 if not future.set_running_or_notify_cancel():
                     continue
+                started = time.monotonic()
                 try:
                     future.set_result(self.verifier.complete(prepared, lane))
                 except BaseException as error:  # noqa: BLE001 - the caller gets it, the lane goes on
                     future.set_exception(error)
+                self.timeline.append(DeviceJob(index, queued, started, time.monotonic()))
         finally:
             lane.close()
 
@@ -58,7 +73,7 @@ class VerifierPool:
         if prepared.verdict is not None:  # decided before the device (parse, static, compile)
             return prepared.verdict
         future: Future[Verdict] = Future()
-        self._jobs.put((prepared, future))
+        self._jobs.put((prepared, future, time.monotonic()))
         return future.result()
 
     def close(self) -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from fake_openai import Answer, FakeOpenAI
 
 from agents.client import EndpointConfig, SamplingSettings
+from kernelvault.simulated_openai import Answer, FakeOpenAI
 from pipelines.agent_job import AgentJobConfig, run_agent_job
 from toolchain.tasks import LoadedTasks, load_task_file
 from toolchain.verify import Verifier, VerifyConfig

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_openai import Answer, FakeOpenAI
 from test_report import chromium_check, find_chromium
 
+from kernelvault.simulated_openai import Answer, FakeOpenAI
 from pipelines.eval_report import add_report_parser
 from pipelines.evaluation import add_eval_parser, find_contamination, load_suite, read_training_corpus
 

@@ -1,8 +1,9 @@
 """A real HTTP server on localhost that speaks the OpenAI chat-completions API, with scripted answers.
 
-Tests give it scenarios: a marker string that identifies the task in the conversation, and the answer
-for each turn. It can inject faults (429, 500, a dropped connection) before the next answers, answer
-slowly, and it records every request it saw.
+For tests and benchmarks (bench/gpu_busy.py), and for a dry run of a pipeline without a model. Give it
+scenarios: a marker string that identifies the task in the conversation, and the answer for each turn.
+It can inject faults (429, 500, a dropped connection) before the next answers, answer after a fixed
+delay or a latency drawn per request (`latency_s`), and it records every request it saw.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Recorded:
 class FakeOpenAI:
     scenarios: dict[str, list[Answer]] = field(default_factory=dict)  # marker -> answer per turn
     delay_s: float = 0.0
+    latency_s: Callable[[], float] | None = None  # drawn per answer, in place of delay_s
     faults: list[int | str] = field(default_factory=list)  # consumed first: 429, 500 or "drop"
     always_fail: int | None = None  # every request answers this status
     requests: list[Recorded] = field(default_factory=list)
@@ -72,7 +74,7 @@ class FakeOpenAI:
                         int(fault), {"error": {"message": f"injected {fault}", "type": "server_error"}}
                     )
                     return
-                time.sleep(server_state.delay_s)
+                time.sleep(server_state.latency_s() if server_state.latency_s else server_state.delay_s)
                 answer = server_state.answer_for(body.get("messages", []))
                 server_state.requests.append(Recorded(self.path, 200, body))
                 message: dict[str, Any] = {"role": "assistant", "content": answer.content}
