@@ -158,10 +158,6 @@ def cmd_corpus(args: argparse.Namespace) -> int:
         except ValueError as error:
             raise UsageError(str(error)) from None
     if args.executor == "ray":
-        if endpoint is not None:
-            raise UsageError(
-                "--executor ray runs the example candidates for now; model-driven runs use local"
-            )
         from pipelines.ray_executor import import_ray
 
         try:
@@ -205,7 +201,8 @@ def cmd_corpus(args: argparse.Namespace) -> int:
             print(f"{agent_name} with model {endpoint.model} at {endpoint.base_url}: {len(loaded.tasks)} tasks × "
                   f"{args.samples} samples, up to {args.turns} turns, verified on {verifier.choice.platform}")  # fmt: skip
             summary = run_agent_job(loaded, verifier, out_dir, args.target, config, progress=not args.no_progress,
-                                    new_run=args.new_run, shard_rows=args.shard_rows)  # fmt: skip
+                                    new_run=args.new_run, shard_rows=args.shard_rows, executor=args.executor,
+                                    address=args.address)  # fmt: skip
     except ConfigurationChanged as error:
         raise UsageError(str(error)) from None
     print(summary.table())

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents.client import EndpointConfig, ModelClient, ProviderError, RunBudget, SamplingSettings
 from agents.graph import KernelAgent, Trajectory
@@ -30,6 +30,9 @@ from corpus.shards import ShardWriter
 from kernelvault.contracts import Candidate, Task
 from pipelines.corpus_job import RunSummary, _progress_bar, close_run, default_workers, job_identity, open_run
 from pipelines.verify_pool import VerifierPool
+
+if TYPE_CHECKING:
+    from pipelines.ray_verify_pool import RayVerifierPool
 from toolchain.tasks import LoadedTasks
 from toolchain.verify import Verifier
 
@@ -95,9 +98,12 @@ def run_agent_job(
     new_run: bool = False,
     shard_rows: int = 1000,
     flush_interval_s: float = 60.0,
-    on_pool: Callable[[VerifierPool], None] = lambda pool: None,
+    on_pool: Callable[[Any], None] = lambda pool: None,
+    executor: str = "local",
+    address: str | None = None,
 ) -> RunSummary:
-    """`on_pool` receives the run's VerifierPool (bench/gpu_busy.py reads its timeline)."""
+    """`executor`: "local" (a VerifierPool of this machine's lanes) or "ray" (a RayVerifierPool: one actor
+    per GPU of the cluster at `address`). `on_pool` receives the pool (bench/gpu_busy.py reads its timeline)."""
     started = time.monotonic()
     platform = verifier.choice.platform
     identity = job_identity(loaded, agent_source_identity(config), verifier, target)
@@ -117,20 +123,29 @@ def run_agent_job(
                          flush_interval_s=flush_interval_s, on_shard=record_shard)  # fmt: skip
     bar = _progress_bar(len(work), progress)
     with writer:
-        asyncio.run(_run_trajectories(work, verifier, target, platform, config, run, writer, bar, on_pool))
+        asyncio.run(_run_trajectories(work, verifier, target, platform, config, run, writer, bar, on_pool,
+                                      executor, address))  # fmt: skip
     bar.close()
     return close_run(run, out_dir / "data" / target, started)
 
 
 async def _run_trajectories(work: list[tuple[Task, int]], verifier: Verifier, target: str, platform: str,
                             config: AgentJobConfig, run: Any, writer: ShardWriter, bar: Any,
-                            on_pool: Callable[[VerifierPool], None]) -> None:  # fmt: skip
+                            on_pool: Callable[[Any], None], executor: str, address: str | None) -> None:  # fmt: skip
     budget = RunBudget(max_requests=config.max_requests, max_tokens=config.max_tokens)
     client = ModelClient(config.endpoint, concurrency=config.concurrency, budget=budget)
     slots = config.verify_workers or default_workers(platform)
-    # One persistent worker lane per slot: interpreter lanes on cpu, GPU i for slot i on a GPU.
-    lanes = ["cpu"] * slots if platform == "cpu" else [str(index) for index in range(slots)]
-    pool = VerifierPool(verifier, lanes)
+    pool: VerifierPool | RayVerifierPool
+    if executor == "ray":
+        from pipelines.ray_executor import RayOptions
+        from pipelines.ray_verify_pool import RayVerifierPool
+
+        pool = RayVerifierPool(verifier, slots, RayOptions(address=address))
+        slots = len(pool.actors)
+    else:  # one persistent worker lane per slot: interpreter lanes on cpu, GPU i for slot i on a GPU
+        pool = VerifierPool(
+            verifier, ["cpu"] * slots if platform == "cpu" else [str(i) for i in range(slots)]
+        )
     on_pool(pool)
     # Twice the lanes in flight: while a lane runs one candidate, the next one's CPU stages (parse, static,
     # HIP build) run on a caller's thread, so a lane finds work waiting when it finishes.

@@ -33,7 +33,8 @@ documented behaviour but have only run on CPU lanes (interpreter platform).
 Affinity: with `affinity` (the corpus job passes the task), an idle lane takes from its node's ready
 items one of a task it ran lately, so a task's reference is built once per actor where the queue allows.
 
-What it does NOT do (yet): stream model requests from actors (the source runs on the driver), write
+Model-driven runs use `pipelines.ray_verify_pool.RayVerifierPool` instead (the agent's trajectories on
+the driver, each verification on an actor). What it does NOT do (yet): write
 shards per actor (every row passes through the one writer on the driver; not yet measured at scale),
 or survive the driver's own death (the ledger does that: rerun the same command to resume).
 """

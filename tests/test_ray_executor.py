@@ -73,13 +73,13 @@ class DoomedLane(SleepyLane):
         return super().__call__(item)
 
 
-def lane_processes(method: str = "") -> list[int]:
+def lane_processes(method: str = "", actor: str = "LaneHost") -> list[int]:
     """Ray worker processes hosting a lane actor (Ray titles them `ray::LaneHost[.method]`)."""
     found = []
     for entry in Path("/proc").iterdir():
         try:
             if entry.name.isdigit() and (entry / "cmdline").read_bytes().startswith(
-                f"ray::LaneHost{method}".encode()
+                f"ray::{actor}{method}".encode()
             ):
                 found.append(int(entry.name))
         except OSError:
@@ -87,11 +87,12 @@ def lane_processes(method: str = "") -> list[int]:
     return found
 
 
-def kill_a_running_lane(deadline_s: float, killed: list[int], children: list[int] | None = None) -> None:
+def kill_a_running_lane(deadline_s: float, killed: list[int], children: list[int] | None = None,
+                        call: tuple[str, str] = ("LaneHost", ".run")) -> None:  # fmt: skip
     """SIGKILL the first lane actor seen running a call; its children (sandboxed workers) go to `children`."""
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline and not killed:
-        for pid in lane_processes(".run"):
+        for pid in lane_processes(call[1], call[0]):
             if children is not None:
                 children.extend(_children(pid))
             os.kill(pid, signal.SIGKILL)
@@ -265,3 +266,53 @@ def test_a_lane_keeps_to_the_tasks_it_has_loaded(local_ray) -> None:  # noqa: AN
     assert sorted(item for item, _ in kept) == list(range(32))  # affinity reorders, never drops
     assert 2 * _switches(kept) < _switches(plain), (_switches(kept), _switches(plain))
     assert stats.affinity_hits >= 24
+
+
+@pytest.mark.slow
+def test_a_model_driven_run_verifies_on_ray_actors_and_survives_a_killed_one(local_ray, tmp_path) -> None:  # noqa: ANN001
+    """The agent job on Ray: trajectories and the ledger on the driver, each verification on an actor; an
+    actor SIGKILLed mid-verification is restarted and the call tried again, so every turn is written once."""
+    from agents.client import EndpointConfig, SamplingSettings
+    from kernelvault.simulated_openai import Answer, FakeOpenAI
+    from pipelines.agent_job import AgentJobConfig, run_agent_job
+    from toolchain.tasks import LoadedTasks, load_task_file
+
+    examples = ROOT / "examples" / "triton"
+    relu, vector_add = (load_task_file(ROOT / "tasks" / f"{name}.py") for name in ("relu", "vector_add"))
+
+    def fenced(path: Path) -> Answer:
+        return Answer(f"Here it is.\n\n```python\n{path.read_text()}```\n")
+
+    server = FakeOpenAI(scenarios={
+        relu.source: [fenced(examples / "broken" / "compile_error__relu.py"), fenced(examples / "relu.py")],
+        vector_add.source: [fenced(examples / "vector_add.py")],
+    })  # fmt: skip
+    url, stop = server.start()
+    config = AgentJobConfig(endpoint=EndpointConfig(url, "qwen3-test", attempts=2, backoff_initial_s=0.01),
+                            samples=2, max_turns=3, concurrency=4, verify_workers=2,
+                            sampling=SamplingSettings(temperature=0.6, top_p=0.95, max_tokens=4096))  # fmt: skip
+    pools: list = []
+    killed: list[int] = []
+    killer = threading.Thread(
+        target=kill_a_running_lane, args=(120.0, killed, None, ("VerifyHost", ".verify"))
+    )
+    killer.start()
+    try:
+        summary = run_agent_job(LoadedTasks(tasks=[relu, vector_add]), Verifier(VerifyConfig(platform="cpu",
+                                timeout_s=120)), tmp_path / "agent", "triton", config, progress=False,
+                                executor="ray", on_pool=pools.append)  # fmt: skip
+    finally:
+        killer.join()
+        stop()
+    assert killed, "no verification actor was seen verifying"
+    assert pools[0].lost >= 1 and not summary.retry_later
+    rows = [row for shard in sorted((tmp_path / "agent" / "data" / "triton").glob("*.parquet"))
+            for row in pq.read_table(shard).to_pylist()]  # fmt: skip
+    turns = sorted((row["task_name"], row["sample_index"], row["turn"], row["failure_kind"]) for row in rows)
+    assert turns == [
+        ("relu", 0, 0, "compile_error"), ("relu", 0, 1, None), ("relu", 1, 0, "compile_error"), ("relu", 1, 1, None),
+        ("vector_add", 0, 0, None), ("vector_add", 1, 0, None),
+    ]  # fmt: skip
+    assert (
+        len({pid for pids in pools[0].pids.values() for pid in pids} - {os.getpid()}) >= 2
+    )  # actors, restarted
