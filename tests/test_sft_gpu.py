@@ -2,11 +2,11 @@
 
 Marked `gpu` (run on the H200, never in CI). Nothing is downloaded: `random:qwen3-8b` builds the
 Qwen3-8B shape (36 layers, hidden 4096, GQA 32/8, SwiGLU 12288, vocab 151 936) on the GPU in bf16, with a
-BPE tokenizer trained on the spot; the data are correct kernels for ten bundled tasks written as corpus
-rows. The kernels are about 2.2 k tokens each (the tokenizer is trained on little text), so best-fit packing
+BPE tokenizer trained on the spot; the data are every bundled Triton and HIP example written as correct
+corpus rows. Each is about 2.2 k tokens (the tokenizer is trained on little text), so best-fit packing
 would put one per 4096-token sequence: the run packs `wrapped` (samples concatenated and cut at 4096) so
-every sequence is full, and checks it. Tokens per second and model FLOPs utilisation (against this GPU's measured bf16 matmul rate, see
-`sft.throughput`) are printed and written to $KV_RESULTS_DIR/sft-qwen3-8b-lora.md for bench/results/.
+the sequences are full, and checks it. Tokens per second and model FLOPs utilisation (against this
+GPU's measured bf16 matmul rate, see `sft.throughput`) are printed and written to $KV_RESULTS_DIR/sft-qwen3-8b-lora.md for bench/results/.
 """
 
 from __future__ import annotations
@@ -26,19 +26,23 @@ pytestmark = [
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
-TASKS = ("relu", "silu", "softmax", "vector_add", "layer_norm", "rms_norm", "row_sum", "cumsum", "mse_loss",
-         "leaky_relu")  # fmt: skip
 
 
 def test_qwen3_8b_lora_runs_20_steps_at_4096_tokens(tmp_path: Path) -> None:
-    from corpus_rows import example_code, row_for
+    from corpus_rows import row_for
 
     from corpus.shards import ShardWriter
     from sft.cli import main
 
+    # Every bundled correct kernel, Triton and HIP (24 distinct samples, ~50 k tokens an epoch), so wrapped
+    # packing has enough text to fill its sequences; the release step drops exact duplicates.
+    examples = [
+        path for language in ("triton", "hip") for path in sorted((ROOT / "examples" / language).glob("*.py"))
+    ]
     corpus = tmp_path / "corpus"
     with ShardWriter(corpus, "triton", "run1") as writer:
-        writer.write_many([row_for(name, example_code(name), True, 0, platform="cuda") for name in TASKS])
+        writer.write_many([row_for(path.stem, path.read_text(), True, index, platform="cuda")
+                           for index, path in enumerate(examples)])  # fmt: skip
     out = tmp_path / "sft"
     config = tmp_path / "qwen3-8b-lora-wrapped.yaml"  # the shipped config, every sequence filled to 4096
     config.write_text((ROOT / "sft" / "configs" / "qwen3-8b-lora.yaml").read_text()
@@ -55,7 +59,8 @@ def test_qwen3_8b_lora_runs_20_steps_at_4096_tokens(tmp_path: Path) -> None:
     values = metrics["metrics"]
     assert metrics["global_step"] == 20 and values["tokens_per_second"] > 0 and 0 < values["mfu"] < 1
     per_sequence = values["tokens_per_step"] / 4  # micro-batch 1 × 4 accumulation steps
-    assert per_sequence >= 0.95 * 4096, f"sequences hold {per_sequence:.0f} tokens, not ~4096"
+    # The last sequence of each epoch is partial; every other one holds 4096 tokens.
+    assert per_sequence >= 0.9 * 4096, f"sequences hold {per_sequence:.0f} tokens, not ~4096"
     peak_gib = torch.cuda.max_memory_allocated() / 2**30
     table = "\n".join([
         "| model | LoRA | seq | tokens per sequence | micro-batch × accum | steps | tokens/s | model TFLOP/s | bf16 peak (measured) | MFU | peak memory |",
