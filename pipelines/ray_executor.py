@@ -64,18 +64,28 @@ def import_ray() -> Any:
     return ray
 
 
+def actor_device(device: str) -> str:
+    """In an actor: "cpu" stays; "gpu" becomes the physical id of the one GPU Ray gave this process.
+
+    The lane's workers get CUDA/HIP_VISIBLE_DEVICES set to that id by WorkerLane. An inherited
+    ROCR_VISIBLE_DEVICES (which Ray sets on AMD nodes) would renumber that GPU as 0 and make the physical id
+    point at nothing, so it goes.
+    """
+    if device != "gpu":
+        return device
+    import ray
+
+    os.environ.pop("ROCR_VISIBLE_DEVICES", None)
+    return str(ray.get_gpu_ids()[0])
+
+
 class LaneHost:
     """The body of a lane actor: one VerificationLane (persistent workers) for the device Ray gave it."""
 
     def __init__(self, open_lane: Callable[[str], Lane[Any, Any]], device: str) -> None:
         import ray
 
-        if device == "gpu":
-            # Ray restricted this process to one GPU; the lane's workers get CUDA/HIP_VISIBLE_DEVICES set to
-            # its physical id by WorkerLane. An inherited ROCR_VISIBLE_DEVICES (which Ray sets on AMD nodes)
-            # would renumber that GPU as 0 and make the physical id point at nothing, so it goes.
-            device = str(ray.get_gpu_ids()[0])
-            os.environ.pop("ROCR_VISIBLE_DEVICES", None)
+        device = actor_device(device)
         self.device = device
         self.node = ray.get_runtime_context().get_node_id()
         self.lane = open_lane(device)

@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Any
 
 from kernelvault.contracts import Candidate, Task, Verdict
-from pipelines.ray_executor import RayOptions, import_ray
+from pipelines.ray_executor import RayOptions, actor_device, import_ray
 from pipelines.verify_pool import DeviceJob
 from toolchain.verify import Verifier
 
@@ -34,15 +34,10 @@ class VerifyHost:
     """The body of a verification actor: the whole verification of a candidate, in persistent workers."""
 
     def __init__(self, verifier: Verifier, device: str) -> None:
-        import ray
-
         from toolchain.device_worker import WorkerLane
 
-        if device == "gpu":  # as LaneHost: Ray restricted this process to one GPU
-            device = str(ray.get_gpu_ids()[0])
-            os.environ.pop("ROCR_VISIBLE_DEVICES", None)
         self.verifier = verifier
-        self.workers = WorkerLane(verifier.config.python, device)
+        self.workers = WorkerLane(verifier.config.python, actor_device(device))
 
     def ping(self) -> None:
         pass
