@@ -145,6 +145,18 @@ def test_the_build_cache_stays_within_its_size(tmp_path: Path) -> None:
     assert (tmp_path / "cache" / "04" / ("04" + "a" * 62 + ".so")).exists()  # the newest survives
 
 
+def test_small_stores_do_not_walk_the_cache_every_time(tmp_path: Path) -> None:
+    cache = HipBuildCache(tmp_path / "cache", max_bytes=100_000)
+    built = tmp_path / "lib.so"
+    built.write_bytes(bytes(1000))
+    for index in range(
+        12
+    ):  # 12 kB: a walk on the first store, another once 5 kB (5% of the bound) more landed
+        cache.store(f"{index:02d}" + "b" * 62, built, "")
+    assert cache.scans == 3
+    assert len(list((tmp_path / "cache").glob("*/*.so"))) == 12  # all within the bound, none evicted
+
+
 @needs_nvcc
 def test_honest_examples_compile_with_nvcc_through_the_portability_header(tmp_path: Path) -> None:
     compiler = find_hip_compiler("cuda", "sm_90")

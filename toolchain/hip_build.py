@@ -147,11 +147,18 @@ def find_hip_compiler(platform: str, arch: str | None) -> HipCompiler:
 
 
 class HipBuildCache:
-    """Content-addressed libraries (and cached failures) under one directory, bounded in size."""
+    """Content-addressed libraries (and cached failures) under one directory, bounded in size.
+
+    Pruning reads the whole cache (a stat per entry), so a process prunes on its first store and then
+    only after it has stored another 5% of the bound: with P processes sharing the cache it may overshoot
+    by up to P × 5% between scans, where scanning after every store would cost a directory walk per build.
+    """
 
     def __init__(self, root: Path, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         self.root = Path(root)
         self.max_bytes = max_bytes
+        self.scans = 0
+        self._stored_since_scan: int | None = None  # None: not scanned by this process yet
 
     def key(self, source: str, compiler: HipCompiler) -> str:
         identity = {"source": source, "vendor": compiler.vendor, "version": compiler.version,
@@ -191,10 +198,16 @@ class HipBuildCache:
         else:
             Path(temporary).write_text(log, encoding="utf-8")
             os.replace(temporary, failure)
-        self.prune()
+        stored = (library if built is not None else failure).stat().st_size
+        if self._stored_since_scan is None or self._stored_since_scan + stored >= self.max_bytes // 20:
+            self.prune()
+        else:
+            self._stored_since_scan += stored
         return library if built is not None else None
 
     def prune(self) -> None:
+        self.scans += 1
+        self._stored_since_scan = 0
         entries = []
         for path in self.root.glob("*/*"):
             try:
