@@ -19,11 +19,14 @@ status=0
 [ "${KV_SKIP_TESTS:-0}" = 1 ] || python3 -m pytest -m gpu ${KV_GPU_TESTS:-tests/gpu} -q -s -p no:cacheprovider 2>&1 \
   | tee "$KV_RESULTS_DIR/gpu-tests.log" || status=1
 # KV_BENCH picks benchmarks: timing (Triton timing fidelity), hip_build (native vs load_inline build time),
-# throughput (fresh process vs persistent workers), busy (device busy fraction, simulated endpoint).
+# throughput (fresh process vs persistent workers), busy (device busy fraction, simulated endpoint),
+# scaling (persistent workers on GPU 0, then on GPUs 0 and 1: the nvidia-h200-x2 machine).
 for bench in ${KV_BENCH:-timing hip_build}; do
   case "$bench" in
     throughput) python3 bench/verify_throughput.py --platform cuda --set mixed 2>&1 \
                   | tee "$KV_RESULTS_DIR/verify_throughput.md" || status=1 ;;
+    scaling) python3 bench/verify_throughput.py --platform cuda --set mixed --compile-workers 8 \
+               --modes persistent@0,persistent@0+1 2>&1 | tee "$KV_RESULTS_DIR/gpu_scaling.md" || status=1 ;;
     busy) python3 bench/gpu_busy.py --platform cuda --samples 8 --latency-median-s 20 --concurrency 64 2>&1 \
             | tee "$KV_RESULTS_DIR/gpu_busy.md" || status=1 ;;
     timing) python3 bench/timing_fidelity.py 2>&1 | tee "$KV_RESULTS_DIR/timing_fidelity.log" || status=1 ;;

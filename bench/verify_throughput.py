@@ -2,13 +2,15 @@
 
     python bench/verify_throughput.py --platform cpu --set small
     python bench/verify_throughput.py --platform cuda --set mixed --devices 0     # the H200 session
+    python bench/verify_throughput.py --platform cuda --set mixed --modes persistent@0,persistent@0+1  # 1 → 2 GPUs
 
 Modes, run one after the other in the same invocation on the same candidates:
 - `fresh`: the way common harnesses do it: for each candidate, a new sandboxed process that imports
   torch, builds the reference and the candidate, checks and (on a GPU) times, one after another
   (`Verifier.verify` with no runner);
 - `persistent`: the same verification through one `WorkerLane` per device (long-lived workers, reference
-  outputs kept per task), fed by the executor (`run_corpus_job` with a compile pool).
+  outputs kept per task), fed by the executor (`run_corpus_job` with a compile pool);
+- `persistent@DEVICES`: the same on the GPUs named (`0+1`: two lanes, GPUs 0 and 1), for scaling.
 Candidate sets (`--set`): `small` (honest + broken + hostile Triton examples on a few tasks, CPU-friendly),
 `mixed` (every Triton and HIP example and every adversarial case: the ≥60-candidate GPU set). Prints
 candidates per minute per mode and per-stage latency (median, p90) from the verdicts' StageRecords.
@@ -157,6 +159,9 @@ def main() -> int:
     for mode in args.modes.split(","):
         if mode == "fresh":
             results[mode] = run_fresh(verifier, items)
+        elif mode.startswith("persistent@"):
+            named = mode.partition("@")[2].replace("+", ",")
+            results[mode] = run_persistent(verifier, items, named, args.lanes, args.compile_workers)
         else:
             results[mode] = run_persistent(verifier, items, devices, args.lanes, args.compile_workers)
     print("\n| mode | candidates | seconds | candidates / min | speed-up |\n|---|---|---|---|---|")
