@@ -55,7 +55,7 @@ SECRETS = {
 INTEGRITY_SUB_REASONS = (
     "no_kernel_launched", "torch_compute", "reference_wrapping", "fallback", "monkey_patch", "threads",
     "subprocess", "tensor_subclass", "modified_inputs", "output_aliases_input", "nondeterministic",
-    "filesystem_write", "judge_probe",
+    "filesystem_write", "judge_probe", "forged_seal",
 )  # fmt: skip
 ROW_COLUMNS = [
     "candidate_origin",

@@ -90,3 +90,17 @@ def test_job_scopes_are_forgotten_and_reference_scopes_are_bounded() -> None:
     assert "job:timed/c0" not in judge.expected
     unknown = _ask(judge, "check0", torch.zeros(1), scope="a")  # the worker must seal it again
     assert unknown["failure_kind"] == "infrastructure_error"
+
+
+def test_expected_outputs_are_sealed_once_and_the_first_seal_stands() -> None:
+    judge = _sealed_judge()  # the harness sealed SCOPE during this job
+    forged = {"type": "seal", "scope": SCOPE, "outputs": {"check1": pack(torch.tensor([9.0]))}}
+    judge.answer(forged)  # the candidate, through the same channel, with its own answer
+    assert (
+        _ask(judge, "check1", torch.tensor([9.0]))["failure_kind"] == "mismatch"
+    )  # judged against the first
+    assert judge.overrule({"failure_kind": None}, SCOPE)["failure_message"].startswith("forged_seal:")
+
+    judge.start_job()  # a later job: the parent holds SCOPE already, so no seal of it is the harness's
+    judge.answer(forged)
+    assert judge.overrule({"failure_kind": None}, SCOPE)["failure_message"].startswith("forged_seal:")

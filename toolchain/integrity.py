@@ -17,9 +17,9 @@ failure message):
 
 Outside this module: the expected outputs are not in the candidate's process at all. The worker seals
 them with its parent before the candidate exists and the parent judges every comparison
-(`toolchain.judge`; `judge_probe`: a check submitted twice, `forged_result`: a success the parent did
-not judge), so walking the garbage collector from the inputs to the harness's records finds scrubbed
-copies.
+(`toolchain.judge`; `judge_probe`: a check submitted twice, `forged_seal`: expected outputs sealed
+again, `forged_result`: a success the parent did not judge), so walking the garbage collector from the
+inputs to the harness's records finds scrubbed copies.
 
 What these checks do NOT stop: code that goes below Python (ctypes system calls, writing to
 /proc/self/mem), or a candidate that walks the interpreter's frames to undo the guards before they

@@ -16,7 +16,14 @@ What the candidate could still do, and why it gains nothing:
   candidate's forward has returned.
 - forge the parent's answer (write into its own stdin): the worker's view is advisory; the parent keeps
   its own record of every judgement and overrides the worker's final result with it (`Judge.overrule`).
-- forge expected outputs: seal messages are authenticated with the worker's key, like results.
+- seal expected outputs of its own (the channel signs whatever it sends): a scope is sealed once, by
+  the harness before the candidate exists (or, for timing inputs, before the candidate's timed calls);
+  a scope the parent already holds, or one sealed twice in a job, makes the job an `integrity_reject`
+  (`forged_seal`) and the first seal stands.
+- forge the worker's final result through the channel: the parent accepts a success only with every
+  check it holds expected outputs for judged and passed. (A correct candidate that walks the frames to
+  the channel could still report timings of its own before the harness times it: the same class as
+  digging the key out of memory, named in `toolchain.integrity`.)
 
 Messages are JSON lines. Worker to parent, on the reply pipe: {"id", "body", "mac"} where body is a JSON
 object with "type": "seal" | "judge" | "result". Parent to worker, on stdin: {"answer": ...}.
@@ -121,6 +128,7 @@ class ParentChannel:
 class JobRecord:
     """What the parent judged during one job: the authority over the worker's final result."""
 
+    held: set[str] = field(default_factory=set)  # scopes the parent held when the job began
     sealed: set[str] = field(default_factory=set)  # scopes sealed during the job
     judged: dict[tuple[str, str], Comparison] = field(default_factory=dict)
     problem: str | None = None  # a protocol breach seen during the job (e.g. a label judged twice)
@@ -142,12 +150,17 @@ class Judge:
     def start_job(self) -> None:
         for scope in [scope for scope in self.expected if scope.startswith("job:")]:
             del self.expected[scope]
-        self.job = JobRecord()
+        self.job = JobRecord(held=set(self.scopes()))
 
     def answer(self, body: dict[str, Any]) -> dict[str, Any]:
         """One worker message (seal or judge) to the answer sent back on its stdin."""
         if body.get("type") == "seal":
             scope = str(body["scope"])
+            if scope in self.job.held or scope in self.job.sealed:  # the first seal stands: see the docstring
+                self.job.problem = (
+                    self.job.problem or "forged_seal: expected outputs were sealed a second time"
+                )
+                return {"answer": True}
             self.expected[scope] = dict(body["outputs"])
             self.expected.move_to_end(scope)
             self.job.sealed.add(scope)

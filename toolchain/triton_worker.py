@@ -33,7 +33,7 @@ import torch
 
 from toolchain.compare import compare_outputs
 from toolchain.integrity import PatchSnapshot, ProcessGuards, TorchComputeMonitor, Violations, patch_targets
-from toolchain.judge import ParentChannel, reference_key
+from toolchain.judge import ParentChannel, reference_key, scrub
 from toolchain.timing import time_on_device
 
 _LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "waves_per_eu", "matrix_instr_nonkdim"}
@@ -491,7 +491,11 @@ def build_reference(job: dict[str, Any], device: torch.device, channel: ParentCh
                 del reference
         sealed = {f"check{index}": entry[3] for index, entry in enumerate(plan)}
         sealed |= {f"refill{index}": entry[6] for index, entry in enumerate(plan) if entry[5] is not None}
-        channel.seal(scope, sealed)
+        if scope in job.get("sealed_scopes", ()):  # the parent holds them (this worker restarted): ours go
+            for value in sealed.values():
+                scrub(value)
+        else:
+            channel.seal(scope, sealed)
     return Reference(harness, plan)
 
 
