@@ -104,3 +104,16 @@ def test_expected_outputs_are_sealed_once_and_the_first_seal_stands() -> None:
     judge.start_job()  # a later job: the parent holds SCOPE already, so no seal of it is the harness's
     judge.answer(forged)
     assert judge.overrule({"failure_kind": None}, SCOPE)["failure_message"].startswith("forged_seal:")
+
+
+def test_a_timed_success_needs_every_performance_case_timed_and_spot_checked() -> None:
+    judge = _sealed_judge()
+    _ask(judge, "check0", torch.tensor([1.0, 2.0]))
+    _ask(judge, "check1", torch.tensor([3.0]))
+    early = judge.overrule({"failure_kind": None, "timings": [{"candidate_ms": 0.001}]}, SCOPE, ["p0"])
+    assert early["failure_kind"] == "integrity_reject" and "the timed calls of p0" in early["failure_message"]
+
+    timed = "job:timed/p0"  # what time_cases seals before the candidate's timed calls, and checks after
+    judge.answer({"type": "seal", "scope": timed, "outputs": {"timed3": pack(torch.tensor([5.0]))}})
+    _ask(judge, "timed3", torch.tensor([5.0]), scope=timed)
+    assert judge.overrule({"failure_kind": None}, SCOPE, ["p0"]) == {"failure_kind": None}

@@ -22,8 +22,8 @@ What the candidate could still do, and why it gains nothing:
   (`forged_seal`) and the first seal stands.
 - forge the worker's final result through the channel: the parent accepts a success only with every
   check it holds expected outputs for judged and passed. (A correct candidate that walks the frames to
-  the channel could still report timings of its own before the harness times it: the same class as
-  digging the key out of memory, named in `toolchain.integrity`.)
+  the channel and reports timings of its own before the harness has timed it is refused too: a timed
+  job's success also needs every performance case's timed calls sealed and spot-checked.)
 
 Messages are JSON lines. Worker to parent, on the reply pipe: {"id", "body", "mac"} where body is a JSON
 object with "type": "seal" | "judge" | "result". Parent to worker, on stdin: {"answer": ...}.
@@ -36,7 +36,7 @@ import hashlib
 import io
 import json
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -190,12 +190,16 @@ class Judge:
         record.judged[(scope, label)] = comparison
         return comparison
 
-    def overrule(self, result: dict[str, Any], check_scope: str) -> dict[str, Any]:
+    def overrule(
+        self, result: dict[str, Any], check_scope: str, timed_cases: Sequence[str] = ()
+    ) -> dict[str, Any]:
         """The worker's final result, held against what the parent judged itself.
 
         A failure the worker reports stands (it cannot help the candidate). A success must rest on a passed
         judgement of every check the parent holds expected outputs for: the task's (`check_scope`, which
-        the parent computes from the job, not from the worker's word) and those sealed during this job.
+        the parent computes from the job, not from the worker's word) and those sealed during this job;
+        and, for a timed job, on the spot checks of every performance case (`timed_cases`, from the job):
+        timings reported before the harness timed and checked them are not the harness's.
         """
         record = self.job
         if record.problem:
@@ -209,6 +213,9 @@ class Judge:
         wanted = {(check_scope, label) for label in self.expected.get(check_scope, {})}
         wanted |= {(scope, label) for scope in record.sealed for label in self.expected.get(scope, {})}
         missing = sorted(label for _, label in wanted - set(record.judged))
+        missing += [
+            f"the timed calls of {name}" for name in timed_cases if f"job:timed/{name}" not in record.sealed
+        ]
         if missing or not wanted:
             return {**result, "failure_kind": "integrity_reject", "failure_message":
                     f"forged_result: the worker reported success without the parent judging {missing[:3] or 'any check'}"}  # fmt: skip
