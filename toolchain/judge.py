@@ -23,7 +23,9 @@ What the candidate could still do, and why it gains nothing:
 - forge the worker's final result through the channel: the parent accepts a success only with every
   check it holds expected outputs for judged and passed. (A correct candidate that walks the frames to
   the channel and reports timings of its own before the harness has timed it is refused too: a timed
-  job's success also needs every performance case's timed calls sealed and spot-checked.)
+  job's success also needs every performance case's timed calls sealed and spot-checked. What is left:
+  code the candidate leaves to run later, such as a finalizer firing after the last spot check, could
+  still send a result with timings of its own; correctness cannot be forged that way.)
 
 Messages are JSON lines. Worker to parent, on the reply pipe: {"id", "body", "mac"} where body is a JSON
 object with "type": "seal" | "judge" | "result". Parent to worker, on stdin: {"answer": ...}.
