@@ -316,3 +316,28 @@ def test_a_model_driven_run_verifies_on_ray_actors_and_survives_a_killed_one(loc
     assert (
         len({pid for pids in pools[0].pids.values() for pid in pids} - {os.getpid()}) >= 2
     )  # actors, restarted
+
+
+def test_the_cli_runs_a_model_driven_job_on_ray(local_ray, tmp_path) -> None:  # noqa: ANN001
+    """`kernelvault corpus --base-url … --executor ray` is the agent job with its verifications on actors."""
+    import contextlib
+    import io
+
+    from kernelvault.cli import main
+    from kernelvault.simulated_openai import Answer, FakeOpenAI
+    from toolchain.tasks import load_task_file
+
+    task = load_task_file(ROOT / "tasks" / "vector_add.py")
+    kernel = (ROOT / "examples" / "triton" / "vector_add.py").read_text()
+    server = FakeOpenAI(scenarios={task.source: [Answer(f"```python\n{kernel}```\n")]})
+    url, stop = server.start()
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            code = main(["corpus", "--target", "triton", "--platform", "cpu", "--tasks", str(ROOT / "tasks" / "vector_add.py"),
+                         "--base-url", url, "--model", "qwen3-test", "--samples", "2", "--turns", "1",
+                         "--executor", "ray", "--workers", "2", "--no-progress", "--out", str(tmp_path / "out")])  # fmt: skip
+    finally:
+        stop()
+    assert code == 0, printed.getvalue()
+    assert "correct                    2 (100%)" in printed.getvalue()
