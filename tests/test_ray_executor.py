@@ -89,12 +89,20 @@ def lane_processes(method: str = "", actor: str = "LaneHost") -> list[int]:
 
 def kill_a_running_lane(deadline_s: float, killed: list[int], children: list[int] | None = None,
                         call: tuple[str, str] = ("LaneHost", ".run")) -> None:  # fmt: skip
-    """SIGKILL the first lane actor seen running a call; its children (sandboxed workers) go to `children`."""
+    """SIGKILL the first lane actor seen running a call; its children (sandboxed workers) go to `children`.
+
+    With `children`, only an actor that has a sandboxed worker is killed: one verifying, not one between
+    calls or answering a candidate decided before the device."""
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline and not killed:
         for pid in lane_processes(call[1], call[0]):
             if children is not None:
-                children.extend(_children(pid))
+                found = _children(pid)
+                if (
+                    not found
+                ):  # a call decided before the device (a parse error), or its worker not started yet
+                    continue
+                children.extend(found)
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
             return
