@@ -1,11 +1,11 @@
-"""Worker process: prove that the kernels a candidate launched compile for a real GPU target.
+"""Worker logic: prove that the kernels a candidate launched compile for a real GPU target.
 
-Run as `python -m toolchain.cross_compile JOB.json` in a sandbox WITHOUT `TRITON_INTERPRET` (an
+Runs in a `cross_compile` worker (`toolchain.device_worker`) started WITHOUT `TRITON_INTERPRET` (an
 interpreted process cannot also compile). It imports the candidate, looks each launched kernel up by
 name, rebuilds the compile signature from the argument types and constexpr values recorded at launch
 (`launches.jsonl`, written by `toolchain.triton_worker`), and calls `triton.compile` for the target
 (default AMD CDNA3: `GPUTarget("hip", "gfx942", 64)`). No GPU is needed: the Triton wheel ships the
-LLVM backends, LLD and ptxas. Writes `compile_result.json`.
+LLVM backends, LLD and ptxas. Its result is the worker's reply.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -149,22 +148,3 @@ def _compile_module(job: dict[str, Any], module: Any, target: Any) -> dict[str, 
         if not entry["ok"]:
             failures.append(f"{name}: {entry['log']}")
     return {"ok": not failures and bool(kernels), "kernels": kernels, "log": "\n".join(failures)}
-
-
-def main(argv: list[str]) -> int:
-    from toolchain.triton_worker import read_seal
-
-    seal = read_seal()
-    job = json.loads(Path(argv[1]).read_text())
-    try:
-        result = compile_launches(job)
-    except BaseException as error:  # noqa: BLE001 - a harness bug must still leave a result
-        result = {"ok": False, "kernels": [], "log": f"cross-compile worker error: {error}", "harness_error": True,
-                  "traceback": traceback.format_exc()[-4000:]}  # fmt: skip
-    result["seal"] = seal
-    Path(job["result_path"]).write_text(json.dumps(result))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))

@@ -413,6 +413,11 @@ class PersistentWorker:
 _FORGED = object()  # a reply that failed authentication
 
 
+def worker_kind(module: str) -> str:
+    """The worker kind that runs a job the verifier addresses to `module`."""
+    return "check" if module == "toolchain.triton_worker" else "cross_compile"
+
+
 class WorkerLane:
     """The persistent workers of one device (a check worker; on cpu also a cross-compile worker).
 
@@ -430,7 +435,7 @@ class WorkerLane:
 
     def run(self, module: str, job: dict[str, Any], workdir: Path, limits: SandboxLimits,
             env: dict[str, str]) -> tuple[SandboxResult, dict[str, Any] | None]:  # fmt: skip
-        kind = "check" if module == "toolchain.triton_worker" else "cross_compile"
+        kind = worker_kind(module)
         worker = self.workers.get(kind)
         if worker is None:
             device_env = {} if self.device == "cpu" else {"CUDA_VISIBLE_DEVICES": self.device,

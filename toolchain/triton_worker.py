@@ -499,13 +499,12 @@ def build_reference(job: dict[str, Any], device: torch.device, channel: ParentCh
     return Reference(harness, plan)
 
 
-def verify_job(job: dict[str, Any], channel: ParentChannel, references: Any = None) -> dict[str, Any]:
-    """Check (and on a GPU time) one candidate. `references`: a persistent worker's ReferenceCache.
+def verify_job(job: dict[str, Any], channel: ParentChannel, references: Any) -> dict[str, Any]:
+    """Check (and on a GPU time) one candidate. `references`: the worker's ReferenceCache.
 
-    Every comparison with an expected output is the parent's, through `channel` (`toolchain.judge`).
-
-    With `references`, the reference outputs may come from an earlier job of the same task, and everything
-    installed for the candidate is taken down afterwards (the worker decides whether it can go on).
+    Every comparison with an expected output is the parent's, through `channel` (`toolchain.judge`). The
+    task's plan may come from an earlier job of the same task, and everything installed for the candidate
+    is taken down afterwards (the worker decides whether it can go on).
     """
     device = torch.device("cuda" if job["platform"] in ("cuda", "rocm") else "cpu")
     allow_tf32 = bool(job.get("allow_tf32", False))
@@ -516,8 +515,7 @@ def verify_job(job: dict[str, Any], channel: ParentChannel, references: Any = No
     # 1. The reference, before any candidate code exists in this process (or, in a persistent worker,
     # before this candidate's code exists: earlier candidates are bounded by device_worker's restart rules).
     scope = reference_key(job, Path(job["task_path"]).read_text())
-    reference = (references.get(job, device, channel, scope) if references is not None
-                 else build_reference(job, device, channel, scope))  # fmt: skip
+    reference = references.get(job, device, channel, scope)
     if isinstance(reference, dict):
         return {**result, **reference}
     sys.modules["kv_task"] = reference.harness.task  # where a fresh worker has it (hostile tests look there)
@@ -530,11 +528,10 @@ def verify_job(job: dict[str, Any], channel: ParentChannel, references: Any = No
         return check_candidate(job, reference, guards, device, result, channel, scope)
     finally:
         _ACTIVE_GUARDS.remove(guards)
-        if references is not None:
-            guards.uninstall()
-            restore_load_inline()
-            sys.modules.pop(job.get("module_name", "kv_candidate"), None)
-            sys.modules.pop("kv_task", None)
+        guards.uninstall()
+        restore_load_inline()
+        sys.modules.pop(job.get("module_name", "kv_candidate"), None)
+        sys.modules.pop("kv_task", None)
 
 
 def check_candidate(job: dict[str, Any], reference: Reference, guards: CandidateGuards, device: torch.device,

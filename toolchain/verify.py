@@ -13,9 +13,7 @@ Candidate code runs only in sandboxed worker processes (`toolchain.sandbox`):
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import secrets
 import shutil
 import sys
 import tempfile
@@ -49,7 +47,7 @@ from toolchain.hip_build import (
 )
 from toolchain.platforms import AMD_WAVEFRONT, PlatformChoice, detect_platform, run_environment
 from toolchain.reward import DEFAULT_REWARD, RewardConfig, graded_reward, task_speedup
-from toolchain.sandbox import SandboxLimits, SandboxResult, run_sandboxed
+from toolchain.sandbox import SandboxLimits, SandboxResult
 from toolchain.static_check import check_hip_candidate, check_triton_candidate
 
 LOG_LIMIT = 4000  # characters of compiler/runtime log kept per stage (the agents' feedback reads it)
@@ -163,9 +161,8 @@ class Verifier:
         self.config = config or VerifyConfig()
         self.choice: PlatformChoice = detect_platform(self.config.platform, self.config.arch)
         self.environment: RunEnvironment = run_environment(self.choice)
-        self._local = (
-            threading.local()
-        )  # per calling thread: the runner, and whether to stop before the device
+        # Per calling thread: the runner, and whether to stop before the device.
+        self._local = threading.local()
 
     def __getstate__(self) -> dict[str, Any]:  # sent to a compile pool: the thread-local state stays here
         return {key: value for key, value in self.__dict__.items() if key != "_local"}
@@ -373,7 +370,6 @@ class Verifier:
             "task_path": str(workdir / "task.py"),
             "candidate_path": str(workdir / "candidate.py"),
             "launches_path": str(workdir / "launches.jsonl"),
-            "result_path": str(workdir / "result.json"),
             "correctness_cases": _case_payload(task.correctness_cases),
             "performance_cases": _case_payload(task.performance_cases),
             "atol": task.atol,
@@ -388,38 +384,20 @@ class Verifier:
             "allowed_ops": list(self.config.allowed_ops),
         }
 
-    def _run_worker(self, module: str, job: dict[str, Any], job_name: str, workdir: Path,
-                    limits: SandboxLimits, env: dict[str, str]) -> tuple[SandboxResult, dict[str, Any] | None]:  # fmt: skip
-        """Run a worker; its result counts only if sealed with this run's secret (see sandbox.run_sandboxed)."""
+    def _run_worker(self, module: str, job: dict[str, Any], workdir: Path, limits: SandboxLimits,
+                    env: dict[str, str]) -> tuple[SandboxResult, dict[str, Any] | None]:  # fmt: skip
+        """Run a worker job on this thread's runner (persistent workers), else on a one-job worker: the
+        per-candidate way. Either way the reply is authenticated, and a check talks to its judge."""
         runner = getattr(self._local, "runner", None)
-        if runner is not None:  # a persistent worker: it authenticates its replies itself
+        if runner is not None:
             return runner.run(module, job, workdir, limits, env)
-        if module == "toolchain.triton_worker":  # the check talks to its judge: a one-job worker
-            from toolchain.device_worker import PersistentWorker
+        from toolchain.device_worker import PersistentWorker, worker_kind
 
-            worker = PersistentWorker("check", self.config.python, env, limits, restart_every=1)
-            try:
-                return worker.run({**job, "module_name": "kv_candidate"}, limits.timeout_s)
-            finally:
-                worker.close()
-        job_path = workdir / job_name
-        job_path.write_text(json.dumps(job))
-        result_path = Path(job["result_path"])
-        result_path.unlink(missing_ok=True)
-        secret = secrets.token_hex(16)
-        run = run_sandboxed(
-            [self.config.python, "-m", module, str(job_path)], workdir, limits, env, secret.encode()
-        )
-        if not result_path.exists():
-            return run, None
+        worker = PersistentWorker(worker_kind(module), self.config.python, env, limits, restart_every=1)
         try:
-            result = json.loads(result_path.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return run, None
-        if not isinstance(result, dict) or result.get("seal") != secret:
-            return run, {"failure_kind": "integrity_reject", "ok": False, "kernels": [], "log": "forged result",
-                         "failure_message": "forged_result: the result file was not written by the harness"}  # fmt: skip
-        return run, result
+            return worker.run({**job, "module_name": "kv_candidate"}, limits.timeout_s)
+        finally:
+            worker.close()
 
     def _worker_env(self, interpret: bool) -> dict[str, str]:
         project_root = str(Path(__file__).resolve().parents[1])
@@ -456,7 +434,7 @@ class Verifier:
     def _verify_on_cpu(self, stages: _Stages, task: Task, code: str, workdir: Path) -> Verdict:
         check_started = time.perf_counter()
         job = self._check_job(task, workdir, timed=False)
-        run, result = self._run_worker("toolchain.triton_worker", job, "check_job.json", workdir,
+        run, result = self._run_worker("toolchain.triton_worker", job, workdir,
                                        self._check_limits(), self._worker_env(interpret=True))  # fmt: skip
         check_seconds = time.perf_counter() - check_started
         check = self._check_verdict_fields(run, result)
@@ -478,12 +456,12 @@ class Verifier:
         if launches:
             compile_job = {
                 "candidate_path": str(workdir / "candidate.py"), "launches_path": str(workdir / "launches.jsonl"),
-                "result_path": str(workdir / "compile_result.json"), "backend": "hip", "arch": self.choice.arch,
+                "backend": "hip", "arch": self.choice.arch,
                 "warp_size": AMD_WAVEFRONT,
             }  # fmt: skip
             limits = SandboxLimits(self.config.compile_timeout_s, None)
-            compile_run, compile_result = self._run_worker("toolchain.cross_compile", compile_job, "compile_job.json",
-                                                           workdir, limits, self._worker_env(interpret=False))  # fmt: skip
+            compile_run, compile_result = self._run_worker("toolchain.cross_compile", compile_job, workdir, limits,
+                                                           self._worker_env(interpret=False))  # fmt: skip
             if compile_result is None:
                 kind, compile_log = _crash_message(compile_run, "the cross-compiler")
             elif compile_result.get("failure_kind") == "integrity_reject":
@@ -534,7 +512,7 @@ class Verifier:
         limits = self._check_limits()
         if hip and hip["hip_form"] == "load_inline":  # the extension is built inside the worker (slow path)
             limits = SandboxLimits(limits.timeout_s + self.config.compile_timeout_s, limits.memory_bytes)
-        run, result = self._run_worker("toolchain.triton_worker", job, "check_job.json", workdir,
+        run, result = self._run_worker("toolchain.triton_worker", job, workdir,
                                        limits, self._worker_env(interpret=False))  # fmt: skip
         seconds = time.perf_counter() - started
         check = self._check_verdict_fields(run, result)
