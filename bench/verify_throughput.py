@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from kernelvault.contracts import FAILURE_KINDS, Candidate, Task  # noqa: E402
 from pipelines.candidates import Attempt  # noqa: E402
+from pipelines.corpus_job import percentile  # noqa: E402
 from toolchain.tasks import LoadedTasks, load_task_file  # noqa: E402
 from toolchain.verify import Verifier, VerifyConfig  # noqa: E402
 
@@ -87,11 +88,6 @@ class FixedSource:
 
     def identity(self) -> dict[str, Any]:
         return {"kind": "bench", "count": len(self.items)}
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
 def stage_table(rows: list[dict[str, Any]]) -> str:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import math
 import os
 import secrets
 import statistics
@@ -89,7 +88,7 @@ class RunSummary:
         for name, values in self.stage_seconds.items():
             ordered = sorted(values)
             stats[name] = {"runs": len(ordered), "p50_s": statistics.median(ordered),
-                           "p90_s": ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)], "total_s": sum(ordered)}  # fmt: skip
+                           "p90_s": percentile(ordered, 0.9), "total_s": sum(ordered)}  # fmt: skip
         return stats
 
     def attempts_per_minute(self) -> float | None:
@@ -151,6 +150,12 @@ class RunSummary:
             "shards": [str(p) for p in self.shards], "seconds": self.seconds,
             "attempts_per_minute": self.attempts_per_minute(), "stages": self.stage_stats(),
         }  # fmt: skip
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The value at fraction q of the sorted values (0.9: the 90th percentile), nan for none."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
 def new_run_id() -> str:
