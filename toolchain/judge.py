@@ -140,8 +140,9 @@ class Judge:
     """Holds expected outputs per scope (reference keys: a bounded LRU, like the worker's cache)."""
 
     def __init__(self, max_scopes: int = 16) -> None:
-        # scope -> label -> packed output; "job:" scopes (timing inputs) are forgotten when the job ends
-        self.expected: OrderedDict[str, dict[str, str]] = OrderedDict()
+        # scope -> label -> expected output, unpacked once when sealed (every later job of the task reuses
+        # it); "job:" scopes (timing inputs) are forgotten when the job ends
+        self.expected: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self.max_scopes = max_scopes
         self.job = JobRecord()
 
@@ -163,7 +164,7 @@ class Judge:
                     self.job.problem or "forged_seal: expected outputs were sealed a second time"
                 )
                 return {"answer": True}
-            self.expected[scope] = dict(body["outputs"])
+            self.expected[scope] = {label: unpack(packed) for label, packed in body["outputs"].items()}
             self.expected.move_to_end(scope)
             self.job.sealed.add(scope)
             while len(self.scopes()) > self.max_scopes:
@@ -179,8 +180,8 @@ class Judge:
         if (scope, label) in record.judged:  # a second ask is a probe: the first answer stands
             record.problem = record.problem or f"judge_probe: {label} was submitted for judgement twice"
             return Comparison("integrity_reject", record.problem)
-        packed = self.expected.get(scope, {}).get(label)
-        if packed is None:
+        held = self.expected.get(scope, {})
+        if label not in held:
             comparison = Comparison("infrastructure_error", f"no expected output for check {label}")
         else:
             try:
@@ -188,7 +189,7 @@ class Judge:
             except Exception as error:  # noqa: BLE001 - whatever the worker sent, it is not an output
                 comparison = Comparison("interface_error", f"the output could not be read: {error}")
             else:
-                comparison = compare_outputs(unpack(packed), output, body.get("atol"), body.get("rtol"))
+                comparison = compare_outputs(held[label], output, body.get("atol"), body.get("rtol"))
         record.judged[(scope, label)] = comparison
         return comparison
 
