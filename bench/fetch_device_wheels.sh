@@ -20,4 +20,19 @@ download trl==1.16.0
 download openai jiter distro sniffio anyio httpx httpcore h11 pydantic pydantic-core annotated-types \
   typing-inspection tenacity httpx2 httpcore2 truststore idna langchain-protocol langgraph langgraph-checkpoint langgraph-prebuilt langgraph-sdk langchain-core \
   jsonpatch jsonpointer langsmith orjson ormsgpack xxhash uuid-utils requests-toolbelt zstandard
-ls .whl
+# Ray, for the Ray executor's GPU bench: the cp312 wheel is 79 MB, over the device tool's 64 MiB carry
+# limit, so it travels as .whl/ray-core.tar.xz (about 30 MB): the wheel's files without the parts the
+# executor never imports (Java jars, rllib, data, serve, llm, tune, train); gpu_session.sh unpacks it.
+# The jsonschema wheels are Ray core's one requirement the image lacks.
+download jsonschema jsonschema-specifications referencing rpds-py
+if [ ! -f .whl/ray-core.tar.xz ]; then
+  staging=$(mktemp -d)
+  "$PY" -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux2014_x86_64 -d "$staging" "ray==2.60.0"
+  mkdir "$staging/tree" && (cd "$staging/tree" && "$PY" -m zipfile -e "$staging"/ray-*.whl . \
+    && rm -rf ray/jars ray/rllib ray/data ray/serve ray/llm ray/tune ray/train \
+    && chmod +x ray/core/src/ray/gcs/gcs_server ray/core/src/ray/raylet/raylet \
+    && tar cf - . | xz -6 -T0 > "$OLDPWD/.whl/ray-core.tar.xz")
+  rm -rf "$staging"
+fi
+ls -la .whl

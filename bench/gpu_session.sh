@@ -7,8 +7,15 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export KV_RESULTS_DIR="${OUT:-${KV_RESULTS_DIR:-/tmp/kv-results}}"
 mkdir -p "$KV_RESULTS_DIR"
+# Installed once per machine (the marker), so that two sessions started side by side on the GPUs of one
+# host (CUDA_VISIBLE_DEVICES) share one install instead of racing on /tmp/site.
 if compgen -G ".whl/*.whl" >/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  if [ ! -f /tmp/site/.kv-installed ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+    # Ray travels as a pruned tree (bench/fetch_device_wheels.sh says why), unpacked beside the wheels
+    if [ -f .whl/ray-core.tar.xz ]; then tar xJf .whl/ray-core.tar.xz -C /tmp/site || exit 1; fi
+    touch /tmp/site/.kv-installed
+  fi
   export PYTHONPATH="/tmp/site" PATH="/tmp/site/bin:$PATH"  # ninja (load_inline) comes as a wheel
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -20,13 +27,16 @@ status=0
   | tee "$KV_RESULTS_DIR/gpu-tests.log" || status=1
 # KV_BENCH picks benchmarks: timing (Triton timing fidelity), hip_build (native vs load_inline build time),
 # throughput (fresh process vs persistent workers), busy (device busy fraction, simulated endpoint),
-# scaling (persistent workers on GPU 0, then on GPUs 0 and 1: the nvidia-h200-x2 machine).
+# scaling (persistent workers on GPU 0, then on GPUs 0 and 1: the nvidia-h200-x2 machine), ray_scaling
+# (the same through the Ray executor: one verification actor, then two, on a local Ray instance).
 for bench in ${KV_BENCH:-timing hip_build}; do
   case "$bench" in
     throughput) python3 bench/verify_throughput.py --platform cuda --set mixed 2>&1 \
                   | tee "$KV_RESULTS_DIR/verify_throughput.md" || status=1 ;;
     scaling) python3 bench/verify_throughput.py --platform cuda --set mixed --compile-workers 8 \
                --modes persistent@0,persistent@0+1 2>&1 | tee "$KV_RESULTS_DIR/gpu_scaling.md" || status=1 ;;
+    ray_scaling) python3 bench/verify_throughput.py --platform cuda --set mixed --compile-workers 8 \
+                   --modes ray@0,ray@0+1 2>&1 | tee "$KV_RESULTS_DIR/ray_scaling.md" || status=1 ;;
     busy) python3 bench/gpu_busy.py --platform cuda --samples 8 --latency-median-s 20 --concurrency 64 2>&1 \
             | tee "$KV_RESULTS_DIR/gpu_busy.md" || status=1 ;;
     timing) python3 bench/timing_fidelity.py 2>&1 | tee "$KV_RESULTS_DIR/timing_fidelity.log" || status=1 ;;

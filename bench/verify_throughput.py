@@ -10,7 +10,9 @@ Modes, run one after the other in the same invocation on the same candidates:
   (`Verifier.verify` with no runner);
 - `persistent`: the same verification through one `WorkerLane` per device (long-lived workers, reference
   outputs kept per task), fed by the executor (`run_corpus_job` with a compile pool);
-- `persistent@DEVICES`: the same on the GPUs named (`0+1`: two lanes, GPUs 0 and 1), for scaling.
+- `persistent@DEVICES`: the same on the GPUs named (`0+1`: two lanes, GPUs 0 and 1), for scaling;
+- `ray@DEVICES`: the same stages through the Ray executor (a local Ray instance; one verification actor per
+  GPU named, compilation as Ray tasks): the 1 → 2 actor scaling of the Ray issue.
 Candidate sets (`--set`): `small` (honest + broken + hostile Triton examples on a few tasks, CPU-friendly),
 `mixed` (every Triton and HIP example and every adversarial case: the ≥60-candidate GPU set). Prints
 candidates per minute per mode and per-stage latency (median, p90) from the verdicts' StageRecords.
@@ -114,7 +116,7 @@ def run_fresh(verifier: Verifier, items: list[Attempt]) -> tuple[float, list[dic
 
 
 def run_persistent(verifier: Verifier, items: list[Attempt], devices: str, lanes: int,
-                   compile_workers: int) -> tuple[float, list[dict[str, Any]]]:  # fmt: skip
+                   compile_workers: int, executor: str = "local") -> tuple[float, list[dict[str, Any]]]:  # fmt: skip
     from corpus.shards import read_columns, run_shards
     from pipelines.corpus_job import run_corpus_job
 
@@ -122,7 +124,8 @@ def run_persistent(verifier: Verifier, items: list[Attempt], devices: str, lanes
     with tempfile.TemporaryDirectory() as out:
         started = time.monotonic()
         summary = run_corpus_job(tasks, FixedSource(items), verifier, Path(out), "triton", workers=lanes,
-                                 progress=False, devices=devices, compile_workers=compile_workers)  # fmt: skip
+                                 progress=False, devices=devices, compile_workers=compile_workers,
+                                 executor=executor)  # fmt: skip
         seconds = time.monotonic() - started
         table = read_columns(
             run_shards(Path(out) / "data" / "triton", summary.run_id), ["failure_kind", "stages"]
@@ -155,9 +158,10 @@ def main() -> int:
     for mode in args.modes.split(","):
         if mode == "fresh":
             results[mode] = run_fresh(verifier, items)
-        elif mode.startswith("persistent@"):
-            named = mode.partition("@")[2].replace("+", ",")
-            results[mode] = run_persistent(verifier, items, named, args.lanes, args.compile_workers)
+        elif mode.startswith(("persistent@", "ray@")):
+            executor, _, named = mode.partition("@")
+            results[mode] = run_persistent(verifier, items, named.replace("+", ","), args.lanes,
+                                           args.compile_workers, "ray" if executor == "ray" else "local")  # fmt: skip
         else:
             results[mode] = run_persistent(verifier, items, devices, args.lanes, args.compile_workers)
     print("\n| mode | candidates | seconds | candidates / min | speed-up |\n|---|---|---|---|---|")
