@@ -19,7 +19,7 @@ download trl==1.16.0
 # agents (the RL rollouts and reward service import them): openai and LangGraph with their pure-Python deps
 download openai jiter distro sniffio anyio httpx httpcore h11 pydantic pydantic-core annotated-types \
   typing-inspection tenacity httpx2 httpcore2 truststore idna langchain-protocol langgraph langgraph-checkpoint langgraph-prebuilt langgraph-sdk langchain-core \
-  jsonpatch jsonpointer langsmith orjson ormsgpack xxhash uuid-utils requests-toolbelt zstandard
+  jsonpatch jsonpointer langsmith orjson ormsgpack xxhash uuid-utils requests-toolbelt zstandard websockets
 # Ray, for the Ray executor's GPU bench: the cp312 wheel is 79 MB, over the device tool's 64 MiB carry
 # limit, so it travels as .whl/ray-core.tar.xz (about 30 MB): the wheel's files without the parts the
 # executor never imports (Java jars, rllib, data, serve, llm, tune, train); gpu_session.sh unpacks it.

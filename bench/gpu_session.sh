@@ -29,13 +29,16 @@ status=0
 # throughput (fresh process vs persistent workers), busy (device busy fraction, simulated endpoint),
 # scaling (persistent workers on GPU 0, then on GPUs 0 and 1: the nvidia-h200-x2 machine), ray_scaling
 # (the same through the Ray executor: one verification actor, then two, on a local Ray instance).
+# The throughput benches verify KV_BENCH_LIMIT candidates of the mixed set (evenly spaced over it, so
+# honest, broken, hostile, Triton and HIP all stay in), each within 30 s.
+SET="--platform cuda --set mixed --limit ${KV_BENCH_LIMIT:-60} --timeout-s 30"
 for bench in ${KV_BENCH:-timing hip_build}; do
   case "$bench" in
-    throughput) python3 bench/verify_throughput.py --platform cuda --set mixed 2>&1 \
+    throughput) python3 bench/verify_throughput.py $SET --compile-workers 8 2>&1 \
                   | tee "$KV_RESULTS_DIR/verify_throughput.md" || status=1 ;;
-    scaling) python3 bench/verify_throughput.py --platform cuda --set mixed --compile-workers 8 \
+    scaling) python3 bench/verify_throughput.py $SET --compile-workers 8 \
                --modes persistent@0,persistent@0+1 2>&1 | tee "$KV_RESULTS_DIR/gpu_scaling.md" || status=1 ;;
-    ray_scaling) python3 bench/verify_throughput.py --platform cuda --set mixed --compile-workers 8 \
+    ray_scaling) python3 bench/verify_throughput.py $SET --compile-workers 8 \
                    --modes ray@0,ray@0+1 2>&1 | tee "$KV_RESULTS_DIR/ray_scaling.md" || status=1 ;;
     busy) python3 bench/gpu_busy.py --platform cuda --samples 8 --latency-median-s 20 --concurrency 64 2>&1 \
             | tee "$KV_RESULTS_DIR/gpu_busy.md" || status=1 ;;

@@ -21,6 +21,7 @@ candidates per minute per mode and per-stage latency (median, p90) from the verd
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import tempfile
@@ -42,7 +43,12 @@ SMALL_TASKS = ("relu", "vector_add", "silu", "leaky_relu")
 STAGES = ("parse", "static", "compile", "check", "time")
 
 
-def candidate_files(which: str) -> list[tuple[str, str, Path]]:
+# Unbounded host allocation: GPU workers have no address-space limit (CUDA maps huge ranges), so on a
+# shared GPU machine it is bounded only by its timeout; the GPU suites leave it out for the same reason.
+NOT_ON_GPU = ("unbounded_alloc",)
+
+
+def candidate_files(which: str, on_gpu: bool = False) -> list[tuple[str, str, Path]]:
     """(target, task name, path) of the set's candidates."""
     found: list[tuple[str, str, Path]] = []
     targets = ("triton",) if which == "small" else ("triton", "hip")
@@ -63,20 +69,24 @@ def candidate_files(which: str) -> list[tuple[str, str, Path]]:
                 found.append((target, parts[1], path))
     if which == "small":
         found = [entry for entry in found if entry[1] in SMALL_TASKS]
+    if on_gpu:
+        found = [entry for entry in found if not any(marker in entry[2].name for marker in NOT_ON_GPU)]
     return found
 
 
-def attempts(which: str, limit: int | None) -> list[Attempt]:
+def attempts(which: str, limit: int | None, on_gpu: bool = False) -> list[Attempt]:
     tasks: dict[str, Task] = {}
     result: list[Attempt] = []
-    for target, name, path in candidate_files(which):
+    for target, name, path in candidate_files(which, on_gpu):
         task_file = ROOT / "tasks" / f"{name}.py"
         if not task_file.exists():
             continue
         task = tasks.setdefault(name, load_task_file(task_file))
         candidate = Candidate(task.task_id, target, path.read_text(), f"bench:{path.relative_to(ROOT)}")  # type: ignore[arg-type]
         result.append(Attempt(task, candidate, sample_index=len(result)))
-    return result[:limit] if limit else result
+    if limit and limit < len(result):  # evenly spaced, so a shorter set keeps the mix of kinds and targets
+        result = [result[index * len(result) // limit] for index in range(limit)]
+    return result
 
 
 class FixedSource:
@@ -143,19 +153,31 @@ def main() -> int:
     )
     parser.add_argument("--platform", default="cpu", choices=["cpu", "cuda", "rocm"])
     parser.add_argument("--set", default="small", choices=["small", "mixed"], dest="which")
-    parser.add_argument("--limit", type=int, help="first N candidates of the set")
+    parser.add_argument("--limit", type=int, help="N candidates of the set, evenly spaced over it")
     parser.add_argument("--devices", default=None, help="`cpu` or GPU ids (default: cpu, or 0 on a GPU)")
     parser.add_argument("--lanes", type=int, default=1, help="interpreter lanes on cpu (default 1)")
     parser.add_argument("--compile-workers", type=int, default=1)
     parser.add_argument("--modes", default="fresh,persistent")
+    parser.add_argument(
+        "--timeout-s", type=float, default=60.0, help="per candidate (the hanging ones wait it out)"
+    )
     args = parser.parse_args()
-    verifier = Verifier(VerifyConfig(platform=args.platform, timeout_s=120))
-    items = attempts(args.which, args.limit)
+    caches = Path(tempfile.mkdtemp(prefix="kv-bench-caches-"))
+
+    def fresh_verifier(mode: str) -> Verifier:
+        # Each mode starts with empty Triton and HIP build caches: a mode run after another must not
+        # find its kernels already compiled.
+        return Verifier(VerifyConfig(platform=args.platform, timeout_s=args.timeout_s,
+                                     hip_cache=caches / mode / "hip", triton_cache=caches / mode / "triton"))  # fmt: skip
+
+    verifier = fresh_verifier("probe")
+    items = attempts(args.which, args.limit, on_gpu=args.platform != "cpu")
     devices = args.devices or ("cpu" if args.platform == "cpu" else "0")
     print(f"{len(items)} candidates ({args.which}) on {verifier.choice.platform} {verifier.choice.device}, "
-          f"devices {devices}, lanes {args.lanes}")  # fmt: skip
+          f"devices {devices}, lanes {args.lanes}; build caches empty at the start of each mode")  # fmt: skip
     results = {}
     for mode in args.modes.split(","):
+        verifier = fresh_verifier(mode.replace("@", "-").replace("+", "-"))
         if mode == "fresh":
             results[mode] = run_fresh(verifier, items)
         elif mode.startswith(("persistent@", "ray@")):
@@ -164,6 +186,7 @@ def main() -> int:
                                            args.compile_workers, "ray" if executor == "ray" else "local")  # fmt: skip
         else:
             results[mode] = run_persistent(verifier, items, devices, args.lanes, args.compile_workers)
+    shutil.rmtree(caches, ignore_errors=True)
     print("\n| mode | candidates | seconds | candidates / min | speed-up |\n|---|---|---|---|---|")
     base = results.get("fresh", next(iter(results.values())))[0]
     for mode, (seconds, rows) in results.items():

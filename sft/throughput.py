@@ -50,6 +50,24 @@ def measured_matmul_tflops(device: torch.device, dtype: torch.dtype = torch.bflo
     return 2 * size**3 * repetitions / (time.perf_counter() - started) / 1e12
 
 
+def sequence_fill(dataset: Any, max_length: int) -> dict[str, float]:
+    """How full the training sequences are: tokens per sequence of the (packed) training set, over max_length.
+
+    Read from the dataset the trainer iterates, not inferred from steps: an epoch's last optimizer step
+    can hold fewer sequences than `gradient_accumulation_steps` (7 packed sequences make steps of 4 and 3),
+    so tokens per step over sequences per step would under-count.
+    """
+    import pyarrow.compute as pc
+
+    if dataset is None or "input_ids" not in (dataset.column_names or []) or not len(dataset):
+        return {}
+    lengths = dataset.select_columns(["input_ids"]).with_format("arrow")[:]["input_ids"]
+    tokens = pc.sum(pc.list_value_length(lengths)).as_py()
+    per_sequence = tokens / len(dataset)
+    return {"train_sequences": float(len(dataset)), "tokens_per_sequence": per_sequence,
+            "sequence_fill": per_sequence / max_length}  # fmt: skip
+
+
 def _synchronize(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)

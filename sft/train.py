@@ -46,7 +46,7 @@ from sft.models import (
     train_tokenizer,
     world_size,
 )
-from sft.throughput import ThroughputCallback, measured_matmul_tflops, training_flops_per_token
+from sft.throughput import ThroughputCallback, measured_matmul_tflops, sequence_fill, training_flops_per_token
 
 if TYPE_CHECKING:
     from peft import LoraConfig
@@ -229,6 +229,7 @@ def train(config: SFTRunConfig, data: SFTData) -> tuple[SFTResult, PreTrainedMod
         "train_loss": output.training_loss,
         **output.metrics,
         **throughput.metrics(),
+        **sequence_fill(trainer.train_dataset, config.max_length),
     }
     if data.eval is not None:
         metrics.update(trainer.evaluate())

@@ -32,3 +32,13 @@ def test_finite_values_outside_tolerance_name_the_first_bad_element() -> None:
     result = compare_outputs(torch.zeros(4), torch.tensor([0.0, 0.0, 0.5, 0.0]), 1e-4, 1e-4)
     assert result.failure_kind == "mismatch"
     assert "1 of 4 elements outside" in result.message and "flat index 2" in result.message
+
+
+def test_a_comparison_leaves_both_tensors_as_they_were() -> None:
+    # The judge keeps its expected outputs for later checks; a float64 .to() would alias, not copy.
+    reference = torch.tensor([[-1.0, 2.0], [3.0, -4.0]], dtype=torch.float64)
+    output = torch.tensor([[-1.0, 2.0], [3.5, -4.0]], dtype=torch.float64)
+    kept_reference, kept_output = reference.clone(), output.clone()
+    result = compare_outputs(reference, output, 1e-4, 1e-4)
+    assert result.failure_kind == "mismatch" and "got 3.5, expected 3" in result.message
+    assert torch.equal(reference, kept_reference) and torch.equal(output, kept_output)

@@ -117,3 +117,61 @@ def test_a_timed_success_needs_every_performance_case_timed_and_spot_checked() -
     judge.answer({"type": "seal", "scope": timed, "outputs": {"timed3": pack(torch.tensor([5.0]))}})
     _ask(judge, "timed3", torch.tensor([5.0]), scope=timed)
     assert judge.overrule({"failure_kind": None}, SCOPE, ["p0"]) == {"failure_kind": None}
+
+
+def _reader_of(parts: list[bytes]) -> PersistentWorker:  # noqa: F821 - imported in the tests below
+    """A parent-side reader on a real pipe that a thread fills with `parts` in 64 KiB writes."""
+    import os
+    import sys
+    import threading
+
+    from toolchain.device_worker import PersistentWorker
+    from toolchain.sandbox import SandboxLimits
+
+    read_end, write_end = os.pipe()
+
+    def write() -> None:
+        for part in parts:
+            view = memoryview(part)
+            while view:
+                view = view[os.write(write_end, view[: 1 << 16]) :]
+        os.close(write_end)
+
+    threading.Thread(target=write, daemon=True).start()
+    worker = PersistentWorker("check", sys.executable, {}, SandboxLimits(30.0, None))
+    worker._replies, worker._key = read_end, b"key"
+    return worker
+
+
+def test_a_message_with_an_output_larger_than_the_pipe_arrives_whole_and_authenticated() -> None:
+    import time
+
+    from toolchain.device_worker import encode_message
+
+    output = torch.arange(3 << 20, dtype=torch.float32)  # 12 MB: about 200 pipe-sized reads
+    judged = {"type": "judge", "scope": SCOPE, "label": "timed3", "output": pack(output), "atol": None}
+    worker = _reader_of([*encode_message(b"key", 4, judged), *encode_message(b"key", 4, {"type": "result"})])
+    body = worker._read_message(4, time.monotonic() + 30)
+    assert (
+        isinstance(body, dict) and body["label"] == "timed3" and torch.equal(unpack(body["output"]), output)
+    )
+    assert worker._read_message(4, time.monotonic() + 30) == {"type": "result"}  # the next message, intact
+    assert worker._read_message(4, time.monotonic() + 30) is None and worker._closed  # end of the pipe
+
+
+def test_a_changed_output_byte_or_a_malformed_header_is_not_a_message_of_the_harness() -> None:
+    import time
+
+    from toolchain.device_worker import _FORGED, encode_message
+
+    header, blob = encode_message(b"key", 1, {"type": "judge", "output": pack(torch.ones(1000))})
+    tampered = bytearray(blob)
+    tampered[-1] ^= 1
+    assert _reader_of([header, bytes(tampered)])._read_message(1, time.monotonic() + 30) is _FORGED
+    assert _reader_of([header, blob])._read_message(2, time.monotonic() + 30) is _FORGED  # another job's
+    for bad in (
+        b'{"id": 1, "body": "{}", "blobs": [-5], "mac": ""}\n',
+        b'{"id": 1, "body": "{}"}\n',
+        b"not json\n",
+    ):
+        assert _reader_of([bad])._read_message(1, time.monotonic() + 30) is _FORGED

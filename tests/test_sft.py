@@ -239,6 +239,7 @@ def test_tiny_sft_from_the_local_hub_by_tag_resumes_and_measures_pass_rate(hub: 
     metrics = json.loads((interrupted / "sft_metrics.json").read_text())
     assert metrics["split"]["revision"] == "v0.1.0" and metrics["split"]["eval_tasks"] == ["cumsum"]
     assert metrics["metrics"]["eval_loss"] > 0 and metrics["metrics"]["tokens_per_second"] > 0
+    assert 0 < metrics["metrics"]["sequence_fill"] <= 1  # tiny.yaml packs
     # the first invocation's history came back with the checkpoint
     logged_steps = [entry["step"] for entry in metrics["log_history"] if "loss" in entry]
     assert logged_steps == [1, 2, 3, 4, 5, 6]
@@ -298,6 +299,17 @@ def test_the_served_model_answers_chat_completions(tiny_model: Path) -> None:
     assert split_reasoning("<think>\nplan\n</think>\n\nanswer") == ("plan", "answer")
     assert split_reasoning("plan</think>answer") == ("plan", "answer")
     assert split_reasoning("no thinking") == (None, "no thinking")
+
+
+def test_sequence_fill_counts_the_packed_sequences_not_the_steps() -> None:
+    from sft.throughput import sequence_fill
+
+    # wrapped packing of 10 tokens at length 4: two full sequences and a partial one; after a shuffle
+    packed = datasets.Dataset.from_dict({"input_ids": [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10]]}).shuffle(seed=0)
+    fill = sequence_fill(packed, 4)
+    assert fill["train_sequences"] == 3 and fill["tokens_per_sequence"] == pytest.approx(10 / 3)
+    assert fill["sequence_fill"] == pytest.approx(10 / 12)
+    assert sequence_fill(datasets.Dataset.from_dict({"text": ["a"]}), 4) == {}
 
 
 def test_bad_configuration_is_one_line_and_exit_2(tmp_path: Path) -> None:

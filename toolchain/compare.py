@@ -61,35 +61,45 @@ def compare_outputs(
             continue
         a_tol = default_tolerance(ref.dtype) if atol is None else atol
         r_tol = default_tolerance(ref.dtype) if rtol is None else rtol
-        ref64, out64 = ref.detach().to(torch.float64), out.detach().to(torch.float64)
-        ref_bad, out_bad = ~torch.isfinite(ref64), ~torch.isfinite(out64)
-        # NaN never equals NaN: compare where the NaNs are, then the infinities by sign.
-        same_nan = torch.equal(torch.isnan(ref64), torch.isnan(out64))
-        if (
-            not torch.equal(ref_bad, out_bad)
-            or not same_nan
-            or not torch.equal(torch.isposinf(ref64), torch.isposinf(out64))
-        ):
-            differs = (ref_bad != out_bad) | (torch.isnan(ref64) != torch.isnan(out64))
-            differs |= torch.isposinf(ref64) != torch.isposinf(out64)
-            return Comparison(
-                "mismatch",
-                f"{where}: NaN/Inf at {int(differs.sum())} position(s) where the reference differs",
+        if bool(torch.isfinite(ref).all()) and bool(torch.isfinite(out).all()):
+            # The common case, in three passes over float64 copies (the judge compares outputs of hundreds
+            # of MB inside a job's time limit: 32 M elements took 2.5 s with the masks below, 0.9 s here).
+            got, expected = out.detach().reshape(-1), ref.detach().reshape(-1)  # for the message
+            ref64, out64 = (
+                ref.detach().to(torch.float64, copy=True),
+                out.detach().to(torch.float64, copy=True),
             )
-        finite = ~ref_bad
-        diff = (out64[finite] - ref64[finite]).abs()
+            diff, scale = out64.sub_(ref64).abs_().reshape(-1), ref64.abs_().reshape(-1)
+        else:
+            ref64, out64 = ref.detach().to(torch.float64), out.detach().to(torch.float64)
+            ref_bad, out_bad = ~torch.isfinite(ref64), ~torch.isfinite(out64)
+            # NaN never equals NaN: compare where the NaNs are, then the infinities by sign.
+            same_nan = torch.equal(torch.isnan(ref64), torch.isnan(out64))
+            if (
+                not torch.equal(ref_bad, out_bad)
+                or not same_nan
+                or not torch.equal(torch.isposinf(ref64), torch.isposinf(out64))
+            ):
+                differs = (ref_bad != out_bad) | (torch.isnan(ref64) != torch.isnan(out64))
+                differs |= torch.isposinf(ref64) != torch.isposinf(out64)
+                return Comparison(
+                    "mismatch",
+                    f"{where}: NaN/Inf at {int(differs.sum())} position(s) where the reference differs",
+                )
+            finite = ~ref_bad
+            got, expected = out64[finite], ref64[finite]  # the flat index below counts finite elements
+            diff, scale = (got - expected).abs(), expected.abs()
         if diff.numel():
-            scale = ref64[finite].abs()
             worst_abs = max(worst_abs, float(diff.max()))
             worst_rel = max(worst_rel, float((diff / scale.clamp_min(1e-12)).max()))
-            over = diff > a_tol + r_tol * scale
+            over = diff > scale.mul_(r_tol).add_(a_tol)
             if bool(over.any()):
                 first = int(over.nonzero()[0, 0])
                 return Comparison(
                     "mismatch",
                     f"{where}: {int(over.sum())} of {diff.numel()} elements outside atol={a_tol:g} rtol={r_tol:g}; "
                     f"max abs error {float(diff.max()):.3g} (e.g. flat index {first}: "
-                    f"got {float(out64[finite][first]):.6g}, expected {float(ref64[finite][first]):.6g})",
+                    f"got {float(got[first]):.6g}, expected {float(expected[first]):.6g})",
                     worst_abs,
                     worst_rel,
                 )

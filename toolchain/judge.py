@@ -27,13 +27,13 @@ What the candidate could still do, and why it gains nothing:
   code the candidate leaves to run later, such as a finalizer firing after the last spot check, could
   still send a result with timings of its own; correctness cannot be forged that way.)
 
-Messages are JSON lines. Worker to parent, on the reply pipe: {"id", "body", "mac"} where body is a JSON
-object with "type": "seal" | "judge" | "result". Parent to worker, on stdin: {"answer": ...}.
+Worker to parent, on the reply pipe: a JSON header line {"id", "body", "blobs", "mac"} where body is a
+JSON object with "type": "seal" | "judge" | "result", followed by the binary parts that "blobs" sizes
+(tensors, `pack`ed; `device_worker.encode_message`). Parent to worker, on stdin: JSON lines {"answer": ...}.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import io
 import json
@@ -54,15 +54,17 @@ def reference_key(job: dict[str, Any], task_source: str) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def pack(value: Any) -> str:
-    """Tensors (and nests of them) as text for a JSON line: CPU copies, `torch.save`, base64."""
+def pack(value: Any) -> bytes:
+    """Tensors (and nests of them) as bytes for a message's binary part: CPU copies, `torch.save`."""
     buffer = io.BytesIO()
     torch.save(_to_cpu(value), buffer)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+    return buffer.getvalue()
 
 
-def unpack(text: str) -> Any:
-    return torch.load(io.BytesIO(base64.b64decode(text)), map_location="cpu", weights_only=True)
+def unpack(data: bytes) -> Any:
+    if not isinstance(data, bytes):
+        raise TypeError(f"expected the bytes of a packed output, got {type(data).__name__}")
+    return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
 
 
 def _to_cpu(value: Any) -> Any:
@@ -164,7 +166,12 @@ class Judge:
                     self.job.problem or "forged_seal: expected outputs were sealed a second time"
                 )
                 return {"answer": True}
-            self.expected[scope] = {label: unpack(packed) for label, packed in body["outputs"].items()}
+            try:
+                outputs = {str(label): unpack(packed) for label, packed in body["outputs"].items()}
+            except Exception as error:  # noqa: BLE001 - the harness seals what it packed itself
+                self.job.problem = self.job.problem or f"forged_seal: a seal that is not outputs ({error})"
+                return {"answer": True}
+            self.expected[scope] = outputs
             self.expected.move_to_end(scope)
             self.job.sealed.add(scope)
             while len(self.scopes()) > self.max_scopes:

@@ -63,8 +63,8 @@ def gpu_rows(
                 )
 
     out = tmp_path_factory.mktemp("gpu-adversarial")
-    summary = run_corpus_job(LoadedTasks(tasks=list(tasks.values())), Suite(), Verifier(VerifyConfig(timeout_s=30)),
-                             out, "triton", progress=False)  # fmt: skip
+    summary = run_corpus_job(LoadedTasks(tasks=list(tasks.values())), Suite(), Verifier(VerifyConfig(timeout_s=60)),
+                             out, "triton", progress=True)  # fmt: skip
     rows = {row["candidate_origin"].removeprefix("suite:"): row
             for shard in summary.shards for row in pq.read_table(shard).to_pylist()}  # fmt: skip
     results = os.environ.get("KV_RESULTS_DIR")

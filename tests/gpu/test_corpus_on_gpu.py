@@ -34,9 +34,9 @@ def gpu_rows(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     from toolchain.verify import Verifier, VerifyConfig
 
     out = tmp_path_factory.mktemp(f"gpu-corpus-{target}")
-    verifier = Verifier(VerifyConfig(timeout_s=30.0))
+    verifier = Verifier(VerifyConfig(timeout_s=60.0))
     summary = run_corpus_job(
-        load_tasks(None), ExampleCandidates(target), verifier, out, target, progress=False
+        load_tasks(None), ExampleCandidates(target), verifier, out, target, progress=True
     )
     print(summary.table())
     rows = [row for shard in summary.shards for row in pq.read_table(shard).to_pylist()]

@@ -26,7 +26,7 @@ def test_hostile_hip_candidates_are_caught_with_their_reason(tmp_path: Path) -> 
     from toolchain.tasks import load_task_file
     from toolchain.verify import Verifier, VerifyConfig
 
-    verifier = Verifier(VerifyConfig(timeout_s=30.0, hip_cache=tmp_path / "hip"))
+    verifier = Verifier(VerifyConfig(timeout_s=60.0, hip_cache=tmp_path / "hip"))
     lines = ["| candidate | expected | got | reward |", "|---|---|---|---|"]
     failures = []
     for path in sorted(SUITE.glob("*.py")):
