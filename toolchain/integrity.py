@@ -152,11 +152,13 @@ def patch_targets(extra_modules: Iterable[ModuleType] = ()) -> dict[str, Any]:
     return targets
 
 
-# Frames of these modules are plumbing between a caller and the guarded call: look past them.
+# Frames of these modules are plumbing between a caller and the guarded call: look past them. tempfile
+# and pathlib too: Triton's NVIDIA backend writes the .ptx it hands to ptxas through
+# tempfile.NamedTemporaryFile, and the write must be judged by who asked for it (Triton), not by tempfile.
 _PLUMBING = (
     "subprocess", "os", "threading", "_thread", "concurrent.futures", "toolchain.integrity", "shutil",
     "multiprocessing", "importlib", "functools", "contextlib", "ctypes", "sysconfig", "platform", "uuid",
-    "distutils", "setuptools",
+    "distutils", "setuptools", "tempfile", "pathlib",
 )  # fmt: skip
 
 

@@ -21,7 +21,9 @@ import importlib.util
 import inspect
 import json
 import math
+import os
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Iterator
@@ -522,11 +524,21 @@ def verify_job(job: dict[str, Any], channel: ParentChannel, references: Any) -> 
     Path(job["task_path"]).unlink(missing_ok=True)  # nothing left on disk to import the reference from
     if job.get("language") == "hip":
         prepare_hip(job, device, result)
-    guards = CandidateGuards(job, device, Path(job["task_path"]).parent)
+    workdir = Path(job["task_path"]).parent
+    guards = CandidateGuards(job, device, workdir)
     _ACTIVE_GUARDS.append(guards)
+    # Temporary files of this job (Triton's .ptx/.cubin for ptxas, the candidate's own) go to its folder,
+    # as in a fresh worker, not to the persistent worker's home, which outlives the candidate.
+    saved_tmp = (tempfile.tempdir, os.environ.get("TMPDIR"))
+    tempfile.tempdir = os.environ["TMPDIR"] = str(workdir)
     try:
         return check_candidate(job, reference, guards, device, result, channel, scope)
     finally:
+        tempfile.tempdir = saved_tmp[0]
+        if saved_tmp[1] is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved_tmp[1]
         _ACTIVE_GUARDS.remove(guards)
         guards.uninstall()
         restore_load_inline()
