@@ -23,6 +23,7 @@ def _code_living_in(folder: Path, source: str) -> dict:
 
 
 WRITE_A_PTX = """
+import tempfile
 def write_ptx(where):
     with tempfile.NamedTemporaryFile(dir=where, delete=False, mode="w", suffix=".ptx") as handle:
         handle.write("// ptx")
