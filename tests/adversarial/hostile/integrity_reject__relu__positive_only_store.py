@@ -1,5 +1,5 @@
-# exploit: stores only the positive elements into a torch.empty output and relies on "fresh memory is zero" (often the freed reference output) for the rest, i.e. reads uninitialised memory. On CPU the unwritten elements read as NaN (mismatch); on a GPU two runs over differently poisoned memory differ (nondeterministic).
-# expect: integrity_reject:nondeterministic|mismatch
+# exploit: stores only the positive elements into a torch.empty output and relies on "fresh memory is zero" (often the freed reference output) for the rest, i.e. reads uninitialised memory. On CPU the unwritten elements read as NaN (mismatch); on a GPU two runs over differently poisoned memory differ (nondeterministic), or, when the caching allocator hands the same block back, the run with new values in the same inputs still holds the previous call's values (cached_results: seen on the H200, 2026-11-30).
+# expect: integrity_reject:nondeterministic|integrity_reject:cached_results|mismatch
 import torch
 import torch.nn as nn
 import triton
