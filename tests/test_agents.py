@@ -224,3 +224,31 @@ def test_hip_kernel_gen_drafts_native_hip_and_reads_the_compiler_feedback(tmp_pa
     first_request, second_request = (record.body["messages"] for record in server.requests[:2])
     assert "load_hip" in first_request[0]["content"] and "HIP_SOURCE" in first_request[0]["content"]
     assert "gfx90a" in second_request[-1]["content"]  # the compiler's diagnosis reaches the next turn
+
+
+@pytest.mark.skipif(__import__("shutil").which("hipcc") is None, reason="needs Debian's hipcc")
+def test_the_main_job_with_an_endpoint_runs_hip_kernel_gen_and_names_it(tmp_path: Path) -> None:
+    """What `make corpus TARGET=hip ARGS="--base-url … --model …"` runs: the CLI says which agent, model and
+    endpoint it uses, and the model's HIP answer is compiled and written as a hip row with its turn."""
+    import contextlib
+    import io
+
+    from kernelvault.cli import main
+
+    server = FakeOpenAI(scenarios={MARKERS["relu"]: [Answer(fenced(ROOT / "examples" / "hip" / "relu.py"))]})
+    url, stop = server.start()
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            code = main(["corpus", "--target", "hip", "--platform", "cpu", "--tasks", str(ROOT / "tasks" / "relu.py"),
+                         "--base-url", url, "--model", "qwen3-test", "--samples", "1", "--turns", "1",
+                         "--no-progress", "--out", str(tmp_path / "out")])  # fmt: skip
+    finally:
+        stop()
+    assert code == 0, printed.getvalue()
+    assert f"HIPKernelGen with model qwen3-test at {url}" in printed.getvalue()
+    [row] = [row for shard in sorted((tmp_path / "out" / "data" / "hip").glob("*.parquet"))
+             for row in pq.read_table(shard).to_pylist()]  # fmt: skip
+    assert (row["target"], row["model"], row["turn"], row["compiled"], row["failure_kind"]) == (
+        "hip", "qwen3-test", 0, True, None)  # fmt: skip (turns count from 0)
+    assert "load_hip" in server.requests[0].body["messages"][0]["content"]  # the HIP prompt
