@@ -116,7 +116,55 @@ def test_a_timed_success_needs_every_performance_case_timed_and_spot_checked() -
     timed = "job:timed/p0"  # what time_cases seals before the candidate's timed calls, and checks after
     judge.answer({"type": "seal", "scope": timed, "outputs": {"timed3": pack(torch.tensor([5.0]))}})
     _ask(judge, "timed3", torch.tensor([5.0]), scope=timed)
-    assert judge.overrule({"failure_kind": None}, SCOPE, ["p0"]) == {"failure_kind": None}
+    unreported = judge.overrule({"failure_kind": None}, SCOPE, ["p0"])
+    assert (
+        unreported["failure_kind"] == "integrity_reject"
+        and "the timing of p0" in unreported["failure_message"]
+    )
+    judge.answer({"type": "timed", "timing": _timing("p0", 0.05)})
+    assert judge.overrule({"failure_kind": None}, SCOPE, ["p0"]) == {"failure_kind": None,
+                                                                      "timings": [_timing("p0", 0.05)]}  # fmt: skip
+
+
+def _timing(case: str, candidate_ms: float) -> dict:
+    return {"case": case, "candidate_ms": candidate_ms, "reference_ms": 0.1, "candidate_spread": 0.01,
+            "reference_spread": 0.01, "repetitions": 100}  # fmt: skip
+
+
+def _timed_and_checked(case: str = "p0") -> Judge:
+    judge = _sealed_judge()
+    _ask(judge, "check0", torch.tensor([1.0, 2.0]))
+    _ask(judge, "check1", torch.tensor([3.0]))
+    timed = f"job:timed/{case}"
+    judge.answer({"type": "seal", "scope": timed, "outputs": {"timed3": pack(torch.tensor([5.0]))}})
+    _ask(judge, "timed3", torch.tensor([5.0]), scope=timed)
+    return judge
+
+
+def test_a_timed_success_carries_the_timings_the_harness_reported_not_its_own() -> None:
+    # A result sent by code the candidate left behind (a finalizer after the last spot check) brings its
+    # own timings: the parent keeps the ones reported per case as they were measured.
+    judge = _timed_and_checked()
+    judge.answer({"type": "timed", "timing": _timing("p0", 0.05)})
+    forged = {"failure_kind": None, "timings": [_timing("p0", 0.00001)]}
+    assert judge.overrule(forged, SCOPE, ["p0"])["timings"] == [_timing("p0", 0.05)]
+
+
+def test_a_timing_sent_ahead_of_the_harness_or_twice_or_malformed_is_forged() -> None:
+    early = _sealed_judge()  # before the case's timed calls were sealed and spot-checked
+    early.answer({"type": "timed", "timing": _timing("p0", 0.00001)})
+    assert early.overrule({"failure_kind": None}, SCOPE, ["p0"])["failure_message"].startswith(
+        "forged_result: the timing of p0 came before"
+    )
+    twice = _timed_and_checked()
+    twice.answer({"type": "timed", "timing": _timing("p0", 0.00001)})  # the candidate's, first
+    twice.answer({"type": "timed", "timing": _timing("p0", 0.05)})  # the harness's comes second
+    assert twice.overrule({"failure_kind": None}, SCOPE, ["p0"])["failure_message"] == (
+        "forged_result: the timing of 'p0' was reported twice"
+    )
+    odd = _timed_and_checked()
+    odd.answer({"type": "timed", "timing": {**_timing("p0", 0.05), "speedup": 99.0}})
+    assert "not the harness's" in odd.overrule({"failure_kind": None}, SCOPE, ["p0"])["failure_message"]
 
 
 def _reader_of(parts: list[bytes]) -> PersistentWorker:  # noqa: F821 - imported in the tests below

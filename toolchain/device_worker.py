@@ -449,7 +449,7 @@ class PersistentWorker:
             if body is None or body is _FORGED:
                 return body
             assert isinstance(body, dict)
-            if body.get("type") in ("seal", "judge"):
+            if body.get("type") in ("seal", "judge", "timed"):
                 self._send(self.judge.answer(body))
                 continue
             body.pop("type", None)

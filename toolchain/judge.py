@@ -23,12 +23,13 @@ What the candidate could still do, and why it gains nothing:
 - forge the worker's final result through the channel: the parent accepts a success only with every
   check it holds expected outputs for judged and passed. (A correct candidate that walks the frames to
   the channel and reports timings of its own before the harness has timed it is refused too: a timed
-  job's success also needs every performance case's timed calls sealed and spot-checked. What is left:
-  code the candidate leaves to run later, such as a finalizer firing after the last spot check, could
-  still send a result with timings of its own; correctness cannot be forged that way.)
+  job's success also needs every performance case's timed calls sealed and spot-checked, and its
+  timings are the ones the harness reported to the parent per case, first report standing, after that
+  case's spot checks: a result sent later by code the candidate left behind, such as a finalizer, cannot
+  bring timings of its own, and a timing sent ahead of the harness's makes the harness's a second one.)
 
 Worker to parent, on the reply pipe: a JSON header line {"id", "body", "blobs", "mac"} where body is a
-JSON object with "type": "seal" | "judge" | "result", followed by the binary parts that "blobs" sizes
+JSON object with "type": "seal" | "judge" | "timed" | "result", followed by the binary parts that "blobs" sizes
 (tensors, `pack`ed; `device_worker.encode_message`). Parent to worker, on stdin: JSON lines {"answer": ...}.
 """
 
@@ -123,6 +124,10 @@ class ParentChannel:
         return Comparison(answer["failure_kind"], answer["message"], answer["max_abs_error"],
                           answer["max_rel_error"])  # fmt: skip
 
+    def report_timing(self, timing: dict[str, Any]) -> None:
+        """One performance case's timing, sent as soon as it is measured and its timed calls are checked."""
+        self._ask({"type": "timed", "timing": timing})
+
 
 # ----------------------------------------------------------------------------------------------------
 # Parent side.
@@ -135,7 +140,13 @@ class JobRecord:
     held: set[str] = field(default_factory=set)  # scopes the parent held when the job began
     sealed: set[str] = field(default_factory=set)  # scopes sealed during the job
     judged: dict[tuple[str, str], Comparison] = field(default_factory=dict)
+    timed: dict[str, dict[str, Any]] = field(default_factory=dict)  # case -> its timing, as first reported
     problem: str | None = None  # a protocol breach seen during the job (e.g. a label judged twice)
+
+
+TIMING_FIELDS = frozenset(
+    {"case", "candidate_ms", "reference_ms", "candidate_spread", "reference_spread", "repetitions"}
+)  # kernelvault.contracts.CaseTiming's
 
 
 class Judge:
@@ -177,6 +188,9 @@ class Judge:
             while len(self.scopes()) > self.max_scopes:
                 del self.expected[self.scopes()[0]]
             return {"answer": True}
+        if body.get("type") == "timed":
+            self._record_timing(body.get("timing"))
+            return {"answer": True}
         comparison = self._judge(str(body["scope"]), str(body["label"]), body)
         return {"answer": {"failure_kind": comparison.failure_kind, "message": comparison.message,
                            "max_abs_error": comparison.max_abs_error,
@@ -200,6 +214,34 @@ class Judge:
         record.judged[(scope, label)] = comparison
         return comparison
 
+    def _record_timing(self, timing: Any) -> None:
+        """The first report of a case stands, and only once its timed calls were sealed and all judged: a
+        report that comes earlier, or a second one, was not the harness's (see the module docstring)."""
+        record = self.job
+        case = timing.get("case") if isinstance(timing, dict) else None
+        scope = f"job:timed/{case}"
+        well_formed = (
+            isinstance(timing, dict) and set(timing) == TIMING_FIELDS
+            and all(isinstance(timing[key], (int, float)) for key in TIMING_FIELDS - {"case"})
+        )  # fmt: skip
+        if not well_formed:
+            record.problem = record.problem or "forged_result: a timing report that is not the harness's"
+            return
+        if not isinstance(case, str) or case in record.timed:
+            record.problem = record.problem or f"forged_result: the timing of {case!r} was reported twice"
+            return
+        labels = set(self.expected.get(scope, {}))
+        if (
+            scope not in record.sealed
+            or not labels
+            or any((scope, label) not in record.judged for label in labels)
+        ):
+            record.problem = record.problem or (
+                f"forged_result: the timing of {case} came before its timed calls were spot-checked"
+            )
+            return
+        record.timed[case] = dict(timing)
+
     def overrule(
         self, result: dict[str, Any], check_scope: str, timed_cases: Sequence[str] = ()
     ) -> dict[str, Any]:
@@ -209,7 +251,10 @@ class Judge:
         judgement of every check the parent holds expected outputs for: the task's (`check_scope`, which
         the parent computes from the job, not from the worker's word) and those sealed during this job;
         and, for a timed job, on the spot checks of every performance case (`timed_cases`, from the job):
-        timings reported before the harness timed and checked them are not the harness's.
+        timings reported before the harness timed and checked them are not the harness's. The timings
+        of a timed success are the parent's record (`report_timing`, first report per case), never the
+        result's own: a result sent by code the candidate left behind (a finalizer firing after the last
+        spot check) cannot bring timings of its own.
         """
         record = self.job
         if record.problem:
@@ -226,7 +271,10 @@ class Judge:
         missing += [
             f"the timed calls of {name}" for name in timed_cases if f"job:timed/{name}" not in record.sealed
         ]
+        missing += [f"the timing of {name}" for name in timed_cases if name not in record.timed]
         if missing or not wanted:
             return {**result, "failure_kind": "integrity_reject", "failure_message":
                     f"forged_result: the worker reported success without the parent judging {missing[:3] or 'any check'}"}  # fmt: skip
+        if timed_cases:
+            return {**result, "timings": [record.timed[name] for name in timed_cases]}
         return result
