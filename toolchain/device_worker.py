@@ -349,26 +349,42 @@ class PersistentWorker:
         return run
 
     def _read_line(self, deadline: float) -> bytes | None:
-        # Linear in the line's length: a judged output of a performance case is a line of hundreds of MB
-        # arriving in pipe-sized (64 KiB) reads; re-scanning and re-copying the whole buffer per read (bytes
-        # += chunk; newline in buffer) was quadratic and did not read 350 MB in 300 s.
+        # Linear in the line's length: only bytes not yet searched are searched for the newline (the
+        # header of a judged output used to be the whole output, in base64, hundreds of MB in 64 KiB pipe
+        # reads; searching and copying the whole buffer per read was quadratic: 350 MB did not arrive in
+        # 300 s).
         while (end := self._buffer.find(b"\n", self._scanned)) < 0:
             self._scanned = len(self._buffer)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if not self._read_more(deadline):
                 return None
-            ready, _, _ = select.select([self._replies], [], [], remaining)
-            if not ready:
-                return None
-            chunk = os.read(self._replies, 1 << 20)
-            if not chunk:  # the worker exited (or closed our pipe): not a timeout
-                self._closed = True
-                return None
-            self._buffer += chunk
         line = bytes(self._buffer[:end])
         del self._buffer[: end + 1]
         self._scanned = 0
         return line
+
+    def _read_exact(self, size: int, deadline: float) -> bytes | None:
+        while len(self._buffer) < size:
+            if not self._read_more(deadline):
+                return None
+        blob = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        self._scanned = 0
+        return blob
+
+    def _read_more(self, deadline: float) -> bool:
+        """Append what the worker has written to the buffer; False when out of time or the worker is gone."""
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        ready, _, _ = select.select([self._replies], [], [], remaining)
+        if not ready:
+            return False
+        chunk = os.read(self._replies, 1 << 20)
+        if not chunk:  # the worker exited (or closed our pipe): not a timeout
+            self._closed = True
+            return False
+        self._buffer += chunk
+        return True
 
     def close(self) -> None:
         if self._process is not None:
@@ -483,24 +499,6 @@ class PersistentWorker:
         except (ValueError, KeyError, TypeError, IndexError):
             body = None
         return body if isinstance(body, dict) else _FORGED
-
-    def _read_exact(self, size: int, deadline: float) -> bytes | None:
-        while len(self._buffer) < size:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            ready, _, _ = select.select([self._replies], [], [], remaining)
-            if not ready:
-                return None
-            chunk = os.read(self._replies, 1 << 20)
-            if not chunk:
-                self._closed = True
-                return None
-            self._buffer += chunk
-        blob = bytes(self._buffer[:size])
-        del self._buffer[:size]
-        self._scanned = 0
-        return blob
 
 
 _FORGED = object()  # a reply that failed authentication
