@@ -30,11 +30,11 @@ from corpus.shards import ShardWriter
 from kernelvault.contracts import Candidate, Task
 from pipelines.corpus_job import RunSummary, _progress_bar, close_run, default_workers, job_identity, open_run
 from pipelines.verify_pool import VerifierPool
+from toolchain.tasks import LoadedTasks
+from toolchain.verify import Verifier
 
 if TYPE_CHECKING:
     from pipelines.ray_verify_pool import RayVerifierPool
-from toolchain.tasks import LoadedTasks
-from toolchain.verify import Verifier
 
 
 @dataclass(frozen=True)

@@ -109,8 +109,6 @@ class ThroughputCallback(TrainerCallback):
         per_device = tokens_per_second / self.world_size
         result = {
             "throughput_steps": float(self.steps),
-            "tokens_per_step": self.tokens
-            / self.steps,  # all processes: batch × accumulation × filled length
             "tokens_per_second": tokens_per_second,
             "tokens_per_second_per_device": per_device,
             "model_tflops_per_device": per_device * self.flops_per_token / 1e12,

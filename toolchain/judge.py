@@ -35,6 +35,7 @@ JSON object with "type": "seal" | "judge" | "timed" | "result", followed by the 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -45,6 +46,7 @@ from typing import IO, Any
 
 import torch
 
+from kernelvault.contracts import CaseTiming
 from toolchain.compare import Comparison, compare_outputs
 
 
@@ -144,9 +146,7 @@ class JobRecord:
     problem: str | None = None  # a protocol breach seen during the job (e.g. a label judged twice)
 
 
-TIMING_FIELDS = frozenset(
-    {"case", "candidate_ms", "reference_ms", "candidate_spread", "reference_spread", "repetitions"}
-)  # kernelvault.contracts.CaseTiming's
+TIMING_FIELDS = frozenset(entry.name for entry in dataclasses.fields(CaseTiming))  # what a row's timing holds
 
 
 class Judge:
@@ -221,13 +221,13 @@ class Judge:
         case = timing.get("case") if isinstance(timing, dict) else None
         scope = f"job:timed/{case}"
         well_formed = (
-            isinstance(timing, dict) and set(timing) == TIMING_FIELDS
+            isinstance(timing, dict) and set(timing) == TIMING_FIELDS and isinstance(case, str)
             and all(isinstance(timing[key], (int, float)) for key in TIMING_FIELDS - {"case"})
         )  # fmt: skip
         if not well_formed:
             record.problem = record.problem or "forged_result: a timing report that is not the harness's"
             return
-        if not isinstance(case, str) or case in record.timed:
+        if case in record.timed:
             record.problem = record.problem or f"forged_result: the timing of {case!r} was reported twice"
             return
         labels = set(self.expected.get(scope, {}))

@@ -90,9 +90,7 @@ def time_on_device(
         if index in keep_outputs:  # cloned after the end event: outside the measured span
             kept[index] = output.clone() if isinstance(output, torch.Tensor) else output
     torch.cuda.synchronize(device)
-    samples = sorted(start.elapsed_time(end) for start, end in zip(starts, ends, strict=True))
-    quartiles = statistics.quantiles(samples, n=4) if len(samples) >= 2 else [samples[0]] * 3
-    return TimingStats(statistics.median(samples), quartiles[0], quartiles[2], repetitions, kept)
+    return _summarise([start.elapsed_time(end) for start, end in zip(starts, ends, strict=True)], kept)
 
 
 def _time_on_host(run: Callable[[Sequence[object]], object], input_sets: Sequence[Sequence[object]],
@@ -109,6 +107,11 @@ def _time_on_host(run: Callable[[Sequence[object]], object], input_sets: Sequenc
         samples.append((time.perf_counter() - started) * 1e3)
         if index in keep_outputs:
             kept[index] = output.clone() if isinstance(output, torch.Tensor) else output
-    samples.sort()
+    return _summarise(samples, kept)
+
+
+def _summarise(samples_ms: list[float], kept: dict[int, Any]) -> TimingStats:
+    """Median and quartiles of one timed series (device events or wall clock)."""
+    samples = sorted(samples_ms)
     quartiles = statistics.quantiles(samples, n=4) if len(samples) >= 2 else [samples[0]] * 3
-    return TimingStats(statistics.median(samples), quartiles[0], quartiles[2], repetitions, kept)
+    return TimingStats(statistics.median(samples), quartiles[0], quartiles[2], len(samples), kept)

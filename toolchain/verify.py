@@ -430,7 +430,7 @@ class Verifier:
             "checks": checks,
             "kernels": tuple(result.get("kernels", ())),
             "compile_seconds": result.get("compile_seconds"),
-            "timings": result.get("timings", ()),
+            "timings": tuple(CaseTiming(**timing) for timing in result.get("timings", ())),
             "traceback": result.get("traceback", ""),
         }
 
@@ -499,7 +499,7 @@ class Verifier:
         passed = check["failure_kind"] is None
         stages.add("check", "passed" if passed else "failed", check_seconds,
                    f"{len(check['checks'])} case check(s) passed" if passed else check["failure_message"])  # fmt: skip
-        timings = tuple(CaseTiming(**timing) for timing in check["timings"])
+        timings = check["timings"]
         if timings and passed:  # time_on_cpu: the protocol ran; the interpreter's wall clock is no speedup
             stages.add("time", "passed", 0.0, "interpreter wall clock, timed calls spot-checked by the parent; "
                        "not a kernel measurement, so no speedup")  # fmt: skip
@@ -555,7 +555,7 @@ class Verifier:
         if kind == "compile_error":
             return self._finish(stages, task, code, target=target, failure_kind=kind, failure_message=check["failure_message"],
                                 compile_log=trim(compile_log or ""), kernels=check["kernels"])  # fmt: skip
-        timings = tuple(CaseTiming(**timing) for timing in check["timings"])
+        timings = check["timings"]
         stages.add("check", "passed" if kind is None else "failed", seconds,
                    f"{len(check['checks'])} case check(s) passed" if kind is None else check["failure_message"])  # fmt: skip
         if kind is None:
