@@ -23,8 +23,25 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$KV_RESULTS_DIR/device.txt"
 status=0
 # KV_GPU_TESTS narrows the tests (a path or node id), KV_GPU_TARGETS the example targets (triton,hip).
-[ "${KV_SKIP_TESTS:-0}" = 1 ] || python3 -m pytest -m gpu ${KV_GPU_TESTS:-tests/gpu} -q -s -p no:cacheprovider 2>&1 \
-  | tee "$KV_RESULTS_DIR/gpu-tests.log" || status=1
+# KV_GPU_SUITES runs several test lists side by side on the same GPU instead ("a b; c; d": one pytest per
+# ';'-separated list, each writing to its own suiteN/ folder): the correctness suites assert verdicts, not
+# timings, and a lease is short. Benchmarks never run beside them.
+if [ -n "${KV_GPU_SUITES:-}" ]; then
+  pids=() n=0
+  IFS=';' read -ra suites <<< "$KV_GPU_SUITES"
+  for suite in "${suites[@]}"; do
+    n=$((n + 1)); dir="$KV_RESULTS_DIR/suite$n"; mkdir -p "$dir"
+    (KV_RESULTS_DIR="$dir" python3 -m pytest -m gpu $suite -q -s -p no:cacheprovider > "$dir/gpu-tests.log" 2>&1;
+     echo "suite$n ($suite): pytest exit $?" | tee -a "$dir/gpu-tests.log") &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid"; done
+  for dir in "$KV_RESULTS_DIR"/suite*; do tail -n 4 "$dir/gpu-tests.log"; done
+  grep -q "pytest exit [^0]" "$KV_RESULTS_DIR"/suite*/gpu-tests.log && status=1
+elif [ "${KV_SKIP_TESTS:-0}" != 1 ]; then
+  python3 -m pytest -m gpu ${KV_GPU_TESTS:-tests/gpu} -q -s -p no:cacheprovider 2>&1 \
+    | tee "$KV_RESULTS_DIR/gpu-tests.log" || status=1
+fi
 # KV_BENCH picks benchmarks: timing (Triton timing fidelity), hip_build (native vs load_inline build time),
 # throughput (fresh process vs persistent workers), busy (device busy fraction, simulated endpoint),
 # scaling (persistent workers on GPU 0, then on GPUs 0 and 1: the nvidia-h200-x2 machine), ray_scaling
@@ -40,11 +57,16 @@ for bench in ${KV_BENCH:-timing hip_build}; do
                --modes persistent@0,persistent@0+1 2>&1 | tee "$KV_RESULTS_DIR/gpu_scaling.md" || status=1 ;;
     ray_scaling) python3 bench/verify_throughput.py $SET --compile-workers 8 \
                    --modes ray@0,ray@0+1 2>&1 | tee "$KV_RESULTS_DIR/ray_scaling.md" || status=1 ;;
-    busy) python3 bench/gpu_busy.py --platform cuda --samples 8 --latency-median-s 20 --concurrency 64 2>&1 \
+    busy) python3 bench/gpu_busy.py --platform cuda --samples "${KV_BUSY_SAMPLES:-8}" --latency-median-s 20 --concurrency 64 2>&1 \
             | tee "$KV_RESULTS_DIR/gpu_busy.md" || status=1 ;;
     timing) python3 bench/timing_fidelity.py 2>&1 | tee "$KV_RESULTS_DIR/timing_fidelity.log" || status=1 ;;
     hip_build) python3 bench/hip_build_time.py --out "$KV_RESULTS_DIR/hip_build_time.md" 2>&1 \
                  | tee "$KV_RESULTS_DIR/hip_build_time.log" || status=1 ;;
   esac
 done
+# The device tool returns at most 8 files: KV_PACK_RESULTS=1 leaves one archive of everything instead.
+if [ "${KV_PACK_RESULTS:-0}" = 1 ]; then
+  tar czf /tmp/kv-results.tar.gz -C "$KV_RESULTS_DIR" . && rm -rf "${KV_RESULTS_DIR:?}"/* \
+    && mv /tmp/kv-results.tar.gz "$KV_RESULTS_DIR/results.tar.gz"
+fi
 exit $status

@@ -21,6 +21,7 @@ candidates per minute per mode and per-stage latency (median, p90) from the verd
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import statistics
 import sys
@@ -113,15 +114,40 @@ def stage_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def stage_seconds(verdict: Any) -> dict[str, float]:
-    return {f"{s.name}_s": s.seconds for s in verdict.stages if s.outcome != "skipped"}
+_JUDGE_COSTS = re.compile(
+    r"judge protocol: \d+ message\(s\), ([\d.]+) MB, transfer ([\d.]+) s, "
+    r"unpack and compare ([\d.]+) s"
+)
+
+
+def stage_seconds(stages: Sequence[Any]) -> dict[str, float]:
+    """Seconds per stage that ran, plus the judge protocol's parent-measured costs from the check's log."""
+    row = {f"{s['name']}_s": s["seconds"] for s in stages if s["outcome"] != "skipped"}
+    for stage in stages:
+        found = _JUDGE_COSTS.search(stage["log"] or "") if stage["name"] == "check" else None
+        if found:
+            row |= {"judge_mb": float(found[1]), "judge_transfer_s": float(found[2]),
+                    "judge_compare_s": float(found[3])}  # fmt: skip
+    return row
+
+
+def judge_line(rows: list[dict[str, Any]], seconds: float) -> str:
+    """The judge protocol's share of the mode's wall time (what the parent spent moving and comparing)."""
+    moved = sum(r.get("judge_mb", 0.0) for r in rows)
+    transfer = sum(r.get("judge_transfer_s", 0.0) for r in rows)
+    compare = sum(r.get("judge_compare_s", 0.0) for r in rows)
+    return (f"judge protocol: {moved / 1e3:.2f} GB to the parent, transfer {transfer:.1f} s, unpack and "
+            f"compare {compare:.1f} s ({100 * (transfer + compare) / seconds:.0f}% of the mode's {seconds:.0f} s)")  # fmt: skip
 
 
 def run_fresh(verifier: Verifier, items: list[Attempt]) -> tuple[float, list[dict[str, Any]]]:
     started, rows = time.monotonic(), []
     for attempt in items:
         verdict = verifier.verify(attempt.task, attempt.candidate)
-        rows.append({"kind": verdict.failure_kind or "success", **stage_seconds(verdict)})
+        stages = [
+            {"name": s.name, "outcome": s.outcome, "seconds": s.seconds, "log": s.log} for s in verdict.stages
+        ]
+        rows.append({"kind": verdict.failure_kind or "success", **stage_seconds(stages)})
     return time.monotonic() - started, rows
 
 
@@ -142,8 +168,7 @@ def run_persistent(verifier: Verifier, items: list[Attempt], devices: str, lanes
         )
         rows = []
         for kind, stages in zip(*table.to_pydict().values(), strict=True):
-            rows.append({"kind": kind or "success",
-                         **{f"{s['name']}_s": s["seconds"] for s in stages if s["outcome"] != "skipped"}})  # fmt: skip
+            rows.append({"kind": kind or "success", **stage_seconds(stages)})
     return seconds, rows
 
 
@@ -193,8 +218,8 @@ def main() -> int:
         print(
             f"| {mode} | {len(rows)} | {seconds:.1f} | {60 * len(rows) / seconds:.1f} | {base / seconds:.2f}× |"
         )
-    for mode, (_, rows) in results.items():
-        print(f"\nper-stage latency, {mode}\n{stage_table(rows)}")
+    for mode, (seconds, rows) in results.items():
+        print(f"\nper-stage latency, {mode}\n{stage_table(rows)}\n{judge_line(rows, seconds)}")
     return 0
 
 

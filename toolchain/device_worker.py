@@ -441,6 +441,7 @@ class PersistentWorker:
         if check_scope is not None:
             timed = [case["name"] for case in job["performance_cases"]] if job.get("timed") else []
             result = self.judge.overrule(result, check_scope, timed)
+            result["protocol_costs"] = self.judge.job.costs  # the parent's measurement replaces any sent
         state = result.pop("worker", {})
         builds, hits = int(state.get("reference_builds", 0)), int(state.get("reference_hits", 0))
         self.stats.reference_builds += builds - self._seen[0]
@@ -460,13 +461,22 @@ class PersistentWorker:
     def _conversation(self, job_id: int, deadline: float) -> dict[str, Any] | object | None:
         """Answer the worker's seal and judge messages until its result: the result, _FORGED, or None
         (the worker died or the deadline passed)."""
+        costs = self.judge.job.costs
         while True:
             body = self._read_message(job_id, deadline)
             if body is None or body is _FORGED:
                 return body
             assert isinstance(body, dict)
-            if body.get("type") in ("seal", "judge", "timed"):
+            kind = body.get("type")
+            if kind in ("seal", "judge", "timed"):
+                answered = time.monotonic()
+                if kind == "seal" and str(body.get("scope", "")).startswith("job:timed/"):
+                    costs.first_timed_at = costs.first_timed_at or answered
                 self._send(self.judge.answer(body))
+                costs.messages += 1
+                costs.answer_seconds += time.monotonic() - answered
+                if kind == "timed" and costs.first_timed_at is not None:
+                    costs.timed_seconds = time.monotonic() - costs.first_timed_at
                 continue
             body.pop("type", None)
             return body
@@ -486,11 +496,16 @@ class PersistentWorker:
         if sum(sizes) > _MAX_MESSAGE_BYTES:
             return _FORGED  # not sent by the harness: it never ships one output of this size
         blobs = []
+        reading = time.monotonic()
         for size in sizes:
             blob = self._read_exact(size, deadline)
             if blob is None:
                 return None
             blobs.append(blob)
+        if self.kind == "check" and sizes:
+            costs = self.judge.job.costs
+            costs.transfer_seconds += time.monotonic() - reading
+            costs.megabytes += sum(sizes) / 1e6
         try:
             authentic = reply["id"] == job_id and hmac.compare_digest(
                 reply["mac"], _mac(self._key, job_id, reply["body"], blobs)

@@ -136,6 +136,28 @@ class ParentChannel:
 
 
 @dataclass
+class ProtocolCosts:
+    """What the judge protocol cost one job, measured by the parent (never taken from the worker's word).
+
+    `transfer_seconds`: reading the messages' binary parts off the pipe once their header had arrived (the
+    worker's `pack` before it is not seen here); `answer_seconds`: unpacking and comparing them;
+    `timed_seconds`: from the first seal of a performance case's timed calls to the last timing report,
+    the time stage as the parent saw it (0 for an untimed job, or one that failed before timing).
+    """
+
+    messages: int = 0
+    megabytes: float = 0.0
+    transfer_seconds: float = 0.0
+    answer_seconds: float = 0.0
+    timed_seconds: float = 0.0
+    first_timed_at: float | None = None  # monotonic clock of the first timed-call seal
+
+    def summary(self) -> str:
+        return (f"judge protocol: {self.messages} message(s), {self.megabytes:.1f} MB, "
+                f"transfer {self.transfer_seconds:.2f} s, unpack and compare {self.answer_seconds:.2f} s")  # fmt: skip
+
+
+@dataclass
 class JobRecord:
     """What the parent judged during one job: the authority over the worker's final result."""
 
@@ -144,6 +166,7 @@ class JobRecord:
     judged: dict[tuple[str, str], Comparison] = field(default_factory=dict)
     timed: dict[str, dict[str, Any]] = field(default_factory=dict)  # case -> its timing, as first reported
     problem: str | None = None  # a protocol breach seen during the job (e.g. a label judged twice)
+    costs: ProtocolCosts = field(default_factory=ProtocolCosts)
 
 
 TIMING_FIELDS = frozenset(entry.name for entry in dataclasses.fields(CaseTiming))  # what a row's timing holds

@@ -45,6 +45,7 @@ from toolchain.hip_build import (
     find_hip_compiler,
     portability_issues,
 )
+from toolchain.judge import ProtocolCosts
 from toolchain.platforms import AMD_WAVEFRONT, PlatformChoice, detect_platform, run_environment
 from toolchain.reward import DEFAULT_REWARD, RewardConfig, graded_reward, task_speedup
 from toolchain.sandbox import SandboxLimits, SandboxResult
@@ -432,6 +433,10 @@ class Verifier:
             "compile_seconds": result.get("compile_seconds"),
             "timings": tuple(CaseTiming(**timing) for timing in result.get("timings", ())),
             "traceback": result.get("traceback", ""),
+            # set by the parent's worker (device_worker), never read from the worker's own report
+            "protocol_costs": costs
+            if isinstance(costs := result.get("protocol_costs"), ProtocolCosts)
+            else None,
         }
 
     def _verify_on_cpu(self, stages: _Stages, task: Task, code: str, workdir: Path) -> Verdict:
@@ -497,12 +502,15 @@ class Verifier:
                                 failure_message=f"does not compile for {self.choice.arch}: {trim(compile_log, 600)}",
                                 checks=check["checks"], kernels=check["kernels"], compile_log=trim(compile_log))  # fmt: skip
         passed = check["failure_kind"] is None
-        stages.add("check", "passed" if passed else "failed", check_seconds,
-                   f"{len(check['checks'])} case check(s) passed" if passed else check["failure_message"])  # fmt: skip
         timings = check["timings"]
+        costs = check["protocol_costs"]
+        timed_seconds = costs.timed_seconds if costs is not None and timings and passed else 0.0
+        check_log = f"{len(check['checks'])} case check(s) passed" if passed else check["failure_message"]
+        stages.add("check", "passed" if passed else "failed", check_seconds - timed_seconds,
+                   check_log + (f"\n{costs.summary()}" if costs is not None else ""))  # fmt: skip
         if timings and passed:  # time_on_cpu: the protocol ran; the interpreter's wall clock is no speedup
-            stages.add("time", "passed", 0.0, "interpreter wall clock, timed calls spot-checked by the parent; "
-                       "not a kernel measurement, so no speedup")  # fmt: skip
+            stages.add("time", "passed", timed_seconds, "interpreter wall clock, timed calls spot-checked by the "
+                       "parent; not a kernel measurement, so no speedup")  # fmt: skip
         else:
             stages.add("time", "skipped", 0.0, "no GPU: the cpu platform does not time kernels")
         return self._finish(
@@ -556,10 +564,15 @@ class Verifier:
             return self._finish(stages, task, code, target=target, failure_kind=kind, failure_message=check["failure_message"],
                                 compile_log=trim(compile_log or ""), kernels=check["kernels"])  # fmt: skip
         timings = check["timings"]
-        stages.add("check", "passed" if kind is None else "failed", seconds,
-                   f"{len(check['checks'])} case check(s) passed" if kind is None else check["failure_message"])  # fmt: skip
+        costs = check["protocol_costs"]
+        timed_seconds = costs.timed_seconds if costs is not None and kind is None else 0.0
+        check_log = (
+            f"{len(check['checks'])} case check(s) passed" if kind is None else check["failure_message"]
+        )
+        stages.add("check", "passed" if kind is None else "failed", seconds - timed_seconds,
+                   check_log + (f"\n{costs.summary()}" if costs is not None else ""))  # fmt: skip
         if kind is None:
-            stages.add("time", "passed", 0.0, "; ".join(
+            stages.add("time", "passed", timed_seconds, "; ".join(
                 f"{t.case}: {t.candidate_ms:.4f} ms vs reference {t.reference_ms:.4f} ms ({t.repetitions} reps)"
                 for t in timings))  # fmt: skip
         speedup = (
