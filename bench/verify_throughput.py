@@ -140,6 +140,35 @@ def judge_line(rows: list[dict[str, Any]], seconds: float) -> str:
             f"compare {compare:.1f} s ({100 * (transfer + compare) / seconds:.0f}% of the mode's {seconds:.0f} s)")  # fmt: skip
 
 
+def expected_outcomes(origin: str) -> list[str]:
+    """What a candidate of the set must come back as: its '# expect:' line (adversarial files), the kind
+    its file name starts with (broken examples), else `correct`; on a GPU every honest kernel runs."""
+    path = ROOT / origin.removeprefix("bench:")
+    for line in path.read_text().splitlines()[:5]:
+        if line.startswith("# expect:"):
+            # adversarial files list alternatives; the examples add " -- why" after their one kind
+            options = line.split(":", 1)[1].split(" -- ", 1)[0]
+            return [option.strip() for option in options.split("|")]
+    kind = path.stem.split("__")[0]
+    return [kind] if kind in FAILURE_KINDS else ["correct"]
+
+
+def outcome(failure_kind: str | None, failure_message: str | None) -> str:
+    """`correct`, a failure kind, or `integrity_reject:SUB_REASON` (the sub-reason leads the message)."""
+    if failure_kind == "integrity_reject":
+        return "integrity_reject:" + (failure_message or "").split(":", 1)[0]
+    return failure_kind or "correct"
+
+
+def verdict_row(origin: str, failure_kind: str | None, failure_message: str | None,
+                stages: Sequence[Any]) -> dict[str, Any]:  # fmt: skip
+    got, wanted = outcome(failure_kind, failure_message), expected_outcomes(origin)
+    # a bare "integrity_reject" (a broken example's file name) accepts any sub-reason
+    as_expected = got in wanted or (got.startswith("integrity_reject:") and "integrity_reject" in wanted)
+    return {"origin": origin, "kind": failure_kind or "success", "got": got, "expected": wanted,
+            "as_expected": as_expected, **stage_seconds(stages)}  # fmt: skip
+
+
 def run_fresh(verifier: Verifier, items: list[Attempt]) -> tuple[float, list[dict[str, Any]]]:
     started, rows = time.monotonic(), []
     for attempt in items:
@@ -147,7 +176,9 @@ def run_fresh(verifier: Verifier, items: list[Attempt]) -> tuple[float, list[dic
         stages = [
             {"name": s.name, "outcome": s.outcome, "seconds": s.seconds, "log": s.log} for s in verdict.stages
         ]
-        rows.append({"kind": verdict.failure_kind or "success", **stage_seconds(stages)})
+        rows.append(
+            verdict_row(attempt.candidate.origin, verdict.failure_kind, verdict.failure_message, stages)
+        )
     return time.monotonic() - started, rows
 
 
@@ -164,11 +195,10 @@ def run_persistent(verifier: Verifier, items: list[Attempt], devices: str, lanes
                                  executor=executor)  # fmt: skip
         seconds = time.monotonic() - started
         table = read_columns(
-            run_shards(Path(out) / "data" / "triton", summary.run_id), ["failure_kind", "stages"]
+            run_shards(Path(out) / "data" / "triton", summary.run_id),
+            ["candidate_origin", "failure_kind", "failure_message", "stages"],
         )
-        rows = []
-        for kind, stages in zip(*table.to_pydict().values(), strict=True):
-            rows.append({"kind": kind or "success", **stage_seconds(stages)})
+        rows = [verdict_row(*columns) for columns in zip(*table.to_pydict().values(), strict=True)]
     return seconds, rows
 
 
@@ -211,6 +241,12 @@ def main() -> int:
                                            args.compile_workers, "ray" if executor == "ray" else "local")  # fmt: skip
         else:
             results[mode] = run_persistent(verifier, items, devices, args.lanes, args.compile_workers)
+        seconds, rows = results[mode]  # as it finishes, so a run cut short still reports its first modes
+        wrong = sum(not row["as_expected"] for row in rows)
+        print(
+            f"{mode}: {len(rows)} candidates in {seconds:.1f} s, {wrong} verdict(s) not as expected",
+            flush=True,
+        )
     shutil.rmtree(caches, ignore_errors=True)
     print("\n| mode | candidates | seconds | candidates / min | speed-up |\n|---|---|---|---|---|")
     base = results.get("fresh", next(iter(results.values())))[0]
@@ -220,7 +256,13 @@ def main() -> int:
         )
     for mode, (seconds, rows) in results.items():
         print(f"\nper-stage latency, {mode}\n{stage_table(rows)}\n{judge_line(rows, seconds)}")
-    return 0
+    # A throughput figure counts only if the verdicts are right: every candidate as its file expects.
+    wrong = [(mode, row) for mode, (_, rows) in results.items() for row in rows if not row["as_expected"]]
+    count = sum(len(rows) for _, rows in results.values())
+    print(f"\nverdicts as expected: {count - len(wrong)}/{count}")
+    for mode, row in wrong:
+        print(f"- {mode}: {row['origin']} came back {row['got']}, expected {' or '.join(row['expected'])}")
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":
