@@ -164,8 +164,8 @@ def cmd_corpus(args: argparse.Namespace) -> int:
             import_ray()
         except RuntimeError as error:
             raise UsageError(str(error)) from None
-    elif args.address:
-        raise UsageError("--address is for --executor ray")
+    elif args.address or args.ray_writers != "actors":
+        raise UsageError("--address and --ray-writers are for --executor ray")
     if args.devices:
         from pipelines.executor import parse_devices
 
@@ -189,7 +189,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
                                      progress=not args.no_progress, new_run=args.new_run,
                                      shard_rows=args.shard_rows, devices=args.devices,
                                      compile_workers=args.compile_workers, executor=args.executor,
-                                     address=args.address)  # fmt: skip
+                                     address=args.address, ray_writers=args.ray_writers)  # fmt: skip
         else:
             config = AgentJobConfig(
                 endpoint=endpoint, samples=args.samples, max_turns=args.turns,
@@ -388,6 +388,11 @@ def build_parser() -> argparse.ArgumentParser:
     corpus.add_argument(
         "--address", help="with --executor ray: `auto` (the cluster this node joined) or ray://HEAD:10001; "
         "default: start a local Ray instance",
+    )  # fmt: skip
+    corpus.add_argument(
+        "--ray-writers", default="actors", choices=["actors", "driver"],
+        help="with --executor ray: actors (default: each verification actor writes its own shards into --out, "
+        "which every node must see) or driver (rows come back to the driver's one writer)",
     )  # fmt: skip
     corpus.add_argument("--no-progress", action="store_true", help="no progress bar")
     corpus.add_argument(

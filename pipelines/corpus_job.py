@@ -39,17 +39,18 @@ from corpus.shards import ShardWriter, read_columns, run_shards
 from kernelvault.contracts import Verdict
 from pipelines.candidates import Attempt, CandidateSource, expected_outcome
 from pipelines.corpus_stages import (
+    RETRIED_FAILURES,
+    ShardSink,
     VerificationLane,
     VerifiedAttempt,
     discard_prepared,
+    landed_shards,
     lost_attempt,
     prepare_attempt,
 )
 from pipelines.executor import ExecutorConfig, LocalExecutor, parse_devices
 from toolchain.tasks import LoadedTasks
 from toolchain.verify import Verifier
-
-RETRIED_FAILURES = frozenset({"infrastructure_error", "provider_error"})
 
 
 @dataclass
@@ -207,6 +208,7 @@ def run_corpus_job(
     queue_size: int | None = None,
     executor: str = "local",
     address: str | None = None,
+    ray_writers: str = "actors",
 ) -> RunSummary:
     """Verify every attempt the source yields for the loaded tasks; write shards; return the summary.
 
@@ -214,7 +216,9 @@ def run_corpus_job(
     GPU 0 otherwise); `compile_workers`: processes of the prepare stage (default: one per core);
     `persistent`: long-lived workers per lane (False: a fresh worker process per candidate, as before);
     `executor`: `local`, or `ray` (`pipelines.ray_executor`: joins the cluster at `address`, or starts a
-    local instance; on a GPU platform one lane per GPU of the cluster unless `devices` is given).
+    local instance; on a GPU platform one lane per GPU of the cluster unless `devices` is given);
+    `ray_writers`: with ray, `actors` (each verification actor writes its own shards into `out_dir`, which
+    every node must then see: a shared filesystem) or `driver` (rows come back to this process's writer).
 
     Raises corpus.ledger.ConfigurationChanged when out_dir holds a run with another configuration.
     """
@@ -255,8 +259,30 @@ def run_corpus_job(
     prepare = functools.partial(prepare_attempt, verifier)
     open_lane = functools.partial(VerificationLane, verifier, persistent=persistent)
     if executor == "ray":
+        if ray_writers not in ("actors", "driver"):
+            raise ValueError(f"ray_writers is 'actors' or 'driver', not {ray_writers!r}")
+        writing = None
+        if ray_writers == "actors":
+            from pipelines.ray_executor import Landed, LaneWriting
+
+            def account(item: VerifiedAttempt) -> None:  # its row is in a landed shard, or it has none
+                with ledger_lock:
+                    _write_verdict(item.attempt, item.verdict, None, ledger, summary)
+                bar.update(1)
+
+            def commit(shard: Landed) -> None:
+                with ledger_lock:
+                    ledger.mark_finished(run_id, list(shard.keys), shard.name)
+
+            write = account
+            writing = LaneWriting(
+                open_sink=functools.partial(ShardSink, out_dir, target, run_id, max_rows=shard_rows,
+                                            flush_interval_s=flush_interval_s),
+                commit=commit, recover=functools.partial(landed_shards, out_dir / "data" / target, run_id),
+                key=_key,
+            )  # fmt: skip
         _run_on_ray(lanes, pool, queue_size, address, devices, platform, verifier, writer,
-                    started_attempts(), prepare, open_lane, write)  # fmt: skip
+                    started_attempts(), prepare, open_lane, write, writing)  # fmt: skip
     else:
         config = ExecutorConfig(lanes=lanes, compile_workers=pool, queue_size=queue_size or 2 * len(lanes))
         with writer:
@@ -267,7 +293,8 @@ def run_corpus_job(
 
 def _run_on_ray(lanes: tuple[str, ...], pool: int, queue_size: int | None, address: str | None,
                 devices: str | None, platform: str, verifier: Verifier, writer: ShardWriter,
-                attempts: Iterator[Attempt], prepare: Any, open_lane: Any, write: Any) -> None:  # fmt: skip
+                attempts: Iterator[Attempt], prepare: Any, open_lane: Any, write: Any,
+                writing: Any = None) -> None:  # fmt: skip
     from pipelines.ray_executor import RayExecutor, RayOptions
 
     ray_executor = RayExecutor(ExecutorConfig(), RayOptions(address=address))
@@ -282,7 +309,7 @@ def _run_on_ray(lanes: tuple[str, ...], pool: int, queue_size: int | None, addre
         with writer:
             ray_executor.run(attempts, prepare, open_lane, write, give_up=functools.partial(lost_attempt, verifier),
                              affinity=lambda attempt: attempt.task.task_id,
-                             discard=functools.partial(discard_prepared, verifier))  # fmt: skip
+                             discard=functools.partial(discard_prepared, verifier), writing=writing)  # fmt: skip
     finally:
         ray_executor.shutdown()
 
@@ -335,9 +362,12 @@ def _info(attempt: Attempt, platform: str) -> AttemptInfo:
                        platform)  # fmt: skip
 
 
-def _write_verdict(attempt: Attempt, verdict: Verdict, writer: ShardWriter, ledger: RunLedger,
+def _write_verdict(attempt: Attempt, verdict: Verdict, writer: ShardWriter | None, ledger: RunLedger,
                    summary: RunSummary) -> None:  # fmt: skip
-    """Write a finished verification as a row, or defer it to a resume when the failure was ours."""
+    """Write a finished verification as a row, or defer it to a resume when the failure was ours.
+
+    `writer` None: the row was written elsewhere (a verification actor's own writer); account for it only.
+    """
     summary.check_label(attempt, verdict)
     summary.record_stages(verdict)
     if verdict.failure_kind in RETRIED_FAILURES:
@@ -345,7 +375,7 @@ def _write_verdict(attempt: Attempt, verdict: Verdict, writer: ShardWriter, ledg
             summary.run_id, _key(attempt), verdict.failure_kind or "", verdict.failure_message or ""
         )
         summary.retry_later.append(f"{attempt.task.name}/{attempt.sample_index}: {verdict.failure_message}")
-    else:
+    elif writer is not None:
         writer.write(attempt_row(summary.run_id, attempt.task, attempt.candidate, verdict,
                                  sample_index=attempt.sample_index, turn=attempt.turn))  # fmt: skip
 

@@ -11,11 +11,19 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+from corpus.ledger import attempt_key
+from corpus.schema import attempt_row
+from corpus.shards import ShardWriter, read_columns
 from kernelvault.contracts import Verdict
 from pipelines.candidates import Attempt
 from toolchain.device_worker import WorkerLane
 from toolchain.verify import Prepared, Verifier
+
+# Failures on our side or the provider's: recorded in the ledger, never written, retried on resume.
+RETRIED_FAILURES = frozenset({"infrastructure_error", "provider_error"})
 
 
 @dataclass(frozen=True)
@@ -66,3 +74,61 @@ class VerificationLane:
 
     def close(self) -> None:
         self.workers.close()
+
+
+def attempt_of_row(row: dict[str, Any]) -> str:
+    return attempt_key(row["task_id"], row["sample_index"], row["turn"])
+
+
+class ShardSink:
+    """A verification actor's own writer (`pipelines.ray_executor.LaneWriting`): the rows of its verdicts go
+    to its own shards in the run's shared folder, `train-{run_id}-{writer:05d}-{n:05d}.parquet`.
+
+    A row is final when its shard is in place; the actor tells the driver (`landed`), whose ledger records
+    it. Verdicts the ledger retries (`RETRIED_FAILURES`) have no row.
+    """
+
+    def __init__(self, out_dir: Path, target: str, run_id: str, writer: int, max_rows: int,
+                 flush_interval_s: float | None) -> None:  # fmt: skip
+        from pipelines.ray_executor import Landed
+
+        self.run_id = run_id
+        self._landed: list[Landed] = []
+
+        def record(path: Path, rows: list[dict[str, Any]]) -> None:
+            self._landed.append(Landed(path.name, tuple(attempt_of_row(row) for row in rows)))
+
+        self.writer = ShardWriter(out_dir, config=target, run_id=run_id, worker=writer, max_rows=max_rows,
+                                  flush_interval_s=flush_interval_s, on_shard=record)  # fmt: skip
+
+    def write(self, item: VerifiedAttempt) -> bool:
+        attempt, verdict = item.attempt, item.verdict
+        if verdict.failure_kind in RETRIED_FAILURES:
+            return False
+        self.writer.write(attempt_row(self.run_id, attempt.task, attempt.candidate, verdict,
+                                      sample_index=attempt.sample_index, turn=attempt.turn))  # fmt: skip
+        return True
+
+    def landed(self) -> list[Any]:
+        landed, self._landed = self._landed, []
+        return landed
+
+    def flush(self) -> None:
+        self.writer.flush()
+
+
+def landed_shards(folder: Path, run_id: str, writer: int) -> list[Any]:
+    """The shards one writer of a run has in place (the driver's view after that writer's actor died).
+
+    Its half-written temporary, if it died writing one, goes: that writer id is never used again.
+    """
+    from pipelines.ray_executor import Landed
+
+    for stale in Path(folder).glob(f".train-{run_id}-{writer:05d}-*.parquet.tmp"):
+        stale.unlink(missing_ok=True)
+    shards = sorted(Path(folder).glob(f"train-{run_id}-{writer:05d}-*.parquet"))
+    found = []
+    for shard in shards:
+        keys = read_columns([shard], ["task_id", "sample_index", "turn"]).to_pylist()
+        found.append(Landed(shard.name, tuple(attempt_of_row(row) for row in keys)))
+    return found

@@ -1,12 +1,19 @@
-"""RayExecutor: the LocalExecutor's stages on a Ray cluster; the driver keeps the writer and the ledger.
+"""RayExecutor: the LocalExecutor's stages on a Ray cluster; the driver keeps the ledger.
 
-    source ──► prepare (Ray CPU tasks, ──► [ready, per node] ──► lane actors (one per GPU, ──► write
-    (driver)    bounded in flight)                                or one per cpu lane)         (driver)
+    source ──► prepare (Ray CPU tasks, ──► [ready, per node] ──► lane actors (one per GPU,  ──► write
+    (driver)    bounded in flight)                                or one per cpu lane; each     (driver:
+                                                                  writes its own shards)        accounting)
 
 Same stages, same interface as `pipelines.executor.LocalExecutor.run`: `prepare` runs as a Ray task,
 `open_lane(device)` runs in the constructor of a long-lived actor (`num_gpus=1` for a GPU lane, so a GPU
-times one candidate at a time), and every result comes back to the driver, which calls `write` on its
-own thread. So the run ledger (SQLite, on the driver) stays the only source of truth, exactly as locally.
+times one candidate at a time). Without `LaneWriting` every result comes back to the driver, which calls
+`write` on its own thread. With it (the corpus job's default) each actor also writes its results' rows
+into its own shards of the shared output folder, and tells the driver which shard holds which items once
+the shard is in place: the driver commits that (the run ledger, SQLite, on the driver, stays the only
+source of truth) and only then counts the items done. Each actor incarnation has its own writer id, so a
+restarted actor never appends to files of the one that died. When an actor dies, the driver looks in the
+folder for shards of its writer that landed without news (the actor died between the rename and its
+reply) and commits them; the rows still in its buffer are lost with it, and their items are done again.
 
 Why items are bound to a node: `Verifier.prepare` leaves files in a local temporary folder that
 `Verifier.complete` reads. A prepare task is pinned (node affinity) to a node that has lanes, and its
@@ -34,9 +41,10 @@ Affinity: with `affinity` (the corpus job passes the task), an idle lane takes f
 items one of a task it ran lately, so a task's reference is built once per actor where the queue allows.
 
 Model-driven runs use `pipelines.ray_verify_pool.RayVerifierPool` instead (the agent's trajectories on
-the driver, each verification on an actor). What it does NOT do (yet): write
-shards per actor (every row passes through the one writer on the driver; not yet measured at scale),
-or survive the driver's own death (the ledger does that: rerun the same command to resume).
+the driver, each verification on an actor; their rows are the driver's). What it does NOT do: survive the
+driver's own death (the ledger does that: rerun the same command to resume; the shards actors landed are
+reconciled then), or fence off an actor Ray declared dead that still runs (a partitioned node): its
+writer could still land a shard the driver has already redone, a duplicate a resume would then see.
 """
 
 from __future__ import annotations
@@ -46,7 +54,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pipelines.executor import ExecutorConfig, ExecutorStats, Lane
 
@@ -79,22 +87,84 @@ def actor_device(device: str) -> str:
     return str(ray.get_gpu_ids()[0])
 
 
-class LaneHost:
-    """The body of a lane actor: one VerificationLane (persistent workers) for the device Ray gave it."""
+@dataclass(frozen=True)
+class Landed:
+    """A shard a lane actor's writer put in place: its name, and the keys of the items whose rows it holds."""
 
-    def __init__(self, open_lane: Callable[[str], Lane[Any, Any]], device: str) -> None:
+    name: str
+    keys: tuple[Hashable, ...]
+
+
+class LaneSink(Protocol):
+    """A lane actor's own writer (one per actor incarnation; `LaneWriting.open_sink` makes it)."""
+
+    def write(self, result: Any) -> bool:
+        """Buffer the result's rows; False when it has none to land (the driver accounts for it at once)."""
+        ...
+
+    def landed(self) -> list[Landed]:
+        """The shards put in place since the last call."""
+        ...
+
+    def flush(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class LaneWriting:
+    """Results written by the lane actors themselves, each into its own shards of a shared folder.
+
+    `open_sink(writer)` runs in an actor, `writer` unique per lane and incarnation (a restarted actor
+    never appends to a dead one's files); `commit(landed)` runs on the driver once a shard is in place
+    (the corpus job: the ledger marks its attempts finished); `recover(writer)` runs on the driver when an
+    incarnation died, and returns the shards it put in place whose news never arrived; `key(item)` is an
+    item's key as `Landed.keys` names it. The driver's `write(result)` still runs once per item, when its
+    row is final (or at once for a result with no row), for the run's accounting.
+    """
+
+    open_sink: Callable[[int], LaneSink]
+    commit: Callable[[Landed], None]
+    recover: Callable[[int], list[Landed]]
+    key: Callable[[Any], Hashable]
+
+
+class LaneHost:
+    """The body of a lane actor: one VerificationLane (persistent workers) for the device Ray gave it, and,
+    with `LaneWriting`, the writer of its results."""
+
+    def __init__(self, open_lane: Callable[[str], Lane[Any, Any]], device: str,
+                 open_sink: Callable[[int], LaneSink] | None = None) -> None:  # fmt: skip
         import ray
 
         device = actor_device(device)
         self.device = device
         self.node = ray.get_runtime_context().get_node_id()
         self.lane = open_lane(device)
+        self.open_sink = open_sink
+        self.sink: LaneSink | None = None
+        self.writer = -1
 
     def where(self) -> tuple[str, str, int]:
         return self.node, self.device, os.getpid()
 
-    def run(self, item: Any) -> Any:
-        return self.lane(item)
+    def run(self, item: Any, writer: int = -1) -> Any:
+        result = self.lane(item)
+        if self.open_sink is None:
+            return result
+        buffered = self._sink(writer).write(result)
+        return result, buffered, self._sink(writer).landed()
+
+    def flush(self, writer: int) -> list[Landed]:
+        sink = self._sink(writer)
+        sink.flush()
+        return sink.landed()
+
+    def _sink(self, writer: int) -> LaneSink:
+        assert self.open_sink is not None
+        if self.sink is None or writer != self.writer:  # the driver names the writer of this incarnation
+            if self.sink is not None:
+                self.sink.flush()
+            self.sink, self.writer = self.open_sink(writer), writer
+        return self.sink
 
     def close(self) -> None:
         self.lane.close()
@@ -114,6 +184,8 @@ class RayExecutorStats(ExecutorStats):
     given_up: int = 0  # items lost more than max_losses times, handed to give_up
     lane_pids: dict[str, list[int]] = field(default_factory=dict)  # every process each lane ran in
     affinity_hits: int = 0  # items handed to a lane that had run their affinity key (task) lately
+    shards_landed: int = 0  # with LaneWriting: shards the lane actors put in place and the driver committed
+    shards_recovered: int = 0  # of those, found on disk after their actor died before saying so
 
 
 @dataclass
@@ -129,9 +201,21 @@ class _Item:
 class _Lane:
     name: str
     actor: Any
+    index: int = 0
     node: str = ""
     busy: bool = True  # until its first `where` answers
     recent: OrderedDict[Hashable, None] = field(default_factory=OrderedDict)  # affinity keys it ran lately
+    incarnation: int = -1  # its `where` answers so far, minus one: a restarted actor gets a new writer
+    # with LaneWriting: items whose results came back but whose rows are still in its writer's buffer
+    pending: dict[Hashable, tuple[_Item, Any]] = field(default_factory=dict)
+
+    @property
+    def writer(self) -> int:
+        return (self.index + 1) * WRITERS_PER_LANE + self.incarnation  # 0 stays the driver's own writer
+
+
+# Writer ids per lane: one per incarnation (an actor restarts at most max_restarts times).
+WRITERS_PER_LANE = 100
 
 
 @dataclass(frozen=True)
@@ -205,8 +289,13 @@ class RayExecutor:
     def run(self, source: Iterable[Any], prepare: Callable[[Any], Any], open_lane: Callable[[str], Lane[Any, Any]],
             write: Callable[[Any], None], give_up: Callable[[Any, str], Any] | None = None,
             affinity: Callable[[Any], Hashable] | None = None,
-            discard: Callable[[Any], None] | None = None) -> RayExecutorStats:  # fmt: skip
+            discard: Callable[[Any], None] | None = None,
+            writing: LaneWriting | None = None) -> RayExecutorStats:  # fmt: skip
         """Feed every item of source through prepare, a lane actor and write; returns when all are written.
+
+        `writing`: the lane actors write the results themselves (`LaneWriting`); an item is done when the
+        shard holding its row is in place and committed, and the rows an actor held when it died are
+        recovered from its shards or done again. Without it, results come back to `write` on the driver.
 
         `affinity(item)` (the corpus job: the task) lets an idle lane take, from its node's ready items,
         one whose key it ran recently (its worker has that task's reference loaded) before the oldest.
@@ -229,8 +318,8 @@ class RayExecutor:
             gpu = device != "cpu"
             actor = actor_class.options(num_cpus=options.lane_cpus, num_gpus=1 if gpu else 0,
                                         max_restarts=options.max_restarts, max_task_retries=0).remote(
-                open_lane, "gpu" if gpu else "cpu")  # fmt: skip
-            lanes[f"{device}#{index}"] = _Lane(f"{device}#{index}", actor)
+                open_lane, "gpu" if gpu else "cpu", writing.open_sink if writing else None)  # fmt: skip
+            lanes[f"{device}#{index}"] = _Lane(f"{device}#{index}", actor, index)
         calls: dict[Any, tuple[str, _Item | None, _Lane | None]] = {}  # ref -> (kind, item, lane)
         for lane in lanes.values():
             calls[lane.actor.where.remote()] = ("where", None, lane)
@@ -316,13 +405,20 @@ class RayExecutor:
                             next(reversed(o.recent)) for o in lanes.values() if o is not lane and o.recent
                         }
                         item = _take(queue, lane, others, affinity, options.affinity_memory, stats)
-                        calls[lane.actor.run.remote(item.prepared)] = ("run", item, lane)
+                        call = lane.actor.run.remote(item.prepared, lane.writer if writing else -1)
+                        calls[call] = ("run", item, lane)
                         lane.busy = True
                         stats.lane_items[lane.name] = stats.lane_items.get(lane.name, 0) + 1
                 work = [ref for ref, (kind, _, _) in calls.items() if kind != "where"]
                 if exhausted and not retry and not work and not any(ready.values()):
-                    finished = True
-                    break
+                    holding = [lane for lane in lanes.values() if lane.pending]
+                    if not holding:
+                        finished = True
+                        break
+                    for lane in holding:  # the last rows wait in the actors' writers: land them
+                        if not lane.busy:
+                            calls[lane.actor.flush.remote(lane.writer)] = ("flush", None, lane)
+                            lane.busy = True
                 if not lanes:
                     raise RuntimeError(
                         f"every verification actor died for good; the last: {self._lane_error}"
@@ -330,7 +426,8 @@ class RayExecutor:
                 done, _ = ray.wait(list(calls), num_returns=1)
                 for ref in done:
                     kind, item, lane = calls.pop(ref)
-                    self._finish(kind, ref, item, lane, lanes, ready, preparing, stats, write, lose, calls)
+                    self._finish(kind, ref, item, lane, lanes, ready, preparing, stats, write, lose, calls,
+                                 writing)  # fmt: skip
         finally:
             if cleanups:  # best effort: a node that died took its files with it
                 ray.wait(cleanups, num_returns=len(cleanups), timeout=30)
@@ -344,8 +441,10 @@ class RayExecutor:
     def _finish(self, kind: str, ref: Any, item: _Item | None, lane: _Lane | None, lanes: dict[str, _Lane],
                 ready: dict[str, deque[_Item]], preparing: dict[str, int], stats: RayExecutorStats,
                 write: Callable[[Any], None], lose: Callable[[_Item, str], None],
-                calls: dict[Any, tuple[str, _Item | None, _Lane | None]]) -> None:  # fmt: skip
-        """Take one finished call's result: a prepared item, a verified one, or a lane (re)starting."""
+                calls: dict[Any, tuple[str, _Item | None, _Lane | None]],
+                writing: LaneWriting | None = None) -> None:  # fmt: skip
+        """Take one finished call's result: a prepared item, a verified one, landed shards, or a lane
+        (re)starting."""
         exceptions = self.ray.exceptions
         if kind == "prepare":
             assert item is not None
@@ -385,17 +484,66 @@ class RayExecutor:
                         self._retry.append(orphan)
                 return
             stats.lane_pids.setdefault(lane.name, []).append(pid)
+            lane.incarnation += 1  # a new process: its results go to a writer of its own
             lane.busy = False
             return
-        assert item is not None
         try:
             result = self.ray.get(ref)
         except exceptions.RayTaskError as error:
             raise error.as_instanceof_cause() from None
         except exceptions.RayActorError as error:  # the actor's process died during (or around) the call
-            lose(item, f"verification actor {lane.name} died: {type(error).__name__}")
+            why = f"verification actor {lane.name} died: {type(error).__name__}"
+            if writing is None:
+                if item is not None:
+                    lose(item, why)
+            else:  # its writer may have landed the call's own row before it died: look before redoing it
+                if item is not None:
+                    lane.pending[writing.key(item.value)] = (item, None)
+                self._recover(lane, writing, write, lose, stats, why)
             calls[lane.actor.where.remote()] = ("where", None, lane)  # back in service once restarted
             return
-        write(result)
-        stats.written += 1
         lane.busy = False
+        if kind == "flush":
+            assert writing is not None
+            self._land(lane, result, writing, write, stats)
+            return
+        assert item is not None
+        if writing is None:
+            write(result)
+            stats.written += 1
+            return
+        result, buffered, landed = result
+        if buffered:  # its row is in the actor's writer: done once the shard holding it is in place
+            lane.pending[writing.key(item.value)] = (item, result)
+        else:
+            write(result)
+            stats.written += 1
+        self._land(lane, landed, writing, write, stats)
+
+    @staticmethod
+    def _land(lane: _Lane, landed: Iterable[Landed], writing: LaneWriting, write: Callable[[Any], None],
+              stats: RayExecutorStats) -> None:  # fmt: skip
+        """Shards the lane's writer put in place: committed, and their items' results accounted for."""
+        for shard in landed:
+            entries = [lane.pending.pop(key) for key in shard.keys if key in lane.pending]
+            writing.commit(shard)
+            stats.shards_landed += 1
+            for _, result in entries:
+                if result is not None:  # None: the call died after its row landed; the result is gone
+                    write(result)
+                stats.written += 1
+
+    def _recover(self, lane: _Lane, writing: LaneWriting, write: Callable[[Any], None],
+                 lose: Callable[[_Item, str], None], stats: RayExecutorStats, why: str) -> None:  # fmt: skip
+        """The lane's actor died: shards its writer put in place before dying are committed (their news
+        died with it); rows still in its buffer are lost, and their items done again."""
+        if not lane.pending:
+            return
+        unseen = [
+            shard for shard in writing.recover(lane.writer) if any(k in lane.pending for k in shard.keys)
+        ]
+        stats.shards_recovered += len(unseen)
+        self._land(lane, unseen, writing, write, stats)
+        for item, result in lane.pending.values():
+            lose(item, why if result is None else f"its row was in the writer of {lane.name} when it died")
+        lane.pending.clear()

@@ -3,6 +3,8 @@ verification actor killed with SIGKILL mid-run is replaced with nothing lost or 
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import signal
 import sqlite3
@@ -23,7 +25,7 @@ from example_suite import SUBSET_EXAMPLES, copy_example_suite  # noqa: E402
 
 from pipelines.corpus_job import run_corpus_job  # noqa: E402
 from pipelines.executor import ExecutorConfig  # noqa: E402
-from pipelines.ray_executor import RayExecutor, RayOptions  # noqa: E402
+from pipelines.ray_executor import Landed, LaneWriting, RayExecutor, RayOptions  # noqa: E402
 from toolchain.tasks import load_tasks  # noqa: E402
 from toolchain.verify import Verifier, VerifyConfig  # noqa: E402
 
@@ -156,15 +158,15 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return copy_example_suite(tmp_path_factory.mktemp("suite"))
 
 
-def corpus(
-    suite: tuple[Path, Path], out: Path, executor: str, work_root: Path | None = None
-) -> dict[str, dict]:
+def corpus(suite: tuple[Path, Path], out: Path, executor: str, work_root: Path | None = None,
+           ray_writers: str = "actors") -> dict[str, dict]:  # fmt: skip
     from pipelines.candidates import ExampleCandidates
 
     tasks, examples = suite
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=120, work_root=work_root))
     summary = run_corpus_job(load_tasks(str(tasks)), ExampleCandidates("triton", examples), verifier, out, "triton", workers=2,
-                             progress=False, shard_rows=2, compile_workers=2, executor=executor)  # fmt: skip
+                             progress=False, shard_rows=2, compile_workers=2, executor=executor,
+                             ray_writers=ray_writers)  # fmt: skip
     assert not summary.retry_later and not summary.unexpected
     rows = [
         row
@@ -185,8 +187,23 @@ def local_rows(suite: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactor
 
 
 @pytest.mark.slow
-def test_the_main_job_on_ray_writes_the_local_executors_rows(local_ray, suite, local_rows, tmp_path) -> None:  # noqa: ANN001
-    assert corpus(suite, tmp_path / "ray", "ray") == local_rows
+@pytest.mark.parametrize("ray_writers", ["actors", "driver"])
+def test_the_main_job_on_ray_writes_the_local_executors_rows(local_ray, suite, local_rows, tmp_path,
+                                                             ray_writers) -> None:  # noqa: ANN001  # fmt: skip
+    assert corpus(suite, tmp_path / "ray", "ray", ray_writers=ray_writers) == local_rows
+    # With actors, each verification actor wrote its own shards (writer ids from 100 up); with driver, the
+    # driver's one writer (0) wrote them all. The ledger took every shard either way.
+    shards = sorted((tmp_path / "ray" / "data" / "triton").glob("train-*.parquet"))
+    writers = {int(shard.stem.split("-")[-2]) for shard in shards}
+    if ray_writers == "actors":
+        assert len(writers) == 2 and min(writers) >= 100, writers
+    else:
+        assert writers == {0}
+    with sqlite3.connect(tmp_path / "ray" / "ledger.sqlite") as db:
+        recorded = {
+            name for (name,) in db.execute("SELECT DISTINCT shard FROM attempts WHERE status = 'finished'")
+        }
+    assert recorded == {shard.name for shard in shards}
 
 
 @pytest.mark.slow
@@ -240,6 +257,16 @@ def test_without_ray_the_cli_names_the_extra(tmp_path: Path) -> None:
     ]
 
 
+def test_ray_writers_without_the_ray_executor_is_a_usage_error(tmp_path: Path) -> None:
+    run = subprocess.run([sys.executable, "-m", "kernelvault.cli", "corpus", "--ray-writers", "driver",
+                          "--platform", "cpu", "--out", str(tmp_path / "out")], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)  # fmt: skip
+    assert run.returncode == 2 and not (tmp_path / "out").exists()
+    assert run.stderr.strip().splitlines() == [
+        "kernelvault: error: --address and --ray-writers are for --executor ray"
+    ]
+
+
 def test_a_stage_that_raises_stops_the_run_and_is_reraised(local_ray) -> None:  # noqa: ANN001
     def explode(item: int) -> int:
         if item == 3:
@@ -250,6 +277,86 @@ def test_a_stage_that_raises_stops_the_run_and_is_reraised(local_ray) -> None:  
         RayExecutor(ExecutorConfig(lanes=("cpu",), compile_workers=1)).run(
             range(50), explode, SleepyLane, print
         )
+
+
+# ------------------------------------------------------------------------------------------------
+# Results written by the lane actors themselves (LaneWriting): each actor its own files, nothing lost or
+# written twice when one is killed, also when it dies between landing a file and saying so.
+
+
+class FileSink:
+    """A stand-in for the corpus job's ShardSink: every `rows` results land as one JSON file (temporary
+    name, then rename) named by the writer. Two deaths, once each: item 13 lands its file and then kills
+    the actor (the driver never hears of that file); from item 27 on, the first item that finds an earlier
+    row in the buffer kills it with both rows unlanded."""
+
+    def __init__(self, folder: str, writer: int, rows: int = 3) -> None:
+        self.folder, self.writer, self.rows = Path(folder), writer, rows
+        self.buffer: list[int] = []
+        self.count = len(list(self.folder.glob(f"{writer:05d}-*.json")))
+        self._landed: list[Landed] = []
+
+    def write(self, result: tuple[int, int]) -> bool:
+        item = result[0]
+        if item % 10 == 9:  # a verdict with no row (the corpus job's retried failures)
+            return False
+        self.buffer.append(item)
+        if len(self.buffer) >= self.rows or item == 13:
+            self.flush()
+        if item == 13 and not (self.folder / "died-after-landing").exists():
+            (self.folder / "died-after-landing").touch()
+            os._exit(1)
+        if item >= 27 and len(self.buffer) >= 2 and not (self.folder / "died-holding-rows").exists():
+            (self.folder / "died-holding-rows").touch()
+            os._exit(1)
+        return True
+
+    def landed(self) -> list[Landed]:
+        landed, self._landed = self._landed, []
+        return landed
+
+    def flush(self) -> None:
+        if not self.buffer:
+            return
+        final = self.folder / f"{self.writer:05d}-{self.count:05d}.json"
+        temporary = final.with_suffix(".tmp")
+        temporary.write_text(json.dumps(self.buffer))
+        os.replace(temporary, final)
+        self._landed.append(Landed(final.name, tuple(self.buffer)))
+        self.buffer, self.count = [], self.count + 1
+
+
+def files_of(folder: Path, writer: int) -> list[Landed]:
+    return [Landed(path.name, tuple(json.loads(path.read_text())))
+            for path in sorted(folder.glob(f"{writer:05d}-*.json"))]  # fmt: skip
+
+
+def test_lane_actors_write_their_own_files_and_a_killed_one_loses_nothing(local_ray, tmp_path) -> None:  # noqa: ANN001
+    committed: list[Landed] = []
+    accounted: list[tuple[int, int]] = []
+    writing = LaneWriting(open_sink=functools.partial(FileSink, str(tmp_path)), commit=committed.append,
+                          recover=functools.partial(files_of, tmp_path), key=lambda item: item)  # fmt: skip
+    killed: list[int] = []
+    killer = threading.Thread(target=kill_a_running_lane, args=(60.0, killed))
+    killer.start()
+    executor = RayExecutor(ExecutorConfig(lanes=("cpu", "cpu"), compile_workers=1, queue_size=2))
+    stats = executor.run(range(40), abs, SleepyLane, accounted.append, writing=writing)
+    killer.join()
+    assert killed, "no lane was seen running"
+    on_disk = [item for path in tmp_path.glob("*.json") for item in json.loads(path.read_text())]
+    with_rows = [item for item in range(40) if item % 10 != 9]
+    assert sorted(on_disk) == with_rows, "a row was lost or written twice"
+    assert sorted(item for shard in committed for item in shard.keys) == with_rows  # each committed once
+    assert sorted({shard.name for shard in committed}) == sorted(p.name for p in tmp_path.glob("*.json"))
+    # Every item is accounted for once, except 13, whose result died with its actor after its row landed.
+    assert sorted(item for item, _ in accounted) == [item for item in range(40) if item != 13]
+    assert (tmp_path / "died-after-landing").exists() and (tmp_path / "died-holding-rows").exists()
+    # 13's file was found on disk and committed, not redone; the two unlanded rows were redone (the
+    # SIGKILLed call was too, unless the kill landed on an actor already dying by its own hand).
+    assert stats.written == 40 and stats.shards_recovered >= 1 and stats.lost >= 2
+    writers = {int(shard.name.split("-")[0]) for shard in committed}
+    assert len(writers) >= 3  # two lanes, and a new writer for each restarted actor
+    assert not list(tmp_path.glob("*.tmp"))
 
 
 def _switches(written: list[tuple[int, int]]) -> int:
