@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -101,3 +102,20 @@ def test_invalid_task_is_a_usage_error(tmp_path: Path) -> None:
     completed = run_verify(task, EXAMPLES / "relu.py")
     assert completed.returncode == 2
     assert "get_inputs" in completed.stderr and completed.stderr.strip().count("\n") == 0
+
+
+@pytest.mark.skipif(shutil.which("hipcc") is None, reason="needs Debian's hipcc (make installs it as root)")
+def test_verify_takes_both_hip_forms_and_says_what_a_cpu_machine_can_verify() -> None:
+    hip = ROOT / "examples" / "hip"
+    native = verify_json("vector_add", hip / "vector_add.py", "--target", "hip")
+    # compiled for gfx90a by Debian's hipcc; never run here, so correctness is unknown and the reward is
+    # the compile credit alone
+    assert (native["compiled"], native["correct"], native["speedup"]) == (True, None, None)
+    assert native["reward"] == pytest.approx(0.4) and native["failure_kind"] is None
+    assert native["platform"] == "cpu" and native["arch"] == "gfx90a"
+    # the KernelBench load_inline form is recognised, and refused as our limit here, not as a verdict on it
+    inline = verify_json("vector_add", hip / "load_inline" / "vector_add.py", "--target", "hip")
+    assert (
+        inline["failure_kind"] == "infrastructure_error" and "load_inline form" in inline["failure_message"]
+    )
+    assert inline["compiled"] is not True and inline["reward"] == 0.0
