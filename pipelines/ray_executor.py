@@ -313,6 +313,9 @@ class RayExecutor:
         if cpus < len(config.lanes) * options.lane_cpus + 1:  # else prepare tasks wait forever for a CPU
             raise ValueError(f"the Ray cluster has {cpus:g} CPUs: too few for {len(config.lanes)} lanes of "
                              f"{options.lane_cpus:g} CPU and one prepare task; use fewer lanes or lane_cpus")  # fmt: skip
+        if writing is not None and options.max_restarts >= WRITERS_PER_LANE:
+            raise ValueError(f"max_restarts is at most {WRITERS_PER_LANE - 1} when actors write (one writer id "
+                             "per incarnation)")  # fmt: skip
         lanes: dict[str, _Lane] = {}
         for index, device in enumerate(config.lanes):
             gpu = device != "cpu"
