@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kernelvault.contracts import FAILURE_KINDS, Candidate, Task  # noqa: E402
-from pipelines.candidates import Attempt  # noqa: E402
+from pipelines.candidates import Attempt, expected_options, expected_outcome, outcome  # noqa: E402
 from pipelines.corpus_job import percentile  # noqa: E402
 from toolchain.tasks import LoadedTasks, load_task_file  # noqa: E402
 from toolchain.verify import Verifier, VerifyConfig  # noqa: E402
@@ -83,7 +83,9 @@ def attempts(which: str, limit: int | None, on_gpu: bool = False) -> list[Attemp
         if not task_file.exists():
             continue
         task = tasks.setdefault(name, load_task_file(task_file))
-        candidate = Candidate(task.task_id, target, path.read_text(), f"bench:{path.relative_to(ROOT)}")  # type: ignore[arg-type]
+        kind = path.stem.partition("__")[0] if path.parent.name == "broken" else None  # as ExampleCandidates
+        candidate = Candidate(task.task_id, target, path.read_text(), f"bench:{path.relative_to(ROOT)}",  # type: ignore[arg-type]
+                              expected_failure=kind)  # fmt: skip
         result.append(Attempt(task, candidate, sample_index=len(result)))
     if limit and limit < len(result):  # evenly spaced, so a shorter set keeps the mix of kinds and targets
         result = [result[index * len(result) // limit] for index in range(limit)]
@@ -140,33 +142,25 @@ def judge_line(rows: list[dict[str, Any]], seconds: float) -> str:
             f"compare {compare:.1f} s ({100 * (transfer + compare) / seconds:.0f}% of the mode's {seconds:.0f} s)")  # fmt: skip
 
 
-def expected_outcomes(origin: str) -> list[str]:
-    """What a candidate of the set must come back as: its '# expect:' line (adversarial files), the kind
-    its file name starts with (broken examples), else `correct`; on a GPU every honest kernel runs."""
-    path = ROOT / origin.removeprefix("bench:")
-    for line in path.read_text().splitlines()[:5]:
-        if line.startswith("# expect:"):
-            # adversarial files list alternatives; the examples add " -- why" after their one kind
-            options = line.split(":", 1)[1].split(" -- ", 1)[0]
-            return [option.strip() for option in options.split("|")]
-    kind = path.stem.split("__")[0]
-    return [kind] if kind in FAILURE_KINDS else ["correct"]
+def expected_outcomes(candidate: Candidate, platform: str, correct: bool | None) -> list[str]:
+    """What a candidate of the set must come back as on `platform`: an adversarial file's `# expect:`
+    alternatives, else the example's kind (its file name, or its `expect-<platform>:` line), else correct."""
+    path = ROOT / candidate.origin.removeprefix("bench:")
+    if "adversarial" in path.relative_to(ROOT).parts:  # honest files carry no expect line
+        return ["correct"] if path.parent.name == "honest" else expected_options(path)
+    return [expected_outcome(candidate, platform, correct) or "correct"]
 
 
-def outcome(failure_kind: str | None, failure_message: str | None) -> str:
-    """`correct`, a failure kind, or `integrity_reject:SUB_REASON` (the sub-reason leads the message)."""
-    if failure_kind == "integrity_reject":
-        return "integrity_reject:" + (failure_message or "").split(":", 1)[0]
-    return failure_kind or "correct"
-
-
-def verdict_row(origin: str, failure_kind: str | None, failure_message: str | None,
-                stages: Sequence[Any]) -> dict[str, Any]:  # fmt: skip
-    got, wanted = outcome(failure_kind, failure_message), expected_outcomes(origin)
+def verdict_row(attempt: Attempt, platform: str, failure_kind: str | None, failure_message: str | None,
+                correct: bool | None, stages: Sequence[Any]) -> dict[str, Any]:  # fmt: skip
+    got, wanted = (
+        outcome(failure_kind, failure_message),
+        expected_outcomes(attempt.candidate, platform, correct),
+    )
     # a bare "integrity_reject" (a broken example's file name) accepts any sub-reason
     as_expected = got in wanted or (got.startswith("integrity_reject:") and "integrity_reject" in wanted)
-    return {"origin": origin, "kind": failure_kind or "success", "got": got, "expected": wanted,
-            "as_expected": as_expected, **stage_seconds(stages)}  # fmt: skip
+    return {"origin": attempt.candidate.origin, "kind": failure_kind or "success", "got": got,
+            "expected": wanted, "as_expected": as_expected, **stage_seconds(stages)}  # fmt: skip
 
 
 def run_fresh(verifier: Verifier, items: list[Attempt]) -> tuple[float, list[dict[str, Any]]]:
@@ -176,9 +170,8 @@ def run_fresh(verifier: Verifier, items: list[Attempt]) -> tuple[float, list[dic
         stages = [
             {"name": s.name, "outcome": s.outcome, "seconds": s.seconds, "log": s.log} for s in verdict.stages
         ]
-        rows.append(
-            verdict_row(attempt.candidate.origin, verdict.failure_kind, verdict.failure_message, stages)
-        )
+        rows.append(verdict_row(attempt, verifier.choice.platform, verdict.failure_kind,
+                                verdict.failure_message, verdict.correct, stages))  # fmt: skip
     return time.monotonic() - started, rows
 
 
@@ -196,9 +189,11 @@ def run_persistent(verifier: Verifier, items: list[Attempt], devices: str, lanes
         seconds = time.monotonic() - started
         table = read_columns(
             run_shards(Path(out) / "data" / "triton", summary.run_id),
-            ["candidate_origin", "failure_kind", "failure_message", "stages"],
+            ["candidate_origin", "failure_kind", "failure_message", "correct", "stages"],
         )
-        rows = [verdict_row(*columns) for columns in zip(*table.to_pydict().values(), strict=True)]
+        by_origin = {attempt.candidate.origin: attempt for attempt in items}
+        rows = [verdict_row(by_origin[origin], verifier.choice.platform, *verdict)
+                for origin, *verdict in zip(*table.to_pydict().values(), strict=True)]  # fmt: skip
     return seconds, rows
 
 

@@ -60,6 +60,22 @@ def expected_outcome(candidate: Candidate, platform: str, correct: bool | None) 
     return candidate.expected_failure
 
 
+def expected_options(path: Path) -> list[str]:
+    """An adversarial file's accepted outcomes: its `# expect: KIND[:SUB_REASON][|...]` line, split."""
+    for line in path.read_text().splitlines()[:5]:
+        if line.startswith("# expect:"):
+            return [option.strip() for option in line.split(":", 1)[1].split("|")]
+    raise ValueError(f"{path} has no '# expect:' line")
+
+
+def outcome(failure_kind: str | None, failure_message: str | None) -> str:
+    """A verdict as `expected_options` names it: `correct`, a failure kind, or
+    `integrity_reject:SUB_REASON` (the sub-reason leads the failure message)."""
+    if failure_kind == "integrity_reject":
+        return "integrity_reject:" + (failure_message or "").split(":", 1)[0]
+    return failure_kind or "correct"
+
+
 class ExampleCandidates:
     """The bundled example kernels, matched to tasks by file name."""
 

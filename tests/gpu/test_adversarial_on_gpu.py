@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from adversarial_expect import expected_options, outcome
+
+from pipelines.candidates import expected_options, outcome
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")]

@@ -12,7 +12,8 @@ import os
 from pathlib import Path
 
 import pytest
-from adversarial_expect import expected_options, outcome
+
+from pipelines.candidates import expected_options, outcome
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")]
