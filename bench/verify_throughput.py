@@ -65,9 +65,11 @@ def candidate_files(which: str, on_gpu: bool = False) -> list[tuple[str, str, Pa
         if target not in targets:
             continue
         for path in sorted((adversarial / sub).glob("*.py")):
+            # honest/<task>__<name>.py; hostile/<kind>__<task>__<name>.py
             parts = path.stem.split("__")
-            if len(parts) >= 2:
-                found.append((target, parts[1], path))
+            task = parts[0] if sub == "honest" else parts[1] if len(parts) >= 3 else None
+            if task is not None:
+                found.append((target, task, path))
     if which == "small":
         found = [entry for entry in found if entry[1] in SMALL_TASKS]
     if on_gpu:
