@@ -43,10 +43,12 @@ from pipelines.corpus_stages import (
     ShardSink,
     VerificationLane,
     VerifiedAttempt,
+    attempt_of_row,
     discard_prepared,
     landed_shards,
     lost_attempt,
     prepare_attempt,
+    shard_attempts,
 )
 from pipelines.executor import ExecutorConfig, LocalExecutor, parse_devices
 from toolchain.tasks import LoadedTasks
@@ -231,9 +233,7 @@ def run_corpus_job(
     attempts = [a for a in source.attempts(loaded.tasks) if _key(a) not in run.done]
 
     def record_shard(path: Path, rows: list[dict[str, Any]]) -> None:
-        ledger.mark_finished(
-            run_id, [attempt_key(r["task_id"], r["sample_index"], r["turn"]) for r in rows], path.name
-        )
+        ledger.mark_finished(run_id, [attempt_of_row(row) for row in rows], path.name)
 
     workers = workers or default_workers(platform)
     lanes = parse_devices(devices or ("cpu" if platform == "cpu" else "0"), workers)
@@ -328,10 +328,7 @@ def open_run(out_dir: Path, identity: dict[str, Any], target: str, platform: str
     run_id, resumed = ledger.open_run(identity, new_run_id(), new_run)
     # Reconcile: a shard may have landed just before the process died, before its ledger transaction.
     for shard in run_shards(out_dir / "data" / target, run_id):
-        keys = read_columns([shard], ["task_id", "sample_index", "turn"]).to_pydict()
-        ledger.mark_finished(
-            run_id, map(attempt_key, keys["task_id"], keys["sample_index"], keys["turn"]), shard.name
-        )
+        ledger.mark_finished(run_id, shard_attempts(shard), shard.name)
     done = ledger.finished_keys(run_id)
     summary = RunSummary(
         run_id=run_id, out_dir=out_dir, platform=platform, resumed=resumed, skipped=len(done)

@@ -80,6 +80,11 @@ def attempt_of_row(row: dict[str, Any]) -> str:
     return attempt_key(row["task_id"], row["sample_index"], row["turn"])
 
 
+def shard_attempts(shard: Path) -> tuple[str, ...]:
+    """The attempt keys of the rows of one shard on disk (a resume, or a dead actor's writer)."""
+    return tuple(map(attempt_of_row, read_columns([shard], ["task_id", "sample_index", "turn"]).to_pylist()))
+
+
 class ShardSink:
     """A verification actor's own writer (`pipelines.ray_executor.LaneWriting`): the rows of its verdicts go
     to its own shards in the run's shared folder, `train-{run_id}-{writer:05d}-{n:05d}.parquet`.
@@ -127,8 +132,4 @@ def landed_shards(folder: Path, run_id: str, writer: int) -> list[Any]:
     for stale in Path(folder).glob(f".train-{run_id}-{writer:05d}-*.parquet.tmp"):
         stale.unlink(missing_ok=True)
     shards = sorted(Path(folder).glob(f"train-{run_id}-{writer:05d}-*.parquet"))
-    found = []
-    for shard in shards:
-        keys = read_columns([shard], ["task_id", "sample_index", "turn"]).to_pylist()
-        found.append(Landed(shard.name, tuple(attempt_of_row(row) for row in keys)))
-    return found
+    return [Landed(shard.name, shard_attempts(shard)) for shard in shards]

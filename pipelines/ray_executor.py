@@ -150,8 +150,9 @@ class LaneHost:
         result = self.lane(item)
         if self.open_sink is None:
             return result
-        buffered = self._sink(writer).write(result)
-        return result, buffered, self._sink(writer).landed()
+        sink = self._sink(writer)
+        buffered = sink.write(result)
+        return result, buffered, sink.landed()
 
     def flush(self, writer: int) -> list[Landed]:
         sink = self._sink(writer)
