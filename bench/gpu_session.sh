@@ -47,11 +47,12 @@ fi
 # scaling (persistent workers on GPU 0, then on GPUs 0 and 1: the nvidia-h200-x2 machine), ray_scaling
 # (the same through the Ray executor: one verification actor, then two, on a local Ray instance).
 # The throughput benches verify KV_BENCH_LIMIT candidates of the mixed set (evenly spaced over it, so
-# honest, broken, hostile, Triton and HIP all stay in), each within 30 s.
+# honest, broken, hostile, Triton and HIP all stay in), each within 30 s; KV_BENCH_MODES: throughput's
+# modes; KV_BENCH_EXTRA: more throughput arguments (e.g. --chunk 1/3 --save \$OUT/chunk1.json).
 SET="--platform cuda --set mixed --limit ${KV_BENCH_LIMIT:-60} --timeout-s 30"
 for bench in ${KV_BENCH:-timing hip_build}; do
   case "$bench" in
-    throughput) python3 bench/verify_throughput.py $SET --compile-workers 8 2>&1 \
+    throughput) python3 bench/verify_throughput.py $SET --compile-workers 8 --modes "${KV_BENCH_MODES:-fresh,persistent}" ${KV_BENCH_EXTRA:-} 2>&1 \
                   | tee "$KV_RESULTS_DIR/verify_throughput.md" || status=1 ;;
     scaling) python3 bench/verify_throughput.py $SET --compile-workers 8 \
                --modes persistent@0,persistent@0+1 2>&1 | tee "$KV_RESULTS_DIR/gpu_scaling.md" || status=1 ;;

@@ -3,6 +3,9 @@
     python bench/verify_throughput.py --platform cpu --set small
     python bench/verify_throughput.py --platform cuda --set mixed --devices 0     # the H200 session
     python bench/verify_throughput.py --platform cuda --set mixed --modes persistent@0,persistent@0+1  # 1 → 2 GPUs
+    python bench/verify_throughput.py --platform cuda --set mixed --modes persistent@0,persistent@0x3  # 3 lanes, 1 GPU
+    python bench/verify_throughput.py ... --chunk 1/3 --save c1.json   # a third of the set, every mode
+    python bench/verify_throughput.py --combine c1.json c2.json c3.json  # the tables over the whole set
 
 Modes, run one after the other in the same invocation on the same candidates:
 - `fresh`: the way common harnesses do it: for each candidate, a new sandboxed process that imports
@@ -11,16 +14,24 @@ Modes, run one after the other in the same invocation on the same candidates:
 - `persistent`: the same verification through one `WorkerLane` per device (long-lived workers, reference
   outputs kept per task), fed by the executor (`run_corpus_job` with a compile pool);
 - `persistent@DEVICES`: the same on the GPUs named (`0+1`: two lanes, GPUs 0 and 1), for scaling;
+  `persistent@0x3`: three lanes on GPU 0 (`--lanes-per-gpu 3`: checks side by side, timings one at a time
+  through the device's gate, `toolchain.device_gate`);
 - `ray@DEVICES`: the same stages through the Ray executor (a local Ray instance; one verification actor per
   GPU named, compilation as Ray tasks): the 1 → 2 actor scaling of the Ray issue.
 Candidate sets (`--set`): `small` (honest + broken + hostile Triton examples on a few tasks, CPU-friendly),
 `mixed` (every Triton and HIP example and every adversarial case: the ≥60-candidate GPU set). Prints
-candidates per minute per mode and per-stage latency (median, p90) from the verdicts' StageRecords.
+candidates per minute per mode and per-stage latency (median, p90) from the verdicts' StageRecords, and
+each timed candidate's latency in every mode (lanes that shared a GPU must not have changed it).
+
+A run longer than one call allows (the device tool's 10 minutes) goes in chunks: `--chunk I/K` verifies
+the I-th of K consecutive parts of the set in every mode, side by side, and `--save` keeps its results;
+`--combine` sums the chunks' seconds and rows per mode and prints the tables over the whole set.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import statistics
@@ -94,6 +105,17 @@ def attempts(which: str, limit: int | None, on_gpu: bool = False) -> list[Attemp
     return result
 
 
+def chunk_of(items: list[Attempt], chunk: str | None) -> list[Attempt]:
+    """`I/K`: the I-th (from 1) of K consecutive parts of items; None: all of them."""
+    if not chunk:
+        return items
+    index, _, count = chunk.partition("/")
+    i, k = int(index), int(count)
+    if not 1 <= i <= k:
+        raise SystemExit(f"--chunk I/K needs 1 <= I <= K, not {chunk!r}")
+    return items[(i - 1) * len(items) // k : i * len(items) // k]
+
+
 class FixedSource:
     description = "bench candidate set"
 
@@ -120,7 +142,7 @@ def stage_table(rows: list[dict[str, Any]]) -> str:
 
 _JUDGE_COSTS = re.compile(
     r"judge protocol: \d+ message\(s\), ([\d.]+) MB, transfer ([\d.]+) s, "
-    r"unpack and compare ([\d.]+) s"
+    r"unpack and compare ([\d.]+) s(?:; waited ([\d.]+) s at the device's gate)?"
 )
 
 
@@ -131,7 +153,7 @@ def stage_seconds(stages: Sequence[Any]) -> dict[str, float]:
         found = _JUDGE_COSTS.search(stage["log"] or "") if stage["name"] == "check" else None
         if found:
             row |= {"judge_mb": float(found[1]), "judge_transfer_s": float(found[2]),
-                    "judge_compare_s": float(found[3])}  # fmt: skip
+                    "judge_compare_s": float(found[3]), "gate_wait_s": float(found[4] or 0.0)}  # fmt: skip
     return row
 
 
@@ -140,8 +162,10 @@ def judge_line(rows: list[dict[str, Any]], seconds: float) -> str:
     moved = sum(r.get("judge_mb", 0.0) for r in rows)
     transfer = sum(r.get("judge_transfer_s", 0.0) for r in rows)
     compare = sum(r.get("judge_compare_s", 0.0) for r in rows)
+    waited = sum(r.get("gate_wait_s", 0.0) for r in rows)
     return (f"judge protocol: {moved / 1e3:.2f} GB to the parent, transfer {transfer:.1f} s, unpack and "
-            f"compare {compare:.1f} s ({100 * (transfer + compare) / seconds:.0f}% of the mode's {seconds:.0f} s)")  # fmt: skip
+            f"compare {compare:.1f} s ({100 * (transfer + compare) / seconds:.0f}% of the mode's {seconds:.0f} s); "
+            f"lanes waited {waited:.1f} s in all at the device's gate")  # fmt: skip
 
 
 def expected_outcomes(candidate: Candidate, platform: str, correct: bool | None) -> list[str]:
@@ -154,15 +178,21 @@ def expected_outcomes(candidate: Candidate, platform: str, correct: bool | None)
 
 
 def verdict_row(attempt: Attempt, platform: str, failure_kind: str | None, failure_message: str | None,
-                correct: bool | None, stages: Sequence[Any]) -> dict[str, Any]:  # fmt: skip
+                correct: bool | None, stages: Sequence[Any], timings: Sequence[Any] = ()) -> dict[str, Any]:  # fmt: skip
     got, wanted = (
         outcome(failure_kind, failure_message),
         expected_outcomes(attempt.candidate, platform, correct),
     )
     # a bare "integrity_reject" (a broken example's file name) accepts any sub-reason
     as_expected = got in wanted or (got.startswith("integrity_reject:") and "integrity_reject" in wanted)
+    # Σ over performance cases of the medians (ms): one latency per timed candidate, to compare across modes
+    latency = (
+        (sum(t["candidate_ms"] for t in timings), sum(t["reference_ms"] for t in timings))
+        if timings
+        else None
+    )
     return {"origin": attempt.candidate.origin, "kind": failure_kind or "success", "got": got,
-            "expected": wanted, "as_expected": as_expected, **stage_seconds(stages)}  # fmt: skip
+            "expected": wanted, "as_expected": as_expected, "latency_ms": latency, **stage_seconds(stages)}  # fmt: skip
 
 
 def run_fresh(verifier: Verifier, items: list[Attempt]) -> tuple[float, list[dict[str, Any]]]:
@@ -172,13 +202,13 @@ def run_fresh(verifier: Verifier, items: list[Attempt]) -> tuple[float, list[dic
         stages = [
             {"name": s.name, "outcome": s.outcome, "seconds": s.seconds, "log": s.log} for s in verdict.stages
         ]
-        rows.append(verdict_row(attempt, verifier.choice.platform, verdict.failure_kind,
-                                verdict.failure_message, verdict.correct, stages))  # fmt: skip
+        rows.append(verdict_row(attempt, verifier.choice.platform, verdict.failure_kind, verdict.failure_message,
+                                verdict.correct, stages, [vars(t) for t in verdict.timings]))  # fmt: skip
     return time.monotonic() - started, rows
 
 
-def run_persistent(verifier: Verifier, items: list[Attempt], devices: str, lanes: int,
-                   compile_workers: int, executor: str = "local") -> tuple[float, list[dict[str, Any]]]:  # fmt: skip
+def run_persistent(verifier: Verifier, items: list[Attempt], devices: str, lanes: int, compile_workers: int,
+                   executor: str = "local", lanes_per_gpu: int = 1) -> tuple[float, list[dict[str, Any]]]:  # fmt: skip
     from corpus.shards import read_columns, run_shards
     from pipelines.corpus_job import run_corpus_job
 
@@ -187,16 +217,93 @@ def run_persistent(verifier: Verifier, items: list[Attempt], devices: str, lanes
         started = time.monotonic()
         summary = run_corpus_job(tasks, FixedSource(items), verifier, Path(out), "triton", workers=lanes,
                                  progress=False, devices=devices, compile_workers=compile_workers,
-                                 executor=executor)  # fmt: skip
+                                 executor=executor, lanes_per_gpu=lanes_per_gpu)  # fmt: skip
         seconds = time.monotonic() - started
         table = read_columns(
             run_shards(Path(out) / "data" / "triton", summary.run_id),
-            ["candidate_origin", "failure_kind", "failure_message", "correct", "stages"],
+            ["candidate_origin", "failure_kind", "failure_message", "correct", "stages", "timings"],
         )
         by_origin = {attempt.candidate.origin: attempt for attempt in items}
         rows = [verdict_row(by_origin[origin], verifier.choice.platform, *verdict)
                 for origin, *verdict in zip(*table.to_pydict().values(), strict=True)]  # fmt: skip
     return seconds, rows
+
+
+Results = dict[str, tuple[float, list[dict[str, Any]]]]  # mode -> (seconds, one row per candidate)
+
+
+def run_mode(mode: str, verifier: Verifier, items: list[Attempt], devices: str, args: argparse.Namespace
+             ) -> tuple[float, list[dict[str, Any]]]:  # fmt: skip
+    """`fresh`, `persistent`, `persistent@0+1`, `persistent@0x3` (three lanes on GPU 0) or `ray@0+1`."""
+    if mode == "fresh":
+        return run_fresh(verifier, items)
+    executor, _, named = mode.partition("@")
+    named, _, per_gpu = (named or devices.replace(",", "+")).partition("x")
+    return run_persistent(verifier, items, named.replace("+", ","), args.lanes, args.compile_workers,
+                          "ray" if executor == "ray" else "local", int(per_gpu or 1))  # fmt: skip
+
+
+def latency_table(results: Results) -> str:
+    """Each timed candidate's latency (Σ of its cases' medians) per mode, and each mode's against the first:
+    lanes sharing a GPU through its gate must leave the figures where one lane put them."""
+    modes = list(results)
+    by_mode = {mode: {r["origin"]: r["latency_ms"] for r in rows if r.get("latency_ms")}
+               for mode, (_, rows) in results.items()}  # fmt: skip
+    origins = sorted(set().union(*(set(found) for found in by_mode.values())))
+    if not origins:
+        return "no candidate was timed"
+    lines = ["| candidate | " + " | ".join(f"{m} ms (cand / ref)" for m in modes) + " |",
+             "|---|" + "---|" * len(modes)]  # fmt: skip
+    ratios: dict[str, list[float]] = {mode: [] for mode in modes[1:]}
+    for origin in origins:
+        cells = []
+        for mode in modes:
+            found = by_mode[mode].get(origin)
+            cells.append(f"{found[0]:.4f} / {found[1]:.4f}" if found else "-")
+            first = by_mode[modes[0]].get(origin)
+            if mode != modes[0] and found and first:
+                ratios[mode].append(found[0] / first[0])
+        lines.append(f"| {origin.removeprefix('bench:')} | " + " | ".join(cells) + " |")
+    for mode, values in ratios.items():
+        if values:
+            off = sorted(abs(v - 1) for v in values)
+            lines.append(f"\n{mode} against {modes[0]}, candidate latency: median |ratio − 1| "
+                         f"{100 * statistics.median(off):.1f}%, largest {100 * off[-1]:.1f}% ({len(values)} candidates)")  # fmt: skip
+    return "\n".join(lines)
+
+
+def report(results: Results) -> int:
+    """Print the tables; 1 when any verdict is not what its file expects (the figures would not count)."""
+    print("\n| mode | candidates | seconds | candidates / min | speed-up |\n|---|---|---|---|---|")
+    base = results.get("fresh", next(iter(results.values())))[0]
+    for mode, (seconds, rows) in results.items():
+        print(
+            f"| {mode} | {len(rows)} | {seconds:.1f} | {60 * len(rows) / seconds:.1f} | {base / seconds:.2f}× |"
+        )
+    for mode, (seconds, rows) in results.items():
+        print(f"\nper-stage latency, {mode}\n{stage_table(rows)}\n{judge_line(rows, seconds)}")
+    print(f"\nlatency of the timed candidates per mode\n{latency_table(results)}")
+    # A throughput figure counts only if the verdicts are right: every candidate as its file expects.
+    wrong = [(mode, row) for mode, (_, rows) in results.items() for row in rows if not row["as_expected"]]
+    count = sum(len(rows) for _, rows in results.values())
+    print(f"\nverdicts as expected: {count - len(wrong)}/{count}")
+    for mode, row in wrong:
+        print(f"- {mode}: {row['origin']} came back {row['got']}, expected {' or '.join(row['expected'])}")
+    return 1 if wrong else 0
+
+
+def combine(paths: Sequence[str]) -> Results:
+    """The chunks' results as one run: seconds summed per mode, rows concatenated (each chunk ran every mode)."""
+    chunks = [json.loads(Path(path).read_text()) for path in paths]
+    modes = list(chunks[0]["results"])
+    if any(list(chunk["results"]) != modes for chunk in chunks):
+        raise SystemExit("the chunks ran different modes: they cannot be combined")
+    for chunk, path in zip(chunks, paths, strict=True):
+        print(
+            f"{path}: chunk {chunk['chunk']} of {chunk['set']}, {chunk['candidates']} candidates, {chunk['where']}"
+        )
+    return {mode: (sum(c["results"][mode][0] for c in chunks), [r for c in chunks for r in c["results"][mode][1]])
+            for mode in modes}  # fmt: skip
 
 
 def main() -> int:
@@ -206,6 +313,9 @@ def main() -> int:
     parser.add_argument("--platform", default="cpu", choices=["cpu", "cuda", "rocm"])
     parser.add_argument("--set", default="small", choices=["small", "mixed"], dest="which")
     parser.add_argument("--limit", type=int, help="N candidates of the set, evenly spaced over it")
+    parser.add_argument("--chunk", help="I/K: only the I-th of K consecutive parts of the (limited) set")
+    parser.add_argument("--save", help="write this run's results as JSON, for --combine")
+    parser.add_argument("--combine", nargs="+", metavar="JSON", help="print the tables over saved chunks")
     parser.add_argument("--devices", default=None, help="`cpu` or GPU ids (default: cpu, or 0 on a GPU)")
     parser.add_argument("--lanes", type=int, default=1, help="interpreter lanes on cpu (default 1)")
     parser.add_argument("--compile-workers", type=int, default=1)
@@ -214,6 +324,8 @@ def main() -> int:
         "--timeout-s", type=float, default=60.0, help="per candidate (the hanging ones wait it out)"
     )
     args = parser.parse_args()
+    if args.combine:
+        return report(combine(args.combine))
     caches = Path(tempfile.mkdtemp(prefix="kv-bench-caches-"))
 
     def fresh_verifier(mode: str) -> Verifier:
@@ -223,43 +335,26 @@ def main() -> int:
                                      hip_cache=caches / mode / "hip", triton_cache=caches / mode / "triton"))  # fmt: skip
 
     verifier = fresh_verifier("probe")
-    items = attempts(args.which, args.limit, on_gpu=args.platform != "cpu")
+    items = chunk_of(attempts(args.which, args.limit, on_gpu=args.platform != "cpu"), args.chunk)
     devices = args.devices or ("cpu" if args.platform == "cpu" else "0")
-    print(f"{len(items)} candidates ({args.which}) on {verifier.choice.platform} {verifier.choice.device}, "
-          f"devices {devices}, lanes {args.lanes}; build caches empty at the start of each mode")  # fmt: skip
-    results = {}
+    where = f"{verifier.choice.platform} {verifier.choice.device}, devices {devices}, lanes {args.lanes}"
+    print(f"{len(items)} candidates ({args.which}{', chunk ' + args.chunk if args.chunk else ''}) on {where}; "
+          "build caches empty at the start of each mode")  # fmt: skip
+    results: Results = {}
     for mode in args.modes.split(","):
-        verifier = fresh_verifier(mode.replace("@", "-").replace("+", "-"))
-        if mode == "fresh":
-            results[mode] = run_fresh(verifier, items)
-        elif mode.startswith(("persistent@", "ray@")):
-            executor, _, named = mode.partition("@")
-            results[mode] = run_persistent(verifier, items, named.replace("+", ","), args.lanes,
-                                           args.compile_workers, "ray" if executor == "ray" else "local")  # fmt: skip
-        else:
-            results[mode] = run_persistent(verifier, items, devices, args.lanes, args.compile_workers)
+        verifier = fresh_verifier(re.sub(r"[@+x]", "-", mode))
+        results[mode] = run_mode(mode, verifier, items, devices, args)
         seconds, rows = results[mode]  # as it finishes, so a run cut short still reports its first modes
         wrong = sum(not row["as_expected"] for row in rows)
         print(
             f"{mode}: {len(rows)} candidates in {seconds:.1f} s, {wrong} verdict(s) not as expected",
             flush=True,
         )
+        if args.save:  # after every mode: a call cut short keeps the modes it finished
+            Path(args.save).write_text(json.dumps({"set": args.which, "limit": args.limit, "chunk": args.chunk,
+                                                   "candidates": len(items), "where": where, "results": results}))  # fmt: skip
     shutil.rmtree(caches, ignore_errors=True)
-    print("\n| mode | candidates | seconds | candidates / min | speed-up |\n|---|---|---|---|---|")
-    base = results.get("fresh", next(iter(results.values())))[0]
-    for mode, (seconds, rows) in results.items():
-        print(
-            f"| {mode} | {len(rows)} | {seconds:.1f} | {60 * len(rows) / seconds:.1f} | {base / seconds:.2f}× |"
-        )
-    for mode, (seconds, rows) in results.items():
-        print(f"\nper-stage latency, {mode}\n{stage_table(rows)}\n{judge_line(rows, seconds)}")
-    # A throughput figure counts only if the verdicts are right: every candidate as its file expects.
-    wrong = [(mode, row) for mode, (_, rows) in results.items() for row in rows if not row["as_expected"]]
-    count = sum(len(rows) for _, rows in results.values())
-    print(f"\nverdicts as expected: {count - len(wrong)}/{count}")
-    for mode, row in wrong:
-        print(f"- {mode}: {row['origin']} came back {row['got']}, expected {' or '.join(row['expected'])}")
-    return 1 if wrong else 0
+    return report(results)
 
 
 if __name__ == "__main__":

@@ -166,11 +166,15 @@ def cmd_corpus(args: argparse.Namespace) -> int:
             raise UsageError(str(error)) from None
     elif args.address or args.ray_writers != "actors":
         raise UsageError("--address and --ray-writers are for --executor ray")
+    if args.lanes_per_gpu < 1:
+        raise UsageError(f"--lanes-per-gpu is at least 1, not {args.lanes_per_gpu}")
+    if args.executor == "ray" and args.lanes_per_gpu != 1:
+        raise UsageError("--lanes-per-gpu above 1 needs the local executor: Ray runs one actor per GPU")
     if args.devices:
         from pipelines.executor import parse_devices
 
         try:
-            parse_devices(args.devices, 1)
+            parse_devices(args.devices, 1, args.lanes_per_gpu)
         except ValueError as error:
             raise UsageError(str(error)) from None
     verifier = _verifier(args)
@@ -189,13 +193,15 @@ def cmd_corpus(args: argparse.Namespace) -> int:
                                      progress=not args.no_progress, new_run=args.new_run,
                                      shard_rows=args.shard_rows, devices=args.devices,
                                      compile_workers=args.compile_workers, executor=args.executor,
-                                     address=args.address, ray_writers=args.ray_writers)  # fmt: skip
+                                     address=args.address, ray_writers=args.ray_writers,
+                                     lanes_per_gpu=args.lanes_per_gpu)  # fmt: skip
         else:
             config = AgentJobConfig(
                 endpoint=endpoint, samples=args.samples, max_turns=args.turns,
                 stop_on_correct=not args.keep_optimising, concurrency=args.concurrency,
                 sampling=SamplingSettings(args.temperature, args.top_p, args.max_new_tokens),
                 max_requests=args.max_requests, max_tokens=args.max_tokens, verify_workers=args.workers,
+                lanes_per_gpu=args.lanes_per_gpu,
             )  # fmt: skip
             agent_name = "HIPKernelGen" if args.target == "hip" else "TritonKernelGen"
             print(f"{agent_name} with model {endpoint.model} at {endpoint.base_url}: {len(loaded.tasks)} tasks × "
@@ -378,6 +384,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--devices",
         help="verification lanes: `cpu` (--workers interpreter lanes) or GPU ids like `0,1` (one each)",
     )
+    corpus.add_argument(
+        "--lanes-per-gpu", type=int, default=1,
+        help="verification lanes per GPU (default 1): their checks overlap, their timings take turns",
+    )  # fmt: skip
     corpus.add_argument(
         "--compile-workers", type=int, help="processes for parse/static/compile (default: one per core)"
     )

@@ -48,6 +48,7 @@ class AgentJobConfig:
     max_requests: int | None = None
     max_tokens: int | None = None
     verify_workers: int | None = None  # verifications at once (default: cores on cpu, 1 per GPU)
+    lanes_per_gpu: int = 1  # verification lanes per GPU: checks overlap, timings take turns (device_gate)
 
 
 def prompts_fingerprint() -> str:
@@ -143,9 +144,9 @@ async def _run_trajectories(work: list[tuple[Task, int]], verifier: Verifier, ta
         pool = RayVerifierPool(verifier, slots, RayOptions(address=address))
         slots = len(pool.actors)
     else:  # one persistent worker lane per slot: interpreter lanes on cpu, GPU i for slot i on a GPU
-        pool = VerifierPool(
-            verifier, ["cpu"] * slots if platform == "cpu" else [str(i) for i in range(slots)]
-        )
+        pool = VerifierPool(verifier, ["cpu"] * slots if platform == "cpu" else
+                            [str(i) for i in range(slots) for _ in range(config.lanes_per_gpu)])  # fmt: skip
+        slots = len(pool.lanes_wanted)
     on_pool(pool)
     # Twice the lanes in flight: while a lane runs one candidate, the next one's CPU stages (parse, static,
     # HIP build) run on a caller's thread, so a lane finds work waiting when it finishes.

@@ -10,8 +10,9 @@ refused unless `new_run` is set. Attempts that fail on our side or the provider'
 (`infrastructure_error`, `provider_error`) are recorded in the ledger, not written, and retried on resume.
 
 The stages run on `pipelines.executor.LocalExecutor` (bounded queues, a process pool for the CPU stages,
-one lane of persistent sandboxed workers per device: `toolchain.device_worker`). A GPU gets one lane, so
-one candidate is timed on it at a time: two at once would corrupt each other's latencies.
+lanes of persistent sandboxed workers: `toolchain.device_worker`). A GPU gets one lane by default, or
+`lanes_per_gpu`; the lanes of one GPU check side by side and time one at a time (`toolchain.device_gate`):
+two candidates timed at once would corrupt each other's latencies.
 """
 
 from __future__ import annotations
@@ -211,11 +212,12 @@ def run_corpus_job(
     executor: str = "local",
     address: str | None = None,
     ray_writers: str = "actors",
+    lanes_per_gpu: int = 1,
 ) -> RunSummary:
     """Verify every attempt the source yields for the loaded tasks; write shards; return the summary.
 
-    `devices`: `cpu` or GPU indices (`0,1`), one verification lane each (default: `workers` lanes on cpu,
-    GPU 0 otherwise); `compile_workers`: processes of the prepare stage (default: one per core);
+    `devices`: `cpu` or GPU indices (`0,1`), `lanes_per_gpu` verification lanes each (default: `workers`
+    lanes on cpu, GPU 0 otherwise); `compile_workers`: processes of the prepare stage (default: one per core);
     `persistent`: long-lived workers per lane (False: a fresh worker process per candidate, as before);
     `executor`: `local`, or `ray` (`pipelines.ray_executor`: joins the cluster at `address`, or starts a
     local instance; on a GPU platform one lane per GPU of the cluster unless `devices` is given);
@@ -236,7 +238,11 @@ def run_corpus_job(
         ledger.mark_finished(run_id, [attempt_of_row(row) for row in rows], path.name)
 
     workers = workers or default_workers(platform)
-    lanes = parse_devices(devices or ("cpu" if platform == "cpu" else "0"), workers)
+    lanes = parse_devices(devices or ("cpu" if platform == "cpu" else "0"), workers, lanes_per_gpu)
+    if executor == "ray" and lanes_per_gpu != 1:
+        # each Ray actor is its own process: two on one GPU would not share its gate, so they would time
+        # side by side
+        raise ValueError("--lanes-per-gpu above 1 needs the local executor: Ray runs one actor per GPU")
     if platform == "cpu" and devices and devices.strip() != "cpu":
         raise ValueError("--devices names GPUs, but the platform is cpu: use --devices cpu")
     bar = _progress_bar(len(attempts), progress)

@@ -1,8 +1,8 @@
 """LocalExecutor: run a job's stages on one machine, connected by bounded queues.
 
     source ──► prepare (process pool) ──► [prepared queue] ──► lanes (one thread each) ──► [verified queue] ──► write
-    (iterator)   parse, static, compile                           one persistent worker per       (this thread)
-                                                                   device, or N on cpu
+    (iterator)   parse, static, compile                           persistent workers: N per       (this thread)
+                                                                   GPU (default 1), N on cpu
 
 The stages are plain callables over picklable values (`pipelines.corpus_stages`); they do not know which
 executor runs them, so a Ray executor can run the same ones as actors later. Back-pressure: each queue
@@ -178,11 +178,18 @@ def _hand_over(in_flight: set[Future[Any]], prepared: BoundedQueue[Any]) -> set[
     return rest
 
 
-def parse_devices(devices: str, cpu_lanes: int) -> tuple[str, ...]:
-    """`cpu` → cpu_lanes interpreter lanes; `0,1` → one lane per GPU."""
+def parse_devices(devices: str, cpu_lanes: int, gpu_lanes: int = 1) -> tuple[str, ...]:
+    """`cpu` → cpu_lanes interpreter lanes; `0,1` → gpu_lanes lanes per GPU (they share the GPU's gate:
+    `toolchain.device_gate`, checks side by side, one timing at a time)."""
     if devices.strip() == "cpu":
         return ("cpu",) * max(1, cpu_lanes)
-    lanes = tuple(part.strip() for part in devices.split(",") if part.strip())
-    if not lanes or not all(part.isdigit() for part in lanes):
+    gpus = tuple(part.strip() for part in devices.split(",") if part.strip())
+    if not gpus or not all(part.isdigit() for part in gpus):
         raise ValueError(f"--devices takes `cpu` or GPU indices like `0,1`, not {devices!r}")
-    return lanes
+    if len(set(gpus)) != len(gpus):
+        raise ValueError(
+            f"--devices names a GPU twice ({devices!r}): use --lanes-per-gpu for more lanes on one"
+        )
+    if gpu_lanes < 1:
+        raise ValueError(f"--lanes-per-gpu is at least 1, not {gpu_lanes}")
+    return tuple(gpu for gpu in gpus for _ in range(gpu_lanes))

@@ -65,6 +65,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolchain.device_gate import DeviceGate, GateHold, gate_for
 from toolchain.judge import Judge, reference_key
 from toolchain.sandbox import SandboxLimits, SandboxResult, crash_result, kill_group, start_sandboxed
 
@@ -284,8 +285,10 @@ class PersistentWorker:
     """
 
     def __init__(self, kind: str, python: str, env: dict[str, str], limits: SandboxLimits,
-                 restart_every: int = 50) -> None:  # fmt: skip
+                 restart_every: int = 50, gate: DeviceGate | None = None) -> None:  # fmt: skip
         self.kind = kind
+        # the device's gate (`toolchain.device_gate`): checks beside other lanes' checks, timing alone
+        self.gate = GateHold(gate) if gate is not None else None
         self.python = python
         self.env = env
         self.limits = limits
@@ -403,8 +406,21 @@ class PersistentWorker:
         Raises RuntimeError when a fresh worker cannot start (our failure, not the candidate's).
         """
         if self._process is None:
-            self._start()
+            self._start()  # host work (imports): the device context is made in the job, inside the gate
         assert self._process is not None and self._process.stdin is not None
+        try:
+            if self.gate is not None:
+                self.gate.waited = 0.0
+                self.gate.check()
+            return self._run_job(job, timeout_s)
+        finally:
+            if self.gate is not None:
+                self.gate.release()
+
+    def _run_job(
+        self, job: dict[str, Any], timeout_s: float | None
+    ) -> tuple[SandboxResult, dict[str, Any] | None]:
+        assert self._process is not None
         self._next_id += 1
         job_id = self._next_id
         timeout = timeout_s if timeout_s is not None else self.limits.timeout_s
@@ -441,6 +457,7 @@ class PersistentWorker:
         if check_scope is not None:
             timed = [case["name"] for case in job["performance_cases"]] if job.get("timed") else []
             result = self.judge.overrule(result, check_scope, timed)
+            self.judge.job.costs.gate_seconds = self.gate.waited if self.gate is not None else 0.0
             result["protocol_costs"] = self.judge.job.costs  # the parent's measurement replaces any sent
         state = result.pop("worker", {})
         builds, hits = int(state.get("reference_builds", 0)), int(state.get("reference_hits", 0))
@@ -469,8 +486,11 @@ class PersistentWorker:
             assert isinstance(body, dict)
             kind = body.get("type")
             if kind in ("seal", "judge", "timed"):
+                timed_seal = kind == "seal" and str(body.get("scope", "")).startswith("job:timed/")
+                if self.gate is not None:  # the lane's wait for the device, not the candidate's: not charged
+                    deadline += self.gate.at_message(timed_seal)
                 answered = time.monotonic()
-                if kind == "seal" and str(body.get("scope", "")).startswith("job:timed/"):
+                if timed_seal:
                     costs.first_timed_at = costs.first_timed_at or answered
                 self._send(self.judge.answer(body))
                 costs.messages += 1
@@ -532,10 +552,13 @@ class WorkerLane:
     candidate that crashes its worker twice gets the crash as its verdict, as it would in a fresh process.
     """
 
-    def __init__(self, python: str = sys.executable, device: str = "cpu", restart_every: int = 50) -> None:
+    def __init__(self, python: str = sys.executable, device: str = "cpu", restart_every: int = 50,
+                 gate: DeviceGate | None = None) -> None:  # fmt: skip
         self.python = python
         self.device = device
         self.restart_every = restart_every
+        # Lanes of one device in this process share its gate: their checks overlap, their timings do not.
+        self.gate = gate if gate is not None else gate_for(device)
         self.workers: dict[str, PersistentWorker] = {}
         self._jobs = 0
 
@@ -546,7 +569,8 @@ class WorkerLane:
         if worker is None:
             device_env = {} if self.device == "cpu" else {"CUDA_VISIBLE_DEVICES": self.device,
                                                           "HIP_VISIBLE_DEVICES": self.device}  # fmt: skip
-            worker = PersistentWorker(kind, self.python, {**env, **device_env}, limits, self.restart_every)
+            worker = PersistentWorker(kind, self.python, {**env, **device_env}, limits, self.restart_every,
+                                      gate=self.gate if kind == "check" else None)  # fmt: skip
             self.workers[kind] = worker
         self._jobs += 1
         job = {

@@ -142,7 +142,9 @@ class ProtocolCosts:
     `transfer_seconds`: reading the messages' binary parts off the pipe once their header had arrived (the
     worker's `pack` before it is not seen here); `answer_seconds`: unpacking and comparing them;
     `timed_seconds`: from the first seal of a performance case's timed calls to the last timing report,
-    the time stage as the parent saw it (0 for an untimed job, or one that failed before timing).
+    the time stage as the parent saw it (0 for an untimed job, or one that failed before timing);
+    `gate_seconds`: what the lane waited at its device's gate (`toolchain.device_gate`) for other lanes'
+    timings, or for the device alone: the lane's wait, not the candidate's work.
     """
 
     messages: int = 0
@@ -150,11 +152,13 @@ class ProtocolCosts:
     transfer_seconds: float = 0.0
     answer_seconds: float = 0.0
     timed_seconds: float = 0.0
+    gate_seconds: float = 0.0
     first_timed_at: float | None = None  # monotonic clock of the first timed-call seal
 
     def summary(self) -> str:
+        waited = f"; waited {self.gate_seconds:.2f} s at the device's gate" if self.gate_seconds else ""
         return (f"judge protocol: {self.messages} message(s), {self.megabytes:.1f} MB, "
-                f"transfer {self.transfer_seconds:.2f} s, unpack and compare {self.answer_seconds:.2f} s")  # fmt: skip
+                f"transfer {self.transfer_seconds:.2f} s, unpack and compare {self.answer_seconds:.2f} s{waited}")  # fmt: skip
 
 
 @dataclass

@@ -503,11 +503,7 @@ class Verifier:
                                 checks=check["checks"], kernels=check["kernels"], compile_log=trim(compile_log))  # fmt: skip
         passed = check["failure_kind"] is None
         timings = check["timings"]
-        costs = check["protocol_costs"]
-        timed_seconds = costs.timed_seconds if costs is not None and timings and passed else 0.0
-        check_log = f"{len(check['checks'])} case check(s) passed" if passed else check["failure_message"]
-        stages.add("check", "passed" if passed else "failed", check_seconds - timed_seconds,
-                   check_log + (f"\n{costs.summary()}" if costs is not None else ""))  # fmt: skip
+        timed_seconds = _add_check_stage(stages, check, check_seconds, jit_seconds=0.0)
         if timings and passed:  # time_on_cpu: the protocol ran; the interpreter's wall clock is no speedup
             stages.add("time", "passed", timed_seconds, "interpreter wall clock, timed calls spot-checked by the "
                        "parent; not a kernel measurement, so no speedup")  # fmt: skip
@@ -564,16 +560,10 @@ class Verifier:
             return self._finish(stages, task, code, target=target, failure_kind=kind, failure_message=check["failure_message"],
                                 compile_log=trim(compile_log or ""), kernels=check["kernels"])  # fmt: skip
         timings = check["timings"]
-        costs = check["protocol_costs"]
-        timed_seconds = costs.timed_seconds if costs is not None and kind is None else 0.0
-        check_log = (
-            f"{len(check['checks'])} case check(s) passed" if kind is None else check["failure_message"]
-        )
         # The worker's run holds the JIT compile of the first forward (its own stage above, except for a
-        # native HIP library, built before the worker) and the time stage: check is what is left.
+        # native HIP library, built before the worker).
         jit_seconds = 0.0 if hip and hip["hip_form"] == "native" else compile_seconds
-        stages.add("check", "passed" if kind is None else "failed", max(0.0, seconds - timed_seconds - jit_seconds),
-                   check_log + (f"\n{costs.summary()}" if costs is not None else ""))  # fmt: skip
+        timed_seconds = _add_check_stage(stages, check, seconds, jit_seconds)
         if kind is None:
             stages.add("time", "passed", timed_seconds, "; ".join(
                 f"{t.case}: {t.candidate_ms:.4f} ms vs reference {t.reference_ms:.4f} ms ({t.repetitions} reps)"
@@ -589,6 +579,22 @@ class Verifier:
             failure_message=check["failure_message"], checks=check["checks"], timings=timings, speedup=speedup,
             kernels=check["kernels"], compile_log=trim(compile_log or ""),
         )  # fmt: skip
+
+
+def _add_check_stage(
+    stages: _Stages, check: dict[str, Any], worker_seconds: float, jit_seconds: float
+) -> float:
+    """Add the check stage: the worker's run less what other stages hold (the JIT compile of the first
+    forward, the time stage) and less the lane's wait at its device's gate. Returns the time stage's
+    seconds, as the parent saw them (0 when nothing was timed)."""
+    passed = check["failure_kind"] is None
+    costs: ProtocolCosts | None = check["protocol_costs"]
+    timed = costs.timed_seconds if costs is not None and passed and check["timings"] else 0.0
+    waited = costs.gate_seconds if costs is not None else 0.0
+    log = f"{len(check['checks'])} case check(s) passed" if passed else check["failure_message"]
+    stages.add("check", "passed" if passed else "failed", max(0.0, worker_seconds - timed - waited - jit_seconds),
+               log + (f"\n{costs.summary()}" if costs is not None else ""))  # fmt: skip
+    return timed
 
 
 def verify(task: Task, candidate: Candidate, config: VerifyConfig | None = None) -> Verdict:

@@ -1,0 +1,161 @@
+"""Several verification lanes on one device: checks overlap, timings run alone (`toolchain.device_gate`)."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kernelvault.contracts import Candidate
+from pipelines.executor import parse_devices
+from toolchain.device_gate import DeviceGate, GateHold, Phase
+from toolchain.device_worker import WorkerLane
+from toolchain.tasks import load_task_file
+from toolchain.verify import Verifier, VerifyConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+RELU = (ROOT / "examples" / "triton" / "relu.py").read_text()
+
+
+def _start(target, *args) -> tuple[threading.Thread, threading.Event]:  # noqa: ANN001
+    done = threading.Event()
+
+    def run() -> None:
+        target(*args)
+        done.set()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, done
+
+
+def test_checks_share_the_device_and_a_timing_waits_for_them_then_runs_alone() -> None:
+    gate = DeviceGate()
+    first, second = GateHold(gate), GateHold(gate)
+    first.check()
+    second.check()  # two checks at once: neither waits
+    assert first.phase is second.phase is Phase.CHECKING
+
+    _, timing_granted = _start(second.at_message, True)  # second reaches its first timed-call seal
+    assert not timing_granted.wait(0.3), "a timing must wait while another lane is checking"
+
+    third = GateHold(gate)
+    _, third_in = _start(third.check)
+    assert not third_in.wait(0.3), "a new check must wait while a timing waits (the timer is not starved)"
+
+    _, first_resumed = _start(first.at_message, False)  # first's next message: it gives way
+    assert timing_granted.wait(5) and second.phase is Phase.TIMING
+    assert not first_resumed.wait(0.3) and not third_in.is_set(), "nobody checks while a lane times"
+
+    second.release()  # the timed job ended
+    assert first_resumed.wait(5) and third_in.wait(5)
+    assert first.phase is third.phase is Phase.CHECKING and second.phase is Phase.IDLE
+    assert first.waited > 0.2 and second.waited > 0.2 and gate.timings == 1 and gate.pauses == 1
+    first.release()
+    third.release()
+    assert GateHold(gate).check() == pytest.approx(0.0, abs=0.05)  # the gate is free again
+
+
+def test_a_lane_alone_on_its_device_never_waits() -> None:
+    hold = GateHold(DeviceGate())
+    hold.check()
+    assert hold.at_message(False) == 0.0 and hold.at_message(True) < 0.05 and hold.phase is Phase.TIMING
+    assert hold.at_message(False) == 0.0  # messages while timing are answered at once
+    hold.release()
+    assert hold.phase is Phase.IDLE
+
+
+def test_lanes_per_gpu() -> None:
+    assert parse_devices("0,1", 1, gpu_lanes=3) == ("0", "0", "0", "1", "1", "1")
+    assert parse_devices("cpu", 2, gpu_lanes=3) == ("cpu", "cpu")
+    with pytest.raises(ValueError, match="twice"):
+        parse_devices("0,0", 1)
+    with pytest.raises(ValueError, match="at least 1"):
+        parse_devices("0", 1, gpu_lanes=0)
+
+
+@pytest.fixture(scope="module")
+def small_relu(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    """tasks/relu.py with performance cases small enough for the interpreter."""
+    source = (ROOT / "tasks" / "relu.py").read_text()
+    small = '"performance_cases": [{"batch": 64, "dim": 4096}, {"batch": 40, "dim": 8192}],'
+    source = re.sub(r'"performance_cases": \[.*?\],', small, source, flags=re.S)
+    path = tmp_path_factory.mktemp("task") / "relu.py"
+    path.write_text(source)
+    return load_task_file(path)
+
+
+def test_a_lane_paused_for_another_lanes_timing_is_not_charged_for_the_wait(small_relu) -> None:  # noqa: ANN001
+    """A real check worker, paused mid-job for longer than its candidate's timeout: the candidate does not
+    time out, and its check stage says how long the lane waited instead of counting it."""
+    timeout_s, held_s = 20.0, 21.0
+    verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=timeout_s))
+    gate = DeviceGate()
+    lane = WorkerLane(gate=gate)
+    verdicts = []
+    try:
+        prepared = verifier.prepare(small_relu, Candidate(small_relu.task_id, "triton", RELU, "test"))
+        lane_thread, _ = _start(lambda: verdicts.append(verifier.complete(prepared, lane)))
+        deadline = time.monotonic() + 300  # the worker's start (import torch) comes first
+        while gate._checking == 0 and lane_thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        timer = GateHold(gate)  # another lane of the device, which now wants to time
+        timer.check()
+        timer.at_message(True)  # granted once the lane gives way at its next message
+        assert gate.pauses == 1 and lane_thread.is_alive()
+        time.sleep(held_s)
+        timer.release()
+        lane_thread.join(timeout=120)
+    finally:
+        lane.close()
+    (verdict,) = verdicts
+    assert verdict.correct is True and verdict.failure_kind is None, verdict.failure_message
+    check = next(stage for stage in verdict.stages if stage.name == "check")
+    waited = re.search(r"waited ([\d.]+) s at the device's gate", check.log)
+    assert waited is not None and float(waited.group(1)) >= held_s - 0.5, check.log
+    assert check.seconds < float(waited.group(1))  # the wait is not the check's work
+
+
+def test_two_lanes_of_one_device_never_time_while_the_other_checks(small_relu) -> None:  # noqa: ANN001
+    """Two lanes verify timed candidates side by side through real workers (the timing protocol on CPU):
+    every timing was granted with no lane checking, and none began while another ran."""
+    overlaps: list[str] = []
+
+    class WatchedGate(DeviceGate):
+        def begin_timing(self) -> float:
+            waited = super().begin_timing()
+            with self._changed:
+                if self._checking:
+                    overlaps.append(f"{self._checking} lane(s) checking when a timing began")
+            return waited
+
+        def end(self, phase: Phase) -> None:
+            with self._changed:
+                if phase is Phase.TIMING and self._checking:
+                    overlaps.append(f"{self._checking} lane(s) checking while a lane timed")
+            super().end(phase)
+
+    verifier = Verifier(VerifyConfig(platform="cpu", time_on_cpu=True, repetitions=6, warmup=1, input_sets=2))
+    gate = WatchedGate()
+    verdicts: list = []
+
+    def lane_work() -> None:
+        lane = WorkerLane(gate=gate)
+        try:
+            for _ in range(2):
+                prepared = verifier.prepare(small_relu, Candidate(small_relu.task_id, "triton", RELU, "test"))
+                verdicts.append(verifier.complete(prepared, lane))
+        finally:
+            lane.close()
+
+    threads = [threading.Thread(target=lane_work) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=600)
+    assert len(verdicts) == 4 and all(v.correct for v in verdicts), [v.failure_message for v in verdicts]
+    assert all(len(v.timings) == 2 for v in verdicts)
+    assert gate.timings == 4 and overlaps == []

@@ -1,0 +1,138 @@
+"""One device shared by several verification lanes: checks run side by side, timing runs alone.
+
+A check spends most of its time on the host (the worker's Python, drawing inputs, shipping outputs to the
+parent's judge, a Triton JIT compile), so one lane leaves the GPU idle most of the time. Several lanes on
+one GPU overlap that work, but two candidates timed at once corrupt each other's latencies. The gate lets
+both happen: lanes in their check phase share the device; a lane that reaches its time phase waits until
+no other lane is checking, then has the device to itself until its job ends.
+
+Where the gate acts (`PersistentWorker`, the parent side of each lane): a lane enters the check phase
+before it starts a worker or sends a job; it asks for the device alone at the first seal of a timed call
+(`job:timed/...`: the worker has drawn its inputs and waits for the parent's reply before the timed runs);
+it leaves at the job's end. A lane in its check phase gives way at message boundaries: when a lane waits to
+time, a checking lane's next message is not answered until the timing is over. A worker blocked on the
+parent's reply has nothing of the harness's on the device (the message it sent was copied to the host).
+
+So a timing waits at most until each checking lane reaches its next message (a case's output), and new
+checks wait while a timing waits (the timer is not starved). Waiting is the lane's, not the candidate's:
+the parent extends the job's deadline by it and the check stage does not count it (`ProtocolCosts`).
+
+What it does not do: stop a hostile candidate's own stray work (a kernel on a side stream left running,
+a thread) from overlapping another candidate's timing; the side-stream and thread guards reject the
+candidates that try, and a persistent worker that kept a thread is replaced. One gate serves the lanes of
+one process (`gate_for`): lanes of other processes on the same GPU (two Ray actors) do not see it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from enum import Enum
+
+
+class Phase(Enum):
+    IDLE = "idle"
+    CHECKING = "checking"
+    TIMING = "timing"
+
+
+class DeviceGate:
+    """Readers (checks) share the device; one writer (a timing) has it alone; waiting writers go first."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._checking = 0  # lanes in their check phase, not paused
+        self._timing = False  # a lane has the device alone
+        self._waiting_timers = 0
+        self.timings = 0  # timing phases granted (for tests and stats)
+        self.pauses = 0  # times a checking lane gave way to a timing
+
+    def begin_check(self) -> float:
+        """Enter the check phase; the seconds waited (while a timing ran or waited)."""
+        started = time.monotonic()
+        with self._changed:
+            while self._timing or self._waiting_timers:
+                self._changed.wait()
+            self._checking += 1
+        return time.monotonic() - started
+
+    def give_way(self) -> float:
+        """A checking lane at a message boundary: if a timing waits or runs, step aside until it ends."""
+        with self._changed:
+            if not (self._timing or self._waiting_timers):
+                return 0.0
+            started = time.monotonic()
+            self.pauses += 1
+            self._checking -= 1
+            self._changed.notify_all()
+            while self._timing or self._waiting_timers:
+                self._changed.wait()
+            self._checking += 1
+        return time.monotonic() - started
+
+    def begin_timing(self) -> float:
+        """From the check phase to the device alone; the seconds waited for the other lanes to step aside."""
+        started = time.monotonic()
+        with self._changed:
+            self._checking -= 1
+            self._waiting_timers += 1
+            self._changed.notify_all()
+            while self._timing or self._checking:
+                self._changed.wait()
+            self._waiting_timers -= 1
+            self._timing = True
+            self.timings += 1
+        return time.monotonic() - started
+
+    def end(self, phase: Phase) -> None:
+        """Leave the phase a lane is in (its job ended, or its worker died)."""
+        with self._changed:
+            if phase is Phase.CHECKING:
+                self._checking -= 1
+            elif phase is Phase.TIMING:
+                self._timing = False
+            self._changed.notify_all()
+
+
+class GateHold:
+    """One lane's place at its device's gate: which phase it is in, and how long it has waited this job."""
+
+    def __init__(self, gate: DeviceGate) -> None:
+        self.gate = gate
+        self.phase = Phase.IDLE
+        self.waited = 0.0
+
+    def check(self) -> float:
+        if self.phase is Phase.IDLE:
+            waited = self.gate.begin_check()
+            self.phase = Phase.CHECKING
+            self.waited += waited
+            return waited
+        return 0.0
+
+    def at_message(self, timed_seal: bool) -> float:
+        """Before the parent answers a worker message; the seconds this lane waited."""
+        if self.phase is not Phase.CHECKING:
+            return 0.0
+        if timed_seal:
+            waited = self.gate.begin_timing()
+            self.phase = Phase.TIMING
+        else:
+            waited = self.gate.give_way()
+        self.waited += waited
+        return waited
+
+    def release(self) -> None:
+        if self.phase is not Phase.IDLE:
+            self.gate.end(self.phase)
+            self.phase = Phase.IDLE
+
+
+_GATES: dict[str, DeviceGate] = {}
+_GATES_LOCK = threading.Lock()
+
+
+def gate_for(device: str) -> DeviceGate:
+    """The one gate of this process for `device` (a GPU index, or `cpu`)."""
+    with _GATES_LOCK:
+        return _GATES.setdefault(device, DeviceGate())
