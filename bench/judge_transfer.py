@@ -11,8 +11,11 @@ against the expected tensor. Three wire formats, side by side in one run:
   for a newline per 64 KiB pipe read: quadratic, 350 MB did not arrive in 300 s). Only sizes up to
   `--before-up-to-mb`.
 - `base64 line`: the same line format with the linear reader.
-- `now`: `device_worker.encode_message` (a JSON header, then the output's bytes raw) read back by
-  `PersistentWorker._read_message`, the code the pipeline runs.
+- `raw, 64 KiB pipe`: `device_worker.encode_message` (a JSON header, then the output's bytes raw) read
+  back as it was until 2026-12-01: through the default 64 KiB pipe, appending every read to the reader's
+  buffer and slicing each part out of it (two more copies of the output).
+- `now`: the same message read back by `PersistentWorker._read_message`, the code the pipeline runs: a
+  1 MiB pipe (`widen_pipe`) and each part read straight into its own memory.
 
 Why it matters: a performance case's output is large (softmax 1024×32000 float32 is 131 MB) and each
 timed spot check ships one, inside the worker's per-job time limit.
@@ -37,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from toolchain.compare import compare_outputs  # noqa: E402
-from toolchain.device_worker import PersistentWorker, _mac, encode_message  # noqa: E402
+from toolchain.device_worker import PersistentWorker, _mac, encode_message, widen_pipe  # noqa: E402
 from toolchain.judge import pack, unpack  # noqa: E402
 from toolchain.sandbox import SandboxLimits  # noqa: E402
 
@@ -48,7 +51,7 @@ def worker_side(write_end: int, megabytes: int, wire: str) -> None:
     """In the child: encode one judge message; the encode time on stdout, the message on `write_end`."""
     output = torch.arange(megabytes * (1 << 20) // 4, dtype=torch.float32)
     started = time.perf_counter()
-    if wire == "now":
+    if wire != "before" and wire != "base64 line":
         body = {"type": "judge", "scope": "bench", "label": "check0", "output": pack(output), "atol": 1e-5,
                 "rtol": 1e-4}  # fmt: skip
         parts = encode_message(KEY, 1, body)
@@ -72,8 +75,22 @@ def read_line_before_fix(read_end: int) -> bytes:
     return buffer.partition(b"\n")[0]
 
 
-def parent_worker(read_end: int) -> PersistentWorker:
-    worker = PersistentWorker("check", sys.executable, {}, SandboxLimits(60.0, None))
+class AppendingReader(PersistentWorker):
+    """The parent's reader before 2026-12-01: every read appended to the buffer, each part sliced out."""
+
+    def _read_exact(self, size: int, deadline: float) -> bytes | None:
+        while len(self._buffer) < size:
+            if not self._read_more(deadline):
+                return None
+        blob = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        self._scanned = 0
+        return blob
+
+
+def parent_worker(read_end: int, wire: str) -> PersistentWorker:
+    kind = AppendingReader if wire == "raw, 64 KiB pipe" else PersistentWorker
+    worker = kind("check", sys.executable, {}, SandboxLimits(60.0, None))
     worker._replies, worker._key = read_end, KEY  # the parent's own reader, on our pipe
     return worker
 
@@ -81,14 +98,16 @@ def parent_worker(read_end: int) -> PersistentWorker:
 def one_transfer(megabytes: int, wire: str) -> dict[str, float]:
     expected = torch.arange(megabytes * (1 << 20) // 4, dtype=torch.float32)
     read_end, write_end = os.pipe()
+    if wire == "now":
+        widen_pipe(read_end)  # as PersistentWorker._start does
     child = subprocess.Popen([sys.executable, __file__, "--worker", str(write_end), str(megabytes), wire],
                              pass_fds=(write_end,), stdout=subprocess.PIPE, text=True)  # fmt: skip
     os.close(write_end)
     assert child.stdout is not None
     encode = float(child.stdout.readline())  # the child has encoded; its writes start now
     started = time.perf_counter()
-    worker = parent_worker(read_end)
-    if wire == "now":
+    worker = parent_worker(read_end, wire)
+    if wire in ("raw, 64 KiB pipe", "now"):
         body = worker._read_message(1, time.monotonic() + 3600)
         read_done = time.perf_counter()
         assert isinstance(body, dict), "the message did not authenticate"
@@ -128,7 +147,7 @@ def main() -> int:
     )
     print("|---|---|---|---|---|---|")
     for megabytes in (int(size) for size in args.sizes_mb.split(",")):
-        for wire in ("before", "base64 line", "now"):
+        for wire in ("before", "base64 line", "raw, 64 KiB pipe", "now"):
             if wire == "before" and megabytes > args.before_up_to_mb:
                 continue
             t = one_transfer(megabytes, wire)

@@ -159,3 +159,29 @@ def test_two_lanes_of_one_device_never_time_while_the_other_checks(small_relu) -
     assert len(verdicts) == 4 and all(v.correct for v in verdicts), [v.failure_message for v in verdicts]
     assert all(len(v.timings) == 2 for v in verdicts)
     assert gate.timings == 4 and overlaps == []
+
+
+def test_the_parents_own_judging_time_is_not_on_the_candidates_clock(small_relu, monkeypatch) -> None:  # noqa: ANN001
+    """Lanes that share a parent slow each other's answers; a candidate waiting for them must not time out.
+    Here every answer of the parent takes 2 s more than it should, longer in all than the timeout."""
+    from toolchain.judge import Judge
+
+    answer = Judge.answer
+
+    def slow_answer(self, body):  # noqa: ANN001, ANN202
+        time.sleep(2.0)
+        return answer(self, body)
+
+    monkeypatch.setattr(Judge, "answer", slow_answer)
+    verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=12.0))
+    lane = WorkerLane(gate=DeviceGate())
+    try:
+        verdict = verifier.verify(
+            small_relu, Candidate(small_relu.task_id, "triton", RELU, "test"), runner=lane
+        )
+    finally:
+        lane.close()
+    assert verdict.correct is True and verdict.failure_kind is None, verdict.failure_message
+    check = next(stage for stage in verdict.stages if stage.name == "check")
+    costs = re.search(r"judge protocol: (\d+) message\(s\).*unpack and compare ([\d.]+) s", check.log)
+    assert costs is not None and float(costs.group(2)) > 12.0, check.log  # more than the whole timeout
