@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -185,3 +187,27 @@ def test_the_parents_own_judging_time_is_not_on_the_candidates_clock(small_relu,
     check = next(stage for stage in verdict.stages if stage.name == "check")
     costs = re.search(r"judge protocol: (\d+) message\(s\).*unpack and compare ([\d.]+) s", check.log)
     assert costs is not None and float(costs.group(2)) > 12.0, check.log  # more than the whole timeout
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--lanes-per-gpu", "0"], "--lanes-per-gpu is at least 1, not 0"),
+        (
+            ["--devices", "0,0"],
+            "--devices names a GPU twice ('0,0'): use --lanes-per-gpu for more lanes on one",
+        ),
+        (
+            ["--executor", "ray", "--lanes-per-gpu", "2"],
+            "--lanes-per-gpu above 1 needs the local executor: Ray runs one actor per GPU",
+        ),
+    ],
+)
+def test_bad_lane_arguments_are_one_line_usage_errors(
+    tmp_path: Path, arguments: list[str], message: str
+) -> None:
+    run = subprocess.run([sys.executable, "-m", "kernelvault.cli", "corpus", "--platform", "cpu",
+                          "--out", str(tmp_path / "out"), *arguments], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)  # fmt: skip
+    assert run.returncode == 2 and not (tmp_path / "out").exists()
+    assert run.stderr.strip().splitlines() == [f"kernelvault: error: {message}"]
