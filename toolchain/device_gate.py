@@ -21,8 +21,9 @@ What it does not do: stop a hostile candidate's own stray work (a kernel on a si
 a thread) from overlapping another candidate's timing; the side-stream and thread guards reject the
 candidates that try, and a persistent worker that kept a thread is replaced. A candidate that sends a
 timed-call seal of its own (the channel is in its process) has the device alone early: that slows the
-other lanes and gains it nothing, since the harness's own seal then comes second and the judge rejects
-the job (`forged_seal`). One gate serves the lanes of
+other lanes and gains it nothing: a seal the harness did not make either comes before the harness's own
+of that scope (`forged_seal`) or holds labels nobody judges, and the judge rejects the job either way
+(`Judge.answer`, `Judge.overrule`). One gate serves the lanes of
 one process (`gate_for`): lanes of other processes on the same GPU (two Ray actors) do not see it.
 """
 
