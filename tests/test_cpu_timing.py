@@ -12,9 +12,9 @@ import re
 from pathlib import Path
 
 import pytest
+import small_tasks
 
 from kernelvault.contracts import Candidate
-from toolchain.tasks import load_task_file
 from toolchain.verify import Verifier, VerifyConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,13 +35,7 @@ REPLAYS_WHILE_TIMED = (ROOT / "examples" / "triton" / "relu.py").read_text().rep
 
 @pytest.fixture(scope="module")
 def small_relu(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    """tasks/relu.py with performance cases small enough for the interpreter."""
-    source = (ROOT / "tasks" / "relu.py").read_text()
-    small = '"performance_cases": [{"batch": 64, "dim": 4096}, {"batch": 40, "dim": 8192}],'
-    source = re.sub(r'"performance_cases": \[.*?\],', small, source, flags=re.S)
-    path = tmp_path_factory.mktemp("task") / "relu.py"
-    path.write_text(source)
-    return load_task_file(path)
+    return small_tasks.small_relu(tmp_path_factory.mktemp("task"))
 
 
 @pytest.fixture(scope="module")

@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
+import small_tasks
 
 from kernelvault.contracts import Candidate
 from pipelines.executor import parse_devices
 from toolchain.device_gate import DeviceGate, GateHold, Phase
 from toolchain.device_worker import WorkerLane
-from toolchain.tasks import load_task_file
 from toolchain.verify import Verifier, VerifyConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,13 +81,7 @@ def test_lanes_per_gpu() -> None:
 
 @pytest.fixture(scope="module")
 def small_relu(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    """tasks/relu.py with performance cases small enough for the interpreter."""
-    source = (ROOT / "tasks" / "relu.py").read_text()
-    small = '"performance_cases": [{"batch": 64, "dim": 4096}, {"batch": 40, "dim": 8192}],'
-    source = re.sub(r'"performance_cases": \[.*?\],', small, source, flags=re.S)
-    path = tmp_path_factory.mktemp("task") / "relu.py"
-    path.write_text(source)
-    return load_task_file(path)
+    return small_tasks.small_relu(tmp_path_factory.mktemp("task"))
 
 
 def test_a_lane_paused_for_another_lanes_timing_is_not_charged_for_the_wait(small_relu) -> None:  # noqa: ANN001
