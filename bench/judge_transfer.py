@@ -45,13 +45,14 @@ from toolchain.judge import pack, unpack  # noqa: E402
 from toolchain.sandbox import SandboxLimits  # noqa: E402
 
 KEY = b"bench-key"
+RAW_WIRES = ("raw, 64 KiB pipe", "now")  # encode_message's format: a JSON header, then the raw bytes
 
 
 def worker_side(write_end: int, megabytes: int, wire: str) -> None:
     """In the child: encode one judge message; the encode time on stdout, the message on `write_end`."""
     output = torch.arange(megabytes * (1 << 20) // 4, dtype=torch.float32)
     started = time.perf_counter()
-    if wire != "before" and wire != "base64 line":
+    if wire in RAW_WIRES:
         body = {"type": "judge", "scope": "bench", "label": "check0", "output": pack(output), "atol": 1e-5,
                 "rtol": 1e-4}  # fmt: skip
         parts = encode_message(KEY, 1, body)
@@ -107,7 +108,7 @@ def one_transfer(megabytes: int, wire: str) -> dict[str, float]:
     encode = float(child.stdout.readline())  # the child has encoded; its writes start now
     started = time.perf_counter()
     worker = parent_worker(read_end, wire)
-    if wire in ("raw, 64 KiB pipe", "now"):
+    if wire in RAW_WIRES:
         body = worker._read_message(1, time.monotonic() + 3600)
         read_done = time.perf_counter()
         assert isinstance(body, dict), "the message did not authenticate"

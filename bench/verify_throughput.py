@@ -238,8 +238,8 @@ def run_mode(mode: str, verifier: Verifier, items: list[Attempt], devices: str, 
     if mode == "fresh":
         return run_fresh(verifier, items)
     executor, _, named = mode.partition("@")
-    named, _, per_gpu = (named or devices.replace(",", "+")).partition("x")
-    return run_persistent(verifier, items, named.replace("+", ","), args.lanes, args.compile_workers,
+    gpus, _, per_gpu = named.partition("x")
+    return run_persistent(verifier, items, gpus.replace("+", ",") or devices, args.lanes, args.compile_workers,
                           "ray" if executor == "ray" else "local", int(per_gpu or 1))  # fmt: skip
 
 

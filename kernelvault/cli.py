@@ -133,6 +133,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     from corpus.ledger import ConfigurationChanged
     from pipelines.candidates import ExampleCandidates
     from pipelines.corpus_job import run_corpus_job
+    from pipelines.executor import check_lanes_per_gpu, parse_devices
 
     loaded = _load_tasks(args.tasks)
     if args.decontaminate:
@@ -166,17 +167,12 @@ def cmd_corpus(args: argparse.Namespace) -> int:
             raise UsageError(str(error)) from None
     elif args.address or args.ray_writers != "actors":
         raise UsageError("--address and --ray-writers are for --executor ray")
-    if args.lanes_per_gpu < 1:
-        raise UsageError(f"--lanes-per-gpu is at least 1, not {args.lanes_per_gpu}")
-    if args.executor == "ray" and args.lanes_per_gpu != 1:
-        raise UsageError("--lanes-per-gpu above 1 needs the local executor: Ray runs one actor per GPU")
-    if args.devices:
-        from pipelines.executor import parse_devices
-
-        try:
+    try:
+        check_lanes_per_gpu(args.lanes_per_gpu, args.executor)
+        if args.devices:
             parse_devices(args.devices, 1, args.lanes_per_gpu)
-        except ValueError as error:
-            raise UsageError(str(error)) from None
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     verifier = _verifier(args)
     if args.target == "hip" and verifier.choice.platform == "cpu":
         print("HIP on a CPU-only machine: candidates are compiled for gfx90a with hipcc (HIP_PLATFORM=amd) and "

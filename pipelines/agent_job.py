@@ -144,9 +144,13 @@ async def _run_trajectories(work: list[tuple[Task, int]], verifier: Verifier, ta
         pool = RayVerifierPool(verifier, slots, RayOptions(address=address))
         slots = len(pool.actors)
     else:  # one persistent worker lane per slot: interpreter lanes on cpu, GPU i for slot i on a GPU
-        pool = VerifierPool(verifier, ["cpu"] * slots if platform == "cpu" else
-                            [str(i) for i in range(slots) for _ in range(config.lanes_per_gpu)])  # fmt: skip
-        slots = len(pool.lanes_wanted)
+        lanes = (
+            ["cpu"] * slots
+            if platform == "cpu"
+            else [str(i) for i in range(slots) for _ in range(config.lanes_per_gpu)]
+        )
+        pool = VerifierPool(verifier, lanes)
+        slots = len(lanes)
     on_pool(pool)
     # Twice the lanes in flight: while a lane runs one candidate, the next one's CPU stages (parse, static,
     # HIP build) run on a caller's thread, so a lane finds work waiting when it finishes.

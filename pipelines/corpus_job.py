@@ -35,7 +35,6 @@ from typing import Any
 
 from corpus.dedup import find_duplicates
 from corpus.ledger import AttemptInfo, RunLedger, attempt_key
-from corpus.schema import attempt_row
 from corpus.shards import ShardWriter, read_columns, run_shards
 from kernelvault.contracts import Verdict
 from pipelines.candidates import Attempt, CandidateSource, expected_outcome
@@ -49,9 +48,10 @@ from pipelines.corpus_stages import (
     landed_shards,
     lost_attempt,
     prepare_attempt,
+    row_of,
     shard_attempts,
 )
-from pipelines.executor import ExecutorConfig, LocalExecutor, parse_devices
+from pipelines.executor import ExecutorConfig, LocalExecutor, check_lanes_per_gpu, parse_devices
 from toolchain.tasks import LoadedTasks
 from toolchain.verify import Verifier
 
@@ -238,11 +238,8 @@ def run_corpus_job(
         ledger.mark_finished(run_id, [attempt_of_row(row) for row in rows], path.name)
 
     workers = workers or default_workers(platform)
+    check_lanes_per_gpu(lanes_per_gpu, executor)
     lanes = parse_devices(devices or ("cpu" if platform == "cpu" else "0"), workers, lanes_per_gpu)
-    if executor == "ray" and lanes_per_gpu != 1:
-        # each Ray actor is its own process: two on one GPU would not share its gate, so they would time
-        # side by side
-        raise ValueError("--lanes-per-gpu above 1 needs the local executor: Ray runs one actor per GPU")
     if platform == "cpu" and devices and devices.strip() != "cpu":
         raise ValueError("--devices names GPUs, but the platform is cpu: use --devices cpu")
     bar = _progress_bar(len(attempts), progress)
@@ -379,8 +376,7 @@ def _write_verdict(attempt: Attempt, verdict: Verdict, writer: ShardWriter | Non
         )
         summary.retry_later.append(f"{attempt.task.name}/{attempt.sample_index}: {verdict.failure_message}")
     elif writer is not None:
-        writer.write(attempt_row(summary.run_id, attempt.task, attempt.candidate, verdict,
-                                 sample_index=attempt.sample_index, turn=attempt.turn))  # fmt: skip
+        writer.write(row_of(summary.run_id, attempt, verdict))
 
 
 class _NoBar:

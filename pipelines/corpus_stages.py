@@ -76,6 +76,12 @@ class VerificationLane:
         self.workers.close()
 
 
+def row_of(run_id: str, attempt: Attempt, verdict: Verdict) -> dict[str, Any]:
+    """The shard row of one verified attempt (the driver's writer, or an actor's own `ShardSink`)."""
+    return attempt_row(run_id, attempt.task, attempt.candidate, verdict, sample_index=attempt.sample_index,
+                       turn=attempt.turn)  # fmt: skip
+
+
 def attempt_of_row(row: dict[str, Any]) -> str:
     return attempt_key(row["task_id"], row["sample_index"], row["turn"])
 
@@ -107,11 +113,9 @@ class ShardSink:
                                   flush_interval_s=flush_interval_s, on_shard=record)  # fmt: skip
 
     def write(self, item: VerifiedAttempt) -> bool:
-        attempt, verdict = item.attempt, item.verdict
-        if verdict.failure_kind in RETRIED_FAILURES:
+        if item.verdict.failure_kind in RETRIED_FAILURES:
             return False
-        self.writer.write(attempt_row(self.run_id, attempt.task, attempt.candidate, verdict,
-                                      sample_index=attempt.sample_index, turn=attempt.turn))  # fmt: skip
+        self.writer.write(row_of(self.run_id, item.attempt, item.verdict))
         return True
 
     def landed(self) -> list[Any]:

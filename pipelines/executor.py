@@ -190,6 +190,15 @@ def parse_devices(devices: str, cpu_lanes: int, gpu_lanes: int = 1) -> tuple[str
         raise ValueError(
             f"--devices names a GPU twice ({devices!r}): use --lanes-per-gpu for more lanes on one"
         )
-    if gpu_lanes < 1:
-        raise ValueError(f"--lanes-per-gpu is at least 1, not {gpu_lanes}")
+    check_lanes_per_gpu(gpu_lanes)
     return tuple(gpu for gpu in gpus for _ in range(gpu_lanes))
+
+
+def check_lanes_per_gpu(lanes_per_gpu: int, executor: str = "local") -> None:
+    """Refuse a lane count the executor cannot honour (ValueError, one line)."""
+    if lanes_per_gpu < 1:
+        raise ValueError(f"--lanes-per-gpu is at least 1, not {lanes_per_gpu}")
+    if executor == "ray" and lanes_per_gpu != 1:
+        # each Ray actor is its own process: two on one GPU would not share its gate, so they would time
+        # side by side
+        raise ValueError("--lanes-per-gpu above 1 needs the local executor: Ray runs one actor per GPU")

@@ -42,7 +42,6 @@ class VerifierPool:
         self._jobs: queue.Queue[tuple[Prepared, Future[Verdict], float] | None] = queue.Queue()
         self.timeline: list[DeviceJob] = []  # appended by the lane threads (list.append is atomic)
         self.lanes: list[WorkerLane] = []  # each made and used on its own thread; read here for stats only
-        self.lanes_wanted = tuple(lanes)
         self._threads = [
             threading.Thread(
                 target=self._serve, args=(index, device), name=f"kv-verify-{device}-{index}", daemon=True

@@ -107,12 +107,12 @@ class GateHold:
         self.waited = 0.0
 
     def check(self) -> float:
-        if self.phase is Phase.IDLE:
-            waited = self.gate.begin_check()
-            self.phase = Phase.CHECKING
-            self.waited += waited
-            return waited
-        return 0.0
+        """Enter the check phase for a new job (`waited` counts this job's waits from here); the seconds waited."""
+        if self.phase is not Phase.IDLE:
+            return 0.0
+        self.waited = self.gate.begin_check()
+        self.phase = Phase.CHECKING
+        return self.waited
 
     def at_message(self, timed_seal: bool) -> float:
         """Before the parent answers a worker message; the seconds this lane waited."""

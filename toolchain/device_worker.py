@@ -81,19 +81,16 @@ _MAX_MESSAGE_BYTES = 8 << 30  # binary parts of one worker message: more is not 
 _PIPE_BYTES = 1 << 20  # the reply pipe's buffer: Linux's default is 64 KiB, its unprivileged maximum 1 MiB
 
 
-def widen_pipe(fd: int, size: int = _PIPE_BYTES) -> int:
-    """Ask for a larger buffer on a pipe; the size it has afterwards (unchanged where the OS refuses).
+def widen_pipe(fd: int, size: int = _PIPE_BYTES) -> None:
+    """Ask for a larger buffer on a pipe; where the OS refuses, the pipe keeps its default.
 
     A performance case's output is hundreds of MB, and through a 64 KiB pipe each 64 KiB is a wake-up of
     both processes (a write, a select and a read).
     """
     try:
-        return fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
     except (AttributeError, OSError):  # not Linux, or above /proc/sys/fs/pipe-max-size
-        try:
-            return fcntl.fcntl(fd, getattr(fcntl, "F_GETPIPE_SZ", 1032))
-        except OSError:
-            return 0
+        pass
 
 
 def _mac(key: bytes, job_id: int, body: str, blobs: Sequence[bytes] = ()) -> str:
@@ -447,7 +444,6 @@ class PersistentWorker:
         assert self._process is not None and self._process.stdin is not None
         try:
             if self.gate is not None:
-                self.gate.waited = 0.0
                 self.gate.check()
             return self._run_job(job, timeout_s)
         finally:
