@@ -14,6 +14,12 @@ download() {
 }
 # the corpus stack (datasets and its helpers), MinHash dedup, ninja for load_inline builds
 download datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19 datasketch==2.0.0 ninja
+# the jail's seccomp filter: pyseccomp (pure Python) and, in case the image lacks it, Debian 12's libseccomp
+# (gpu_session.sh unpacks it into /tmp/kvlib and names it in KV_LIBSECCOMP)
+download pyseccomp==0.1.2
+if [ ! -f .whl/libseccomp2.deb ] && command -v apt-get >/dev/null; then
+  (cd "$(mktemp -d)" && apt-get download -q libseccomp2 >/dev/null && mv libseccomp2_*.deb "$OLDPWD/.whl/libseccomp2.deb")
+fi
 # training: TRL
 download trl==1.16.0
 # agents (the RL rollouts and reward service import them): openai and LangGraph with their pure-Python deps

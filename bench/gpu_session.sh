@@ -19,6 +19,11 @@ if compgen -G ".whl/*.whl" >/dev/null; then
   export PYTHONPATH="/tmp/site" PATH="/tmp/site/bin:$PATH"  # ninja (load_inline) comes as a wheel
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+# The jail's seccomp filter needs libseccomp: where the image has none, Debian's travels in .whl/.
+if ! ldconfig -p 2>/dev/null | grep -q "libseccomp.so.2" && [ -f .whl/libseccomp2.deb ]; then
+  mkdir -p /tmp/kvlib && dpkg -x .whl/libseccomp2.deb /tmp/kvlib
+  export KV_LIBSECCOMP="$(find /tmp/kvlib -name 'libseccomp.so.2' | head -n 1)"
+fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$KV_RESULTS_DIR/device.txt"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$KV_RESULTS_DIR/device.txt"
 status=0
@@ -61,6 +66,16 @@ for bench in ${KV_BENCH:-timing hip_build}; do
     busy) python3 bench/gpu_busy.py --platform cuda --samples "${KV_BUSY_SAMPLES:-8}" --latency-median-s 20 --concurrency 64 2>&1 \
             | tee "$KV_RESULTS_DIR/gpu_busy.md" || status=1 ;;
     timing) python3 bench/timing_fidelity.py 2>&1 | tee "$KV_RESULTS_DIR/timing_fidelity.log" || status=1 ;;
+    probe) python3 bench/device_probe.py 2>&1 | tee "$KV_RESULTS_DIR/device_probe.md" || status=1 ;;
+    # This tree against another version of it (KV_OLD_TREE, e.g. a git worktree carried with the call), on the
+    # same candidate list, one after the other in this call: persistent lanes, KV_BENCH_EXTRA as above.
+    old_new) for tree in "${KV_OLD_TREE:?}" .; do
+               (cd "$tree" && PYTHONPATH="$PWD${PYTHONPATH:+:${PYTHONPATH#*:}}" python3 bench/verify_throughput.py \
+                  --platform cuda --timeout-s 30 --compile-workers 8 --modes persistent \
+                  $([ "$tree" = . ] && echo "--candidates ${KV_CANDIDATES:?}" || echo "--set mixed --limit ${KV_BENCH_LIMIT:-60}") \
+                  ${KV_BENCH_EXTRA:-} --save "$KV_RESULTS_DIR/old_new-$(basename "$(realpath "$tree")").json") 2>&1 \
+                 | tee -a "$KV_RESULTS_DIR/old_new.md" || status=1
+             done ;;
     hip_build) python3 bench/hip_build_time.py --out "$KV_RESULTS_DIR/hip_build_time.md" 2>&1 \
                  | tee "$KV_RESULTS_DIR/hip_build_time.log" || status=1 ;;
   esac

@@ -75,6 +75,7 @@ ATTEMPT_FIELDS: list[pa.Field] = [
     pa.field("device", pa.string()),
     pa.field("arch", pa.string()),
     pa.field("toolchain_versions", pa.string()),  # JSON object
+    pa.field("isolation", pa.string()),  # "jail" | "jail-no-seccomp" | "process": what candidate code ran in
     # the model (null for bundled examples)
     pa.field("model", pa.string()),
     pa.field("sampling", pa.string()),  # JSON object of sampling settings
@@ -183,6 +184,7 @@ def attempt_row(
         "device": environment.device if environment else None,
         "arch": environment.arch if environment else None,
         "toolchain_versions": json.dumps(environment.versions if environment else {}, sort_keys=True),
+        "isolation": (environment.isolation or None) if environment else None,
         "model": model,
         "sampling": json.dumps(sampling, sort_keys=True) if sampling is not None else None,
         "messages": messages or [],

@@ -34,6 +34,12 @@ def _add_platform_options(parser: argparse.ArgumentParser) -> None:
 def _add_agent_options(parser: argparse.ArgumentParser) -> None:
     """The model-driven run's sampling, budget and concurrency options (`corpus` and `eval`)."""
     parser.add_argument(
+        "--allow-unjailed",
+        action="store_true",
+        help="verify model-written kernels even where this machine cannot build an OS jail (they then run as "
+        "plain processes; every row records isolation=process)",
+    )
+    parser.add_argument(
         "--keep-optimising",
         action="store_true",
         help="after a correct kernel, keep asking for faster ones until the turn budget is spent",
@@ -134,6 +140,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     from pipelines.candidates import ExampleCandidates
     from pipelines.corpus_job import run_corpus_job
     from pipelines.executor import check_lanes_per_gpu, parse_devices
+    from toolchain.verify import UnjailedModelOutput
 
     loaded = _load_tasks(args.tasks)
     if args.decontaminate:
@@ -197,7 +204,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
                 stop_on_correct=not args.keep_optimising, concurrency=args.concurrency,
                 sampling=SamplingSettings(args.temperature, args.top_p, args.max_new_tokens),
                 max_requests=args.max_requests, max_tokens=args.max_tokens, verify_workers=args.workers,
-                lanes_per_gpu=args.lanes_per_gpu,
+                lanes_per_gpu=args.lanes_per_gpu, allow_unjailed=args.allow_unjailed,
             )  # fmt: skip
             agent_name = "HIPKernelGen" if args.target == "hip" else "TritonKernelGen"
             print(f"{agent_name} with model {endpoint.model} at {endpoint.base_url}: {len(loaded.tasks)} tasks × "
@@ -205,7 +212,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
             summary = run_agent_job(loaded, verifier, out_dir, args.target, config, progress=not args.no_progress,
                                     new_run=args.new_run, shard_rows=args.shard_rows, executor=args.executor,
                                     address=args.address)  # fmt: skip
-    except ConfigurationChanged as error:
+    except (ConfigurationChanged, UnjailedModelOutput) as error:
         raise UsageError(str(error)) from None
     print(summary.table())
     for line in summary.unexpected:

@@ -127,6 +127,9 @@ class RunEnvironment:
     device: str  # "cpu (Triton interpreter)", "NVIDIA H200", "AMD Instinct MI300X"
     arch: str  # the compile target: "gfx942", "sm_90", ...
     versions: dict[str, str] = field(default_factory=dict)  # python, torch, triton, hipcc, nvcc
+    # what candidate code ran inside: "jail" (namespaces, unprivileged, read-only system, seccomp),
+    # "jail-no-seccomp", or "process" (a plain child process: no jail on that machine); see toolchain.jail
+    isolation: str = ""
 
 
 @dataclass(frozen=True)

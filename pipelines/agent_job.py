@@ -31,7 +31,7 @@ from kernelvault.contracts import Candidate, Task
 from pipelines.corpus_job import RunSummary, _progress_bar, close_run, default_workers, job_identity, open_run
 from pipelines.verify_pool import VerifierPool
 from toolchain.tasks import LoadedTasks
-from toolchain.verify import Verifier
+from toolchain.verify import Verifier, require_jail_for_model_output
 
 if TYPE_CHECKING:
     from pipelines.ray_verify_pool import RayVerifierPool
@@ -49,6 +49,7 @@ class AgentJobConfig:
     max_tokens: int | None = None
     verify_workers: int | None = None  # verifications at once (default: cores on cpu, 1 per GPU)
     lanes_per_gpu: int = 1  # verification lanes per GPU: checks overlap, timings take turns (device_gate)
+    allow_unjailed: bool = False  # verify the model's kernels even where the machine has no OS jail
 
 
 def prompts_fingerprint() -> str:
@@ -105,6 +106,7 @@ def run_agent_job(
 ) -> RunSummary:
     """`executor`: "local" (a VerifierPool of this machine's lanes) or "ray" (a RayVerifierPool: one actor
     per GPU of the cluster at `address`). `on_pool` receives the pool (bench/gpu_busy.py reads its timeline)."""
+    require_jail_for_model_output(verifier, config.allow_unjailed)  # raises before any model call
     started = time.monotonic()
     platform = verifier.choice.platform
     identity = job_identity(loaded, agent_source_identity(config), verifier, target)

@@ -60,20 +60,39 @@ def expected_outcome(candidate: Candidate, platform: str, correct: bool | None) 
     return candidate.expected_failure
 
 
-def expected_options(path: Path) -> list[str]:
-    """An adversarial file's accepted outcomes: its `# expect: KIND[:SUB_REASON][|...]` line, split."""
-    for line in path.read_text().splitlines()[:5]:
-        if line.startswith("# expect:"):
-            return [option.strip() for option in line.split(":", 1)[1].split("|")]
-    raise ValueError(f"{path} has no '# expect:' line")
+def expected_options(path: Path, platform: str = "cpu", behind_wall: bool = False) -> list[str]:
+    """An adversarial file's accepted outcomes, split at `|`: its `# expect:` line (every layer on), or
+    where the file has one, `# expect-<platform>:`; with `behind_wall`, its `# behind-wall:` line
+    (`# behind-wall-<platform>:`), the outcome with the static wall switched off, which names the layer
+    behind it. A file without a behind-wall line expects the same either way."""
+    header: dict[str, str] = {}
+    for line in path.read_text().splitlines()[:12]:
+        if line.startswith("# ") and ":" in line:
+            key, value = line[2:].split(":", 1)
+            header.setdefault(key.strip(), value.strip())
+    keys = ["expect", f"expect-{platform}"]
+    if behind_wall:
+        keys += ["behind-wall", f"behind-wall-{platform}"]
+    chosen = [header[key] for key in keys if key in header]
+    if not chosen:
+        raise ValueError(f"{path} has no '# expect:' line")
+    return [option.strip() for option in chosen[-1].split("|")]
 
 
 def outcome(failure_kind: str | None, failure_message: str | None) -> str:
-    """A verdict as `expected_options` names it: `correct`, a failure kind, or
-    `integrity_reject:SUB_REASON` (the sub-reason leads the failure message)."""
+    """A verdict as `expected_options` names it: `correct`, a failure kind, or `integrity_reject:SUB_REASON`
+    (the sub-reason leads the failure message), or `static_reject:RULE` (the static wall's rule)."""
+    message = failure_message or ""
     if failure_kind == "integrity_reject":
-        return "integrity_reject:" + (failure_message or "").split(":", 1)[0]
+        return "integrity_reject:" + message.split(":", 1)[0]
+    if failure_kind == "static_reject" and message.startswith("forbidden: "):
+        return "static_reject:" + message[len("forbidden: ") :].split(":", 1)[0]
     return failure_kind or "correct"
+
+
+def outcome_matches(got: str, options: list[str]) -> bool:
+    """`got` (an `outcome`) is one of `options`; an option without a sub-reason accepts any."""
+    return any(got == option or (":" not in option and got.split(":", 1)[0] == option) for option in options)
 
 
 class ExampleCandidates:

@@ -305,6 +305,7 @@ def _eval_config(args: argparse.Namespace) -> EvalConfig:
         endpoint=endpoint, samples=args.samples, max_turns=args.turns, stop_on_correct=not args.keep_optimising,
         concurrency=args.concurrency, sampling=SamplingSettings(args.temperature, args.top_p, args.max_new_tokens),
         max_requests=args.max_requests, max_tokens=args.max_tokens, verify_workers=args.workers,
+        allow_unjailed=args.allow_unjailed,
     )  # fmt: skip
     return EvalConfig(
         agent=agent, target=args.target, suite=args.suite, only_tasks=tuple(args.task),
@@ -315,6 +316,7 @@ def _eval_config(args: argparse.Namespace) -> EvalConfig:
 def cmd_eval(args: argparse.Namespace) -> int:
     from corpus.ledger import ConfigurationChanged
     from kernelvault.cli import UsageError, _verifier
+    from toolchain.verify import UnjailedModelOutput
 
     config = _eval_config(args)
     verifier = _verifier(args)
@@ -329,7 +331,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         )
     except EvalInputError as error:
         raise UsageError(str(error)) from None
-    except ConfigurationChanged as error:
+    except (ConfigurationChanged, UnjailedModelOutput) as error:
         raise UsageError(str(error)) from None
     print(format_results([result.metrics]))
     if result.clean_metrics is not None:

@@ -199,11 +199,14 @@ def cmd_rl_serve(args: argparse.Namespace) -> int:
     import threading
 
     from rl.reward_service import TOKEN_ENV, RewardService, ServiceConfig
-    from toolchain.verify import Verifier, VerifyConfig
+    from toolchain.verify import UnjailedModelOutput, Verifier, VerifyConfig, require_jail_for_model_output
 
     try:
         verifier = Verifier(VerifyConfig(platform=args.platform, timeout_s=args.timeout))
-    except ValueError as error:
+        require_jail_for_model_output(
+            verifier
+        )  # it serves rewards for model output (KV_ALLOW_UNJAILED=1 opts in)
+    except (ValueError, UnjailedModelOutput) as error:
         raise _usage_error(str(error)) from None
     workers = args.workers or (2 if verifier.choice.platform == "cpu" else _gpu_count())
     token = args.token or os.environ.get(TOKEN_ENV) or None

@@ -33,9 +33,12 @@ def verdict_source(reward_url: str | None = None, token: str | None = None, plat
         health = remote.health()
         return VerdictSource(remote.verify, str(health.get("platform", "cpu")),
                              f"reward service {reward_url} ({health.get('device')})")  # fmt: skip
-    from toolchain.verify import Verifier, VerifyConfig
+    from toolchain.verify import Verifier, VerifyConfig, require_jail_for_model_output
 
     verifier = Verifier(VerifyConfig(platform=platform, timeout_s=timeout_s))
+    require_jail_for_model_output(
+        verifier
+    )  # GRPO's completions are model output (KV_ALLOW_UNJAILED=1 opts in)
     return VerdictSource(
         verifier.verify, verifier.choice.platform, f"local toolchain ({verifier.choice.device})"
     )

@@ -41,14 +41,14 @@ def test_checks_share_the_device_and_a_timing_waits_for_them_then_runs_alone() -
     second.check()  # two checks at once: neither waits
     assert first.phase is second.phase is Phase.CHECKING
 
-    _, timing_granted = _start(second.at_message, True)  # second reaches its first timed-call seal
+    _, timing_granted = _start(second.at_request, True)  # second sends its first timed request
     assert not timing_granted.wait(0.3), "a timing must wait while another lane is checking"
 
     third = GateHold(gate)
     _, third_in = _start(third.check)
     assert not third_in.wait(0.3), "a new check must wait while a timing waits (the timer is not starved)"
 
-    _, first_resumed = _start(first.at_message, False)  # first's next message: it gives way
+    _, first_resumed = _start(first.at_request, False)  # first's next request: it gives way
     assert timing_granted.wait(5) and second.phase is Phase.TIMING
     assert not first_resumed.wait(0.3) and not third_in.is_set(), "nobody checks while a lane times"
 
@@ -64,8 +64,8 @@ def test_checks_share_the_device_and_a_timing_waits_for_them_then_runs_alone() -
 def test_a_lane_alone_on_its_device_never_waits() -> None:
     hold = GateHold(DeviceGate())
     hold.check()
-    assert hold.at_message(False) == 0.0 and hold.at_message(True) < 0.05 and hold.phase is Phase.TIMING
-    assert hold.at_message(False) == 0.0  # messages while timing are answered at once
+    assert hold.at_request(False) == 0.0 and hold.at_request(True) < 0.05 and hold.phase is Phase.TIMING
+    assert hold.at_request(False) == 0.0  # requests while timing go at once
     hold.release()
     assert hold.phase is Phase.IDLE
 
@@ -100,7 +100,7 @@ def test_a_lane_paused_for_another_lanes_timing_is_not_charged_for_the_wait(smal
             time.sleep(0.01)
         timer = GateHold(gate)  # another lane of the device, which now wants to time
         timer.check()
-        timer.at_message(True)  # granted once the lane gives way at its next message
+        timer.at_request(True)  # granted once the lane gives way at its next request
         assert gate.pauses == 1 and lane_thread.is_alive()
         time.sleep(held_s)
         timer.release()
@@ -158,17 +158,17 @@ def test_two_lanes_of_one_device_never_time_while_the_other_checks(small_relu) -
 
 
 def test_the_parents_own_judging_time_is_not_on_the_candidates_clock(small_relu, monkeypatch) -> None:  # noqa: ANN001
-    """Lanes that share a parent slow each other's answers; a candidate waiting for them must not time out.
-    Here every answer of the parent takes 2 s more than it should, longer in all than the timeout."""
-    from toolchain.judge import Judge
+    """Lanes that share a parent slow each other's comparisons; a candidate waiting for them must not time
+    out. Here every comparison of the parent takes 2 s more than it should, longer in all than the timeout."""
+    import toolchain.judge
 
-    answer = Judge.answer
+    compare = toolchain.judge.compare_outputs
 
-    def slow_answer(self, body):  # noqa: ANN001, ANN202
+    def slow_compare(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         time.sleep(2.0)
-        return answer(self, body)
+        return compare(*args, **kwargs)
 
-    monkeypatch.setattr(Judge, "answer", slow_answer)
+    monkeypatch.setattr(toolchain.judge, "compare_outputs", slow_compare)
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=12.0))
     lane = WorkerLane(gate=DeviceGate())
     try:
@@ -179,7 +179,7 @@ def test_the_parents_own_judging_time_is_not_on_the_candidates_clock(small_relu,
         lane.close()
     assert verdict.correct is True and verdict.failure_kind is None, verdict.failure_message
     check = next(stage for stage in verdict.stages if stage.name == "check")
-    costs = re.search(r"judge protocol: (\d+) message\(s\).*unpack and compare ([\d.]+) s", check.log)
+    costs = re.search(r"check protocol: (\d+) request\(s\).*comparing ([\d.]+) s", check.log)
     assert costs is not None and float(costs.group(2)) > 12.0, check.log  # more than the whole timeout
 
 

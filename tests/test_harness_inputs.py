@@ -12,7 +12,7 @@ import types
 
 import torch
 
-from toolchain.triton_worker import TaskHarness
+from toolchain.reference_worker import TaskHarness
 
 
 def _task(get_inputs) -> types.ModuleType:  # noqa: ANN001

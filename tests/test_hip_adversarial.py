@@ -3,7 +3,8 @@
 Without an AMD GPU nothing runs, so the run-time exploits (torch compute, side streams, caches, raw
 ctypes) can only be caught on a GPU (tests/gpu/test_hip_adversarial_on_gpu.py); here they get compile
 credit at most. What the static stage sees (a built-at-run-time source, a try/except fallback to
-PyTorch) is caught here with the same reason as on the GPU.
+PyTorch) and what the static wall refuses (ctypes, a side stream) is caught here with the same reason as
+on the GPU.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from kernelvault.contracts import Candidate
+from pipelines.candidates import expected_options, outcome, outcome_matches
 from toolchain.tasks import load_task_file
 from toolchain.verify import Verifier, VerifyConfig
 
@@ -31,12 +33,9 @@ def test_hostile_hip_candidates_get_no_correctness_credit_on_cpu(tmp_path: Path)
         task = load_task_file(ROOT / "tasks" / f"{path.stem.split('__')[1]}.py")
         verdict = verifier.verify(task, Candidate(task.task_id, "hip", path.read_text(), path.name))
         assert verdict.correct is not True and verdict.reward is not None and verdict.reward.total <= 0.4
-        expect = next(line for line in path.read_text().splitlines() if line.startswith("# expect:"))
-        options = {option.strip() for option in expect.split(":", 1)[1].split("|")}
-        if options & STATIC:
-            got = verdict.failure_kind or "passed"
-            if got == "integrity_reject":
-                got += ":" + (verdict.failure_message or "").split(":", 1)[0]
-            assert got in options, (path.name, got, verdict.failure_message)
+        options = expected_options(path, "cpu")
+        if any(option.startswith(tuple(STATIC)) for option in options):
+            got = outcome(verdict.failure_kind, verdict.failure_message)
+            assert outcome_matches(got, options), (path.name, got, verdict.failure_message)
         else:  # compiled for gfx90a, never run: compile credit only
             assert (verdict.compiled, verdict.correct) == (True, None), (path.name, verdict.failure_message)

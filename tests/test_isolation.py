@@ -47,3 +47,41 @@ def test_worker_environment_has_no_credentials(monkeypatch: pytest.MonkeyPatch) 
     )
     assert verdict.failure_message is None
     assert verdict.correct is True
+
+
+def test_model_output_is_refused_without_a_jail_unless_the_user_opts_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the machine runs candidates as plain processes, the main job with a model refuses to start, in
+    one line, before any request; --allow-unjailed (KV_ALLOW_UNJAILED=1) opts in, and every row then says so."""
+    from kernelvault.cli import main
+    from toolchain.verify import UnjailedModelOutput, Verifier, require_jail_for_model_output
+
+    monkeypatch.setenv("KV_ISOLATION", "process")  # this machine without a jail, as far as the verifier knows
+    monkeypatch.delenv("KV_ALLOW_UNJAILED", raising=False)
+    verifier = Verifier(VerifyConfig(platform="cpu"))
+    assert verifier.isolation.level == "process" and verifier.environment.isolation == "process"
+    with pytest.raises(UnjailedModelOutput, match="without an OS jail"):
+        require_jail_for_model_output(verifier)
+    require_jail_for_model_output(verifier, allow_unjailed=True)
+    monkeypatch.setenv("KV_ALLOW_UNJAILED", "1")
+    require_jail_for_model_output(verifier)
+    monkeypatch.delenv("KV_ALLOW_UNJAILED")
+    # nothing listens there: the refusal comes before any model request would
+    code = main(
+        [
+            "corpus",
+            "--target",
+            "triton",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "--tasks",
+            str(ROOT / "tasks" / "relu.py"),
+            "--out",
+            str(tmp_path / "out"),
+            "--no-progress",
+        ]
+    )
+    assert code == 2

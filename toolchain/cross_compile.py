@@ -1,7 +1,9 @@
 """Worker logic: prove that the kernels a candidate launched compile for a real GPU target.
 
-Runs in a `cross_compile` worker (`toolchain.device_worker`) started WITHOUT `TRITON_INTERPRET` (an
-interpreted process cannot also compile). It imports the candidate, looks each launched kernel up by
+Runs in a jailed `cross_compile` worker (`toolchain.device_worker`) started WITHOUT `TRITON_INTERPRET` (an
+interpreted process cannot also compile). It imports the candidate under the same guards as the check
+(no PyTorch compute, threads, processes or writes outside its folders at import; an `integrity_reject`
+otherwise), looks each launched kernel up by
 name, rebuilds the compile signature from the argument types and constexpr values recorded at launch
 (`launches.jsonl`, written by `toolchain.triton_worker`), and calls `triton.compile` for the target
 (default AMD CDNA3: `GPUTarget("hip", "gfx942", 64)`). No GPU is needed: the Triton wheel ships the
@@ -11,6 +13,7 @@ LLVM backends, LLD and ptxas. Its result is the worker's reply.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -79,6 +82,13 @@ def build_signature(
     return signature, constexprs
 
 
+class CrossCompileHost:
+    """Answers `compile` requests (`toolchain.device_worker.serve`)."""
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        return compile_launches(request)
+
+
 def compile_launches(job: dict[str, Any]) -> dict[str, Any]:
     import importlib.util
 
@@ -93,22 +103,42 @@ def compile_launches(job: dict[str, Any]) -> dict[str, Any]:
     try:
         return _compile_module(job, module, target)
     finally:
-        if job.get("persistent"):
-            sys.modules.pop(name, None)
+        sys.modules.pop(name, None)
+
+
+def _import_watched(job: dict[str, Any], module: Any) -> dict[str, Any] | None:
+    """Run the candidate module under the guards; a failure reply, or None when it imported cleanly."""
+    from toolchain.integrity import ProcessGuards, TorchComputeMonitor, Violations
+
+    violations = Violations()
+    guards = ProcessGuards(violations, [Path(job["candidate_path"]).parent, Path(os.environ.get("TMPDIR", "/tmp")),
+                                        Path(os.environ.get("TRITON_CACHE_DIR", "/tmp"))])  # fmt: skip
+    monitor = TorchComputeMonitor(violations, job.get("allowed_ops", ()))
+    guards.install()
+    failure = None
+    try:
+        monitor.start("importing the candidate", construction=True)
+        with monitor:
+            module.__spec__.loader.exec_module(module)
+    except BaseException as error:  # noqa: BLE001 - the candidate's failure, reported as such
+        failure = f"candidate failed to import: {type(error).__name__}: {error}"[:2000]
+    finally:
+        monitor.stop()
+        guards.uninstall()
+    if violations.first:
+        return {"ok": False, "kernels": [], "log": violations.first, "failure_kind": "integrity_reject",
+                "failure_message": violations.first}  # fmt: skip
+    if failure is not None:
+        return {"ok": False, "kernels": [], "log": failure}
+    return None
 
 
 def _compile_module(job: dict[str, Any], module: Any, target: Any) -> dict[str, Any]:
     import triton
 
-    spec = module.__spec__
-    try:
-        spec.loader.exec_module(module)
-    except BaseException as error:  # noqa: BLE001 - the candidate's failure, reported as such
-        return {
-            "ok": False,
-            "kernels": [],
-            "log": f"candidate failed to import: {type(error).__name__}: {error}",
-        }
+    failed = _import_watched(job, module)
+    if failed is not None:
+        return failed
 
     launches = [
         json.loads(line) for line in Path(job["launches_path"]).read_text().splitlines() if line.strip()

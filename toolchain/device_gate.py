@@ -6,24 +6,19 @@ one GPU overlap that work, but two candidates timed at once corrupt each other's
 both happen: lanes in their check phase share the device; a lane that reaches its time phase waits until
 no other lane is checking, then has the device to itself until its job ends.
 
-Where the gate acts (`PersistentWorker`, the parent side of each lane): a lane enters the check phase
-before it starts a worker or sends a job; it asks for the device alone at the first seal of a timed call
-(`job:timed/...`: the worker has drawn its inputs and waits for the parent's reply before the timed runs);
-it leaves at the job's end. A lane in its check phase gives way at message boundaries: when a lane waits to
-time, a checking lane's next message is not answered until the timing is over. A worker blocked on the
-parent's reply has nothing of the harness's on the device (the message it sent was copied to the host).
+Where the gate acts (`toolchain.judge.run_check`, the parent side of each lane, which sends every request
+its workers answer): a lane enters the check phase before it starts a worker or sends a job; it asks for
+the device alone before its first timed request; it leaves at the job's end. A lane in its check phase
+gives way at request boundaries: when a lane waits to time, a checking lane's next request is not sent
+until the timing is over. A worker between requests has nothing of the harness's running on the device.
 
-So a timing waits at most until each checking lane reaches its next message (a case's output), and new
-checks wait while a timing waits (the timer is not starved). Waiting is the lane's, not the candidate's:
-the parent extends the job's deadline by it and the check stage does not count it (`ProtocolCosts`).
+So a timing waits at most until each checking lane finishes its current request (one forward, say), and
+new checks wait while a timing waits (the timer is not starved). Waiting is the lane's, not the
+candidate's: it is not on the candidate's clock, and the check stage does not count it (`ProtocolCosts`).
 
 What it does not do: stop a hostile candidate's own stray work (a kernel on a side stream left running,
 a thread) from overlapping another candidate's timing; the side-stream and thread guards reject the
-candidates that try, and a persistent worker that kept a thread is replaced. A candidate that sends a
-timed-call seal of its own (the channel is in its process) has the device alone early: that slows the
-other lanes and gains it nothing: a seal the harness did not make either comes before the harness's own
-of that scope (`forged_seal`) or holds labels nobody judges, and the judge rejects the job either way
-(`Judge.answer`, `Judge.overrule`). One gate serves the lanes of
+candidates that try, and a persistent worker that kept a thread is replaced. One gate serves the lanes of
 one process (`gate_for`): lanes of other processes on the same GPU (two Ray actors) do not see it.
 """
 
@@ -114,11 +109,11 @@ class GateHold:
         self.phase = Phase.CHECKING
         return self.waited
 
-    def at_message(self, timed_seal: bool) -> float:
-        """Before the parent answers a worker message; the seconds this lane waited."""
+    def at_request(self, timing: bool) -> float:
+        """Before the parent sends a worker a request (`timing`: a timed one); the seconds this lane waited."""
         if self.phase is not Phase.CHECKING:
             return 0.0
-        if timed_seal:
+        if timing:
             waited = self.gate.begin_timing()
             self.phase = Phase.TIMING
         else:

@@ -17,8 +17,11 @@ name in the cache directory and renamed into place (atomic on one filesystem), s
 never see half a library; failures are cached too (a resubmitted broken kernel costs nothing). The
 cache is bounded: the least recently used entries go when it grows past its size.
 
-The compiler runs in `toolchain.sandbox` (no network, a stripped environment, a wall-clock limit):
-it reads untrusted source, and preprocessor tricks (`#include "/etc/..."`) are kept inside it.
+The compiler runs in the jail (`toolchain.jail`, where the machine has one) and `toolchain.sandbox` (a
+stripped environment, a wall-clock limit): it reads untrusted source, and preprocessor tricks
+(`#include "/root/..."`, `-fplugin=`) see only the system's read-only files and the build's own folder. The
+cache is filled from outside: the jailed compiler writes into its build folder, and this process copies
+a finished library into the cache, which no jail can write.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolchain.sandbox import SandboxLimits, run_sandboxed
+from toolchain.jail import Isolation
+from toolchain.sandbox import SandboxLimits, folder_jail, run_sandboxed
 
 HIP_INCLUDE_DIR = Path(__file__).resolve().parent / "hip_include"
 DEFAULT_CPU_HIP_ARCH = "gfx90a"  # Debian's ROCm 5.2 clang knows gfx90a and gfx940, not gfx942
@@ -238,9 +242,14 @@ def _clean_log(text: str, build_dir: Path) -> str:
 
 
 def compile_hip(
-    source: str, compiler: HipCompiler, cache: HipBuildCache, timeout_s: float = 120.0
+    source: str,
+    compiler: HipCompiler,
+    cache: HipBuildCache,
+    timeout_s: float = 120.0,
+    isolation: Isolation | None = None,
 ) -> HipBuild:
-    """Compile a native-form HIP source to a shared library (or return the cached result)."""
+    """Compile a native-form HIP source to a shared library (or return the cached result); in a jail where
+    `isolation` has one."""
     key = cache.key(source, compiler)
     command = " ".join([Path(compiler.path).name, *compiler.flags(), "candidate.hip", "-o", "candidate.so"])
     library, failure_log = cache.lookup(key)
@@ -261,8 +270,12 @@ def compile_hip(
             str(build_dir / "candidate.so"),
         ]
         started = time.perf_counter()
+        build_dir.chmod(0o755)
+        jail = folder_jail(
+            isolation, build_dir, read_only=(str(HIP_INCLUDE_DIR), str(Path(compiler.path).resolve().parent))
+        )
         run = run_sandboxed(argv, build_dir, SandboxLimits(timeout_s, memory_bytes=None, cpu_threads=2),
-                            compiler.env())  # fmt: skip
+                            compiler.env(), jail=jail)  # fmt: skip
         seconds = time.perf_counter() - started
         log = _clean_log(run.stderr_tail + "\n" + run.stdout_tail, build_dir)
         built = build_dir / "candidate.so"

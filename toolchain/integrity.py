@@ -1,30 +1,27 @@
 """Integrity checks that run inside the candidate's worker: did it do the work, and did it do it fairly?
 
-Every public kernel harness has been gamed. The checks here catch the known tricks while the
-candidate runs, and each yields an `integrity_reject` with a sub-reason (the first word of the
+Every public kernel harness has been gamed. The checks here catch the known tricks while the candidate is
+imported, built and run, and each yields an `integrity_reject` with a sub-reason (the first word of the
 failure message):
 
-- `torch_compute`: PyTorch ops other than glue (allocation, views, copies, fills) during forward,
-  seen by a TorchDispatchMode. Triton's own launches are exempt (the interpreter moves data with aten).
-- `reference_wrapping`: a reference `Model` (of this task or, in a persistent worker, of any cached task) was
-  built or run during the candidate's forward.
-- `monkey_patch`: a function of torch, torch.cuda, time, triton or of the harness itself was replaced.
+- `torch_compute`: PyTorch ops other than glue (allocation, views, copies, fills; while building
+  ModelNew, also the random fills of parameter initialisation), seen by a TorchDispatchMode, during the
+  candidate's import, its construction and every forward, Triton's interpreted launches included.
+- `monkey_patch`: a function of torch, torch.cuda, time, triton, the dispatch-mode machinery or of the
+  harness itself was replaced: compared by the identity of the original objects, never by their
+  `__module__` strings (which a replacement can set to anything).
 - `threads`, `subprocess`: the candidate started a thread or a process.
-- `filesystem_write`: the candidate opened a file for writing outside its working directory.
+- `filesystem_write`: the candidate opened a file for writing outside its folders.
 - `side_stream`: a kernel was launched on a stream other than the default one (GPU).
 (Checked by the worker itself: `no_kernel_launched`, `modified_inputs`, `output_aliases_input`,
-`tensor_subclass`, `nondeterministic`, `cached_results`; statically: `fallback`.)
+`tensor_subclass`; by the parent: `nondeterministic`, `cached_results`; statically: `fallback`, and every
+rule of `toolchain.static_wall`.)
 
-Outside this module: the expected outputs are not in the candidate's process at all. The worker seals
-them with its parent before the candidate exists and the parent judges every comparison
-(`toolchain.judge`; `judge_probe`: a check submitted twice, `forged_seal`: expected outputs sealed
-again, `forged_result`: a success the parent did not judge), so walking the garbage collector from the
-inputs to the harness's records finds scrubbed copies.
-
-What these checks do NOT stop: code that goes below Python (ctypes system calls, writing to
-/proc/self/mem), or a candidate that walks the interpreter's frames to undo the guards before they
-look. They turn the common, cheap exploits into recorded failures; the sandbox (separate process,
-limits, no credentials, no network where possible) bounds what the rest can reach.
+These are tripwires, not walls: they live in the candidate's process, and code that reaches below Python
+(or past the static wall) can switch them off. What makes that pointless is elsewhere: the candidate's
+process holds no expected output, no seed and no judge (`toolchain.judge` decides in the parent), the jail
+(`toolchain.jail`) bounds what its process can reach, and the static wall refuses the machinery these
+checks would otherwise have to catch (`gc`, frames, `ctypes`, `torch._C`, threads, raw file calls).
 """
 
 from __future__ import annotations
@@ -55,6 +52,13 @@ GLUE_OPS = frozenset({
     "sym_storage_offset", "set_", "resize_", "record_stream", "_has_compatible_shallow_copy_type", "dim", "size",
     "stride", "storage_offset", "is_contiguous", "numel",
 })  # fmt: skip
+# Reading a tensor's values into Python (`.item()`, `float(x)`) is not glue: it is how host code gets at data.
+GLUE_OPS = GLUE_OPS - {"_local_scalar_dense"}
+# What building a module may do beyond glue: the random fills that parameter initialisation uses.
+INIT_OPS = frozenset({
+    "uniform_", "normal_", "bernoulli_", "random_", "exponential_", "geometric_", "log_normal_", "cauchy_",
+    "rand", "randn", "randint", "randperm", "normal", "uniform", "bernoulli", "rand_like", "randn_like",
+})  # fmt: skip
 
 
 class Violations:
@@ -74,76 +78,94 @@ class Violations:
 
 
 class TorchComputeMonitor(TorchDispatchMode):
-    """Records aten ops outside the glue allowance while `active` and not inside a Triton launch."""
+    """Records aten ops outside the allowance while candidate code runs (`start` ... `stop`)."""
+
+    SNAPSHOT_MUTABLE = ("active", "what", "construction")  # fields that change while it works
 
     def __init__(self, violations: Violations, allowed: Iterable[str] = ()) -> None:
         super().__init__()
         self.violations = violations
         self.allowed = GLUE_OPS | frozenset(allowed)
         self.active = False
-        self.in_launch = 0  # >0 while a Triton kernel runs: the interpreter moves data with aten ops
+        self.what = ""  # the phase, for the message: "forward", "building ModelNew", ...
+        self.construction = False
+
+    def start(self, what: str, construction: bool = False) -> None:
+        self.what, self.construction, self.active = what, construction, True
+
+    def stop(self) -> None:
+        self.active = False
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        if self.active and not self.in_launch:
+        if self.active:
             name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
-            if name.rstrip("_") not in self.allowed and name not in self.allowed:
+            allowed = self.allowed | INIT_OPS if self.construction else self.allowed
+            if name.rstrip("_") not in allowed and name not in allowed:
+                kind = "glue and parameter initialisation are" if self.construction else "glue is"
                 self.violations.add(
-                    "torch_compute", f"aten.{name} called during forward (only glue is allowed)"
+                    "torch_compute", f"aten.{name} called while {self.what} (only {kind} allowed)"
                 )
         return func(*args, **(kwargs or {}))
 
 
-def _callables(namespace: Any) -> dict[str, Any]:
+def _members(namespace: Any, everything: bool) -> dict[str, Any]:
     try:
         items = vars(namespace).items()
     except TypeError:
         return {}
-    return {name: value for name, value in list(items) if callable(value) and not name.startswith("__")}
-
-
-# Libraries replace some of their own functions lazily (torch wraps a few on first use); a replacement
-# that comes from one of them is theirs. One defined anywhere else (the candidate's module, a lambda,
-# a builtin swapped in) is a patch.
-_OWN_MODULES = ("torch", "triton", "toolchain", "numpy", "functools")
+    return {name: value for name, value in list(items)
+            if (everything or callable(value)) and not (name.startswith("__") and name.endswith("__") and not callable(value))}  # fmt: skip
 
 
 class PatchSnapshot:
-    """Identity of every function in modules a cheater would patch; compared after the candidate ran."""
+    """The objects themselves (not their names or ids) in every namespace a cheater would patch, compared
+    after the candidate ran: a replacement is a different object, whatever its `__module__` says.
+
+    Modules and classes: every callable member. Instances (the harness's own watchers): every attribute but
+    those their class lists in `SNAPSHOT_MUTABLE`. A member added to a class or an instance shadows
+    what it inherits, so it counts too.
+    """
 
     def __init__(self, namespaces: dict[str, Any]) -> None:
         self.namespaces = namespaces
-        self.before = {
-            label: {n: id(v) for n, v in _callables(space).items()} for label, space in namespaces.items()
-        }
+        self.before = {label: self._members(space) for label, space in namespaces.items()}
+
+    @staticmethod
+    def _members(space: Any) -> dict[str, Any]:
+        instance = not isinstance(space, (type, ModuleType))
+        members = _members(space, everything=instance)
+        for name in getattr(type(space), "SNAPSHOT_MUTABLE", ()) if instance else ():
+            members.pop(name, None)
+        return members
 
     def changed(self) -> list[str]:
         changes = []
         for label, space in self.namespaces.items():
-            after = _callables(space)
-            if isinstance(space, type):  # a new method on torch.Tensor shadows the built-in one it inherits
-                changes += [f"{label}.{name} (added)" for name in after if name not in self.before[label]]
-            for name, identity in self.before[label].items():
+            after = self._members(space)
+            before = self.before[label]
+            if not isinstance(space, ModuleType):
+                changes += [f"{label}.{name} (added)" for name in after if name not in before]
+            for name, original in before.items():
                 if name not in after:
                     changes.append(f"{label}.{name} (deleted)")
-                    continue
-                value = after[name]
-                if id(value) == identity:
-                    continue
-                module = getattr(value, "__module__", None) or ""
-                if not module.startswith(_OWN_MODULES) or "<lambda>" in getattr(value, "__qualname__", ""):
+                elif after[name] is not original:
                     changes.append(f"{label}.{name}")
         return changes
 
 
 def patch_targets(extra_modules: Iterable[ModuleType] = ()) -> dict[str, Any]:
+    import torch.utils._python_dispatch as python_dispatch
     import triton
 
     targets: dict[str, Any] = {
         "torch": torch, "torch.Tensor": torch.Tensor, "torch.nn.functional": torch.nn.functional,
         "torch.cuda": torch.cuda, "torch.testing": torch.testing, "time": time, "triton": triton,
         "torch.nn.Module": torch.nn.Module, "builtins": builtins,
+        "torch.utils._python_dispatch": python_dispatch, "TorchDispatchMode": TorchDispatchMode,
+        "Violations": Violations, "TorchComputeMonitor": TorchComputeMonitor, "ProcessGuards": ProcessGuards,
+        "PatchSnapshot": PatchSnapshot, "threading": threading, "os": os, "io": io, "subprocess": subprocess,
     }  # fmt: skip
-    for name in ("triton.testing", "triton.runtime.jit", "triton.runtime.interpreter"):
+    for name in ("triton.testing", "triton.runtime.jit", "triton.runtime.interpreter", "_thread", "posix"):
         module = __import__("sys").modules.get(name)
         if module is not None:
             targets[name] = module
@@ -192,6 +214,8 @@ _LIBRARY_DIRS = _library_dirs()
 class ProcessGuards:
     """Refuse (and record) threads, processes and writes outside the working directory.
 
+    SNAPSHOT_MUTABLE: `enabled` is the harness's switch (`PatchSnapshot`).
+
     Installed before the candidate is imported. The harness keeps its own references to the originals
     (`original_open`) for its final writes.
     """
@@ -202,6 +226,8 @@ class ProcessGuards:
         self.original_open = builtins.open
         self._saved: list[tuple[Any, str, Any]] = []
         self.enabled = True
+
+    SNAPSHOT_MUTABLE = ("enabled",)
 
     def _replace(self, owner: Any, name: str, replacement: Any) -> None:
         self._saved.append((owner, name, getattr(owner, name)))
@@ -253,6 +279,11 @@ class ProcessGuards:
         for name in ("start_new_thread", "start_joinable_thread"):
             if hasattr(_thread, name):
                 self._replace(_thread, name, guarded(getattr(_thread, name), "threads", "starting a thread"))
+        for name in ("_start_new_thread", "_start_joinable_thread"):  # threading's own references to them
+            if hasattr(threading, name):
+                self._replace(
+                    threading, name, guarded(getattr(threading, name), "threads", "starting a thread")
+                )
         for name in ("fork", "forkpty", "system", "posix_spawn", "posix_spawnp", "execv", "execve", "execvp", "spawnv",
                      "spawnve", "popen"):  # fmt: skip
             if hasattr(os, name):

@@ -1,307 +1,375 @@
-"""Expected outputs live in the parent, not in the candidate's process: the parent judges every comparison.
+"""The parent runs every check and judges every output: the candidate's process only runs what it is given.
 
-A candidate runs in the same process as the harness that checks it. Whatever that process holds, a
-candidate can find with plain Python: `gc.get_objects()` or `gc.get_referrers(x)` from its own input
-tensors leads to the harness's records of (inputs, expected output), and returning a copy of the
-expected output passes any comparison made there (tests/adversarial/hostile/mismatch__relu__gc_expected_outputs.py
-did, before this module). So the worker computes the reference outputs before any candidate code
-exists, ships them to the parent (`ParentChannel.seal`) and overwrites its own copies in place (kept
-allocated, so freed memory cannot hand them back either). Each comparison is a round trip: the worker
-sends the candidate's output and a label, the parent compares it with the expected output it holds
-(`Judge.judge`, the one `compare_outputs`) and answers.
+    parent (this module)                 reference worker (jailed)          candidate worker (jailed)
+    draws the job's seeds (secrets) ───► prepare: init, inputs, expected
+    links the inputs into in/ ─────────────────────────────────────────────► load, build, forward
+    reads out/*.st, compares ◄───────────────────────────────────────────── writes its output
+    ... for each case, then the timed calls of each performance case, then `end`
 
-What the candidate could still do, and why it gains nothing:
-- ask the parent itself (the channel is in its process): each label is judged once per job, the first
-  answer is final, so a probe spends the real check; the parent's answer reaches the worker after the
-  candidate's forward has returned.
-- forge the parent's answer (write into its own stdin): the worker's view is advisory; the parent keeps
-  its own record of every judgement and overrides the worker's final result with it (`Judge.overrule`).
-- seal expected outputs of its own (the channel signs whatever it sends): a scope is sealed once, by
-  the harness before the candidate exists (or, for timing inputs, before the candidate's timed calls);
-  a scope the parent already holds, or one sealed twice in a job, makes the job an `integrity_reject`
-  (`forged_seal`) and the first seal stands.
-- forge the worker's final result through the channel: the parent accepts a success only with every
-  check it holds expected outputs for judged and passed. (A correct candidate that walks the frames to
-  the channel and reports timings of its own before the harness has timed it is refused too: a timed
-  job's success also needs every performance case's timed calls sealed and spot-checked, and its
-  timings are the ones the harness reported to the parent per case, first report standing, after that
-  case's spot checks: a result sent later by code the candidate left behind, such as a finalizer, cannot
-  bring timings of its own, and a timing sent ahead of the harness's makes the harness's a second one.)
+Why the check lives here and not in the candidate's process: whatever that process holds, a candidate that
+has read our source can find (the garbage collector, its frames, `/proc/self/mem`) or forge (a reply, a
+seal, a judgement). So it holds nothing worth finding:
+- no expected outputs: the task's reference runs in another jailed process (`toolchain.reference_worker`),
+  which writes them to files only the parent reads;
+- no seeds: the parent draws a fresh seed for every input set of every job from `secrets`, and the
+  candidate's process receives a case's inputs only when it must run them (the timed calls' inputs when
+  they are timed). What it can learn in `__init__` (the weights' seed, which it needs to build the same
+  weights as the reference) says nothing about any input;
+- no judge: nothing it sends is a judgement, a scope or a seal. Its replies are requests' answers; an
+  output is a file the parent reads (safetensors, never unpickled) and compares with `compare_outputs`.
+  Every comparison is made here, once.
 
-Worker to parent, on the reply pipe: a JSON header line {"id", "body", "blobs", "mac"} where body is a
-JSON object with "type": "seal" | "judge" | "timed" | "result", followed by the binary parts that "blobs" sizes
-(tensors, `pack`ed; `device_worker.encode_message`). Parent to worker, on stdin: JSON lines {"answer": ...}.
+What the candidate's process still decides: its own timings (measured in-process with device events) and
+the tripwires' findings. A candidate that gets past the static wall and the tripwires could forge its own
+latency; `Verdict.audit` flags implausible speedups, and on GPUs the device's record of which kernels ran
+is checked (see the README's known limits).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import io
-import json
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import torch
-
-from kernelvault.contracts import CaseTiming
 from toolchain.compare import Comparison, compare_outputs
+from toolchain.tensor_files import TensorFileError, read_tensors
 
-
-def reference_key(job: dict[str, Any], task_source: str) -> str:
-    """The scope of a task's expected outputs: same source, cases, seeds and timing, same outputs."""
-    identity = [job["correctness_cases"], job["performance_cases"], job.get("trials"), job["timed"],
-                job["platform"], task_source]  # fmt: skip
-    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def pack(value: Any) -> bytes:
-    """Tensors (and nests of them) as bytes for a message's binary part: CPU copies, `torch.save`."""
-    buffer = io.BytesIO()
-    torch.save(_to_cpu(value), buffer)
-    return buffer.getvalue()
-
-
-def unpack(data: bytes) -> Any:
-    if not isinstance(data, bytes):
-        raise TypeError(f"expected the bytes of a packed output, got {type(data).__name__}")
-    return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
-
-
-def _to_cpu(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.detach().to("cpu", copy=True).contiguous()
-    if isinstance(value, (list, tuple)):
-        return [_to_cpu(item) for item in value]
-    return value
-
-
-def scrub(value: Any) -> None:
-    """Overwrite tensors in place (NaN, or the dtype's maximum): the allocation stays, the values go."""
-    if isinstance(value, torch.Tensor):
-        if value.is_floating_point() or value.is_complex():
-            value.fill_(float("nan"))
-        elif value.dtype == torch.bool:
-            value.fill_(True)
-        else:
-            value.fill_(torch.iinfo(value.dtype).max)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            scrub(item)
-
-
-# ----------------------------------------------------------------------------------------------------
-# Worker side.
-
-
-class ParentChannel:
-    """The worker's end: seal expected outputs, ask for judgements. One per worker process."""
-
-    def __init__(self, send: Callable[[dict[str, Any]], None], answers: IO[str]) -> None:
-        self._send = send  # writes one authenticated message for the current job
-        self._answers = answers
-
-    def _ask(self, body: dict[str, Any]) -> Any:
-        self._send(body)
-        line = self._answers.readline()
-        if not line:
-            raise RuntimeError("the parent closed the channel")
-        return json.loads(line)["answer"]
-
-    def seal(self, scope: str, outputs: dict[str, Any]) -> None:
-        """Ship expected outputs under `scope` (a reference key, or the job's own), then scrub ours."""
-        self._ask(
-            {"type": "seal", "scope": scope, "outputs": {label: pack(v) for label, v in outputs.items()}}
-        )
-        for value in outputs.values():
-            scrub(value)
-
-    def judge(
-        self, scope: str, label: str, output: Any, atol: float | None, rtol: float | None
-    ) -> Comparison:
-        answer = self._ask({"type": "judge", "scope": scope, "label": label, "output": pack(output),
-                            "atol": atol, "rtol": rtol})  # fmt: skip
-        return Comparison(answer["failure_kind"], answer["message"], answer["max_abs_error"],
-                          answer["max_rel_error"])  # fmt: skip
-
-    def report_timing(self, timing: dict[str, Any]) -> None:
-        """One performance case's timing, sent as soon as it is measured and its timed calls are checked."""
-        self._ask({"type": "timed", "timing": timing})
-
-
-# ----------------------------------------------------------------------------------------------------
-# Parent side.
+if TYPE_CHECKING:
+    from toolchain.device_gate import GateHold
+    from toolchain.device_worker import PersistentWorker
+    from toolchain.sandbox import SandboxResult
 
 
 @dataclass
 class ProtocolCosts:
-    """What the judge protocol cost one job, measured by the parent (never taken from the worker's word).
+    """What the check protocol cost one job, measured by the parent.
 
-    `transfer_seconds`: reading the messages' binary parts off the pipe once their header had arrived (the
-    worker's `pack` before it is not seen here); `answer_seconds`: unpacking and comparing them;
-    `timed_seconds`: from the first seal of a performance case's timed calls to the last timing report,
-    the time stage as the parent saw it (0 for an untimed job, or one that failed before timing);
-    `gate_seconds`: what the lane waited at its device's gate (`toolchain.device_gate`) for other lanes'
-    timings, or for the device alone: the lane's wait, not the candidate's work.
+    `megabytes`: tensor files handed to the candidate and read back from it; `transfer_seconds`: the parent
+    reading the files it judges; `answer_seconds`: comparing them; `reference_seconds`: the reference
+    worker's requests (inputs, expected outputs, its timing); `timed_seconds`: the candidate's timed
+    requests, the time stage as the parent saw it; `gate_seconds`: what the lane waited at its device's gate
+    (`toolchain.device_gate`): the lane's wait, not the candidate's work.
     """
 
     messages: int = 0
     megabytes: float = 0.0
     transfer_seconds: float = 0.0
     answer_seconds: float = 0.0
+    reference_seconds: float = 0.0
     timed_seconds: float = 0.0
     gate_seconds: float = 0.0
-    first_timed_at: float | None = None  # monotonic clock of the first timed-call seal
 
     def summary(self) -> str:
         waited = f"; waited {self.gate_seconds:.2f} s at the device's gate" if self.gate_seconds else ""
-        return (f"judge protocol: {self.messages} message(s), {self.megabytes:.1f} MB, "
-                f"transfer {self.transfer_seconds:.2f} s, unpack and compare {self.answer_seconds:.2f} s{waited}")  # fmt: skip
+        return (f"check protocol: {self.messages} request(s), {self.megabytes:.1f} MB of tensor files, "
+                f"reading {self.transfer_seconds:.2f} s, comparing {self.answer_seconds:.2f} s, "
+                f"reference {self.reference_seconds:.2f} s{waited}")  # fmt: skip
+
+
+def draw_seed() -> int:
+    """A seed nobody can predict: not the candidate, not a later job (63 bits, from the OS)."""
+    return secrets.randbits(63)
+
+
+class CheckStopped(Exception):
+    """The check ends early: a failure of the candidate (a verdict), or of our side."""
+
+    def __init__(self, result: dict[str, Any] | None, run: SandboxResult | None = None) -> None:
+        super().__init__(str(result))
+        self.result = result  # None: the candidate's worker died or ran out of time (see `run`)
+        self.run = run
 
 
 @dataclass
-class JobRecord:
-    """What the parent judged during one job: the authority over the worker's final result."""
+class _Check:
+    """One job's state on the parent's side."""
 
-    held: set[str] = field(default_factory=set)  # scopes the parent held when the job began
-    sealed: set[str] = field(default_factory=set)  # scopes sealed during the job
-    judged: dict[tuple[str, str], Comparison] = field(default_factory=dict)
-    timed: dict[str, dict[str, Any]] = field(default_factory=dict)  # case -> its timing, as first reported
-    problem: str | None = None  # a protocol breach seen during the job (e.g. a label judged twice)
+    job: dict[str, Any]
+    reference: PersistentWorker
+    candidate: PersistentWorker
+    hold: GateHold | None
+    timeout_s: float
     costs: ProtocolCosts = field(default_factory=ProtocolCosts)
+    spent: float = 0.0  # the candidate's clock: seconds inside its worker's requests
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    compile_seconds: float | None = None
+    reference_dir: Path = Path()
+    candidate_dir: Path = Path()
+    inbox: Path = Path()
 
+    # -- requests ------------------------------------------------------------------------------------
 
-TIMING_FIELDS = frozenset(entry.name for entry in dataclasses.fields(CaseTiming))  # what a row's timing holds
+    def ask_candidate(self, body: dict[str, Any], timing: bool = False) -> dict[str, Any]:
+        if self.hold is not None:
+            self.costs.gate_seconds += self.hold.at_request(timing)
+        remaining = self.timeout_s - self.spent
+        if remaining <= 0:
+            raise CheckStopped(None, self.candidate.stop_for_timeout(self.spent))
+        started = time.monotonic()
+        reply = self.candidate.request(body, remaining)
+        seconds = time.monotonic() - started
+        self.spent += seconds
+        self.costs.messages += 1
+        if timing:
+            self.costs.timed_seconds += seconds
+        if reply is None:
+            raise CheckStopped(None, self.candidate.last_run)
+        if reply.get("failure_kind") is not None:
+            raise CheckStopped(reply)
+        return reply
 
+    def ask_reference(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self.hold is not None:
+            self.costs.gate_seconds += self.hold.at_request(body.get("op") == "time")
+        started = time.monotonic()
+        reply = self.reference.request({**body, **self._task_fields()}, self.timeout_s * 4 + 60)
+        self.costs.reference_seconds += time.monotonic() - started
+        self.costs.messages += 1
+        if reply is None:
+            run = self.reference.last_run
+            detail = (run.stderr_tail.strip().splitlines() or ["(no output)"])[-1] if run is not None else ""
+            raise CheckStopped({"failure_kind": "infrastructure_error",
+                                "failure_message": f"the reference worker failed: {detail}"[:2000]})  # fmt: skip
+        if reply.get("failure_kind") is not None:
+            raise CheckStopped(reply)
+        return reply
 
-class Judge:
-    """Holds expected outputs per scope (reference keys: a bounded LRU, like the worker's cache)."""
+    def _task_fields(self) -> dict[str, Any]:
+        return {"task_path": str(self.reference_dir / "task.py"), "platform": self.job["platform"],
+                "allow_tf32": self.job.get("allow_tf32", False)}  # fmt: skip
 
-    def __init__(self, max_scopes: int = 16) -> None:
-        # scope -> label -> expected output, unpacked once when sealed (every later job of the task reuses
-        # it); "job:" scopes (timing inputs) are forgotten when the job ends
-        self.expected: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        self.max_scopes = max_scopes
-        self.job = JobRecord()
+    # -- files ---------------------------------------------------------------------------------------
 
-    def scopes(self) -> list[str]:
-        """The reference scopes held: a worker whose cache has another must rebuild (and seal) it."""
-        return [scope for scope in self.expected if not scope.startswith("job:")]
+    def hand_over(self, path: str) -> str:
+        """Give a file of the reference's to the candidate's worker (read-only there); its path there."""
+        source = Path(path)
+        target = self.inbox / source.name
+        try:
+            os.link(source, target)
+        except OSError:  # another filesystem, or no hard links: a copy
+            shutil.copyfile(source, target)
+        os.chmod(target, 0o444)  # the candidate's worker (another uid) reads it; nobody writes it
+        self.costs.megabytes += target.stat().st_size / 1e6
+        return str(target)
 
-    def start_job(self) -> None:
-        for scope in [scope for scope in self.expected if scope.startswith("job:")]:
-            del self.expected[scope]
-        self.job = JobRecord(held=set(self.scopes()))
-
-    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
-        """One worker message (seal or judge) to the answer sent back on its stdin."""
-        if body.get("type") == "seal":
-            scope = str(body["scope"])
-            if scope in self.job.held or scope in self.job.sealed:  # the first seal stands: see the docstring
-                self.job.problem = (
-                    self.job.problem or "forged_seal: expected outputs were sealed a second time"
-                )
-                return {"answer": True}
-            try:
-                outputs = {str(label): unpack(packed) for label, packed in body["outputs"].items()}
-            except Exception as error:  # noqa: BLE001 - the harness seals what it packed itself
-                self.job.problem = self.job.problem or f"forged_seal: a seal that is not outputs ({error})"
-                return {"answer": True}
-            self.expected[scope] = outputs
-            self.expected.move_to_end(scope)
-            self.job.sealed.add(scope)
-            while len(self.scopes()) > self.max_scopes:
-                del self.expected[self.scopes()[0]]
-            return {"answer": True}
-        if body.get("type") == "timed":
-            self._record_timing(body.get("timing"))
-            return {"answer": True}
-        comparison = self._judge(str(body["scope"]), str(body["label"]), body)
-        return {"answer": {"failure_kind": comparison.failure_kind, "message": comparison.message,
-                           "max_abs_error": comparison.max_abs_error,
-                           "max_rel_error": comparison.max_rel_error}}  # fmt: skip
-
-    def _judge(self, scope: str, label: str, body: dict[str, Any]) -> Comparison:
-        record = self.job
-        if (scope, label) in record.judged:  # a second ask is a probe: the first answer stands
-            record.problem = record.problem or f"judge_probe: {label} was submitted for judgement twice"
-            return Comparison("integrity_reject", record.problem)
-        held = self.expected.get(scope, {})
-        if label not in held:
-            comparison = Comparison("infrastructure_error", f"no expected output for check {label}")
-        else:
-            try:
-                output = unpack(body["output"])
-            except Exception as error:  # noqa: BLE001 - whatever the worker sent, it is not an output
-                comparison = Comparison("interface_error", f"the output could not be read: {error}")
-            else:
-                comparison = compare_outputs(held[label], output, body.get("atol"), body.get("rtol"))
-        record.judged[(scope, label)] = comparison
+    def judge(self, expected_path: str, output_path: Path) -> Comparison:
+        started = time.monotonic()
+        try:
+            expected = read_tensors(Path(expected_path))
+        except TensorFileError as error:
+            raise CheckStopped({"failure_kind": "infrastructure_error",
+                                "failure_message": f"the reference's output could not be read: {error}"}) from None  # fmt: skip
+        try:
+            self.costs.megabytes += output_path.stat().st_size / 1e6
+            output = read_tensors(output_path)
+        except (TensorFileError, OSError) as error:
+            self.costs.transfer_seconds += time.monotonic() - started
+            return Comparison("interface_error", f"the candidate's output could not be read: {error}")
+        read = time.monotonic()
+        self.costs.transfer_seconds += read - started
+        comparison = compare_outputs(expected, output, self.job.get("atol"), self.job.get("rtol"))
+        self.costs.answer_seconds += time.monotonic() - read
         return comparison
 
-    def _record_timing(self, timing: Any) -> None:
-        """The first report of a case stands, and only once its timed calls were sealed and all judged: a
-        report that comes earlier, or a second one, was not the harness's (see the module docstring)."""
-        record = self.job
-        case = timing.get("case") if isinstance(timing, dict) else None
-        scope = f"job:timed/{case}"
-        well_formed = (
-            isinstance(timing, dict) and set(timing) == TIMING_FIELDS and isinstance(case, str)
-            and all(isinstance(timing[key], (int, float)) for key in TIMING_FIELDS - {"case"})
-        )  # fmt: skip
-        if not well_formed:
-            record.problem = record.problem or "forged_result: a timing report that is not the harness's"
-            return
-        if case in record.timed:
-            record.problem = record.problem or f"forged_result: the timing of {case!r} was reported twice"
-            return
-        labels = set(self.expected.get(scope, {}))
-        if (
-            scope not in record.sealed
-            or not labels
-            or any((scope, label) not in record.judged for label in labels)
-        ):
-            record.problem = record.problem or (
-                f"forged_result: the timing of {case} came before its timed calls were spot-checked"
+    def outputs(self, name: str) -> Path:
+        return self.candidate_dir / "out" / f"{name}.st"
+
+    # -- the plan ------------------------------------------------------------------------------------
+
+    def plan(self) -> Iterator[tuple[int, dict[str, Any], int]]:
+        """(index, case, trial) for every check: correctness cases × trials, performance cases once."""
+        cases = list(self.job["correctness_cases"]) + (
+            list(self.job["performance_cases"]) if self.job["timed"] else []
+        )
+        index = 0
+        for case in cases:
+            for trial in range(int(self.job.get("trials", 2)) if case["kind"] == "correctness" else 1):
+                yield index, case, trial
+                index += 1
+
+    def check_case(self, index: int, case: dict[str, Any], trial: int) -> None:
+        weight_seed = draw_seed()
+        sets = [{"name": f"check{index}", "seed": draw_seed()}]
+        refill = (
+            trial == 0
+        )  # first seed of each case: run again over other poison, and on new values in place
+        if refill:
+            sets.append({"name": f"refill{index}", "seed": draw_seed()})
+        prepared = self.ask_reference({"op": "prepare", "case": case["name"], "overrides": case["overrides"],
+                                       "weight_seed": weight_seed, "sets": sets, "out_dir": str(self.reference_dir)})  # fmt: skip
+        files = prepared["sets"]
+        init = self.hand_over(prepared["init"])
+        self.ask_candidate({"op": "build", "init_path": init, "weight_seed": weight_seed})
+        inputs = self.hand_over(files[f"check{index}"]["inputs"])
+        first = self.ask_candidate({"op": "forward", "inputs_path": inputs, "poison": "nan",
+                                    "output_path": str(self.outputs(f"check{index}"))})  # fmt: skip
+        if self.compile_seconds is None:
+            self.compile_seconds = first.get("seconds")
+        if refill:
+            self.ask_candidate({"op": "forward", "inputs_path": inputs, "poison": 12345.0,
+                                "output_path": str(self.outputs(f"again{index}"))})  # fmt: skip
+            repeat = self.judge_pair(self.outputs(f"check{index}"), self.outputs(f"again{index}"))
+            if repeat.failure_kind == "integrity_reject":  # e.g. a tensor subclass: say so first
+                raise CheckStopped(
+                    {
+                        "failure_kind": "integrity_reject",
+                        "failure_message": f"{repeat.message} (case {case['name']})",
+                    }
+                )
+            if repeat.failure_kind is not None:
+                raise CheckStopped({"failure_kind": "integrity_reject", "failure_message":
+                                    f"nondeterministic: a second run on the same inputs differs ({repeat.message}); "
+                                    "reads of unwritten memory or state kept between calls"})  # fmt: skip
+        comparison = self.judge(str(files[f"check{index}"]["expected"]), self.outputs(f"check{index}"))
+        self.checks.append({"case": case["name"], "seed": int(sets[0]["seed"]), "passed": comparison.failure_kind is None,
+                            "max_abs_error": comparison.max_abs_error, "max_rel_error": comparison.max_rel_error,
+                            "message": comparison.message})  # fmt: skip
+        if comparison.failure_kind == "integrity_reject":  # the sub-reason leads the message
+            raise CheckStopped(
+                {
+                    "failure_kind": "integrity_reject",
+                    "failure_message": f"{comparison.message} (case {case['name']})",
+                }
             )
-            return
-        record.timed[case] = dict(timing)
+        if comparison.failure_kind is not None:
+            raise CheckStopped(
+                {
+                    "failure_kind": comparison.failure_kind,
+                    "failure_message": f"case {case['name']}: {comparison.message}",
+                }
+            )
+        if refill:
+            refilled = self.hand_over(files[f"refill{index}"]["inputs"])
+            try:
+                self.ask_candidate({"op": "forward", "inputs_path": refilled, "reuse_inputs": True, "poison": "nan",
+                                    "output_path": str(self.outputs(f"refill{index}"))})  # fmt: skip
+            except CheckStopped as stopped:
+                if stopped.result is not None and str(stopped.result.get("failure_message", "")).startswith(
+                    "no_kernel_launched"
+                ):
+                    raise CheckStopped({"failure_kind": "integrity_reject", "failure_message":
+                                        "cached_results: new values in the same input tensors launched no kernel"}) from None  # fmt: skip
+                raise
+            check = self.judge(str(files[f"refill{index}"]["expected"]), self.outputs(f"refill{index}"))
+            if check.failure_kind is not None:
+                raise CheckStopped({"failure_kind": "integrity_reject", "failure_message":
+                                    f"cached_results: new values in the same input tensors gave a wrong result ({check.message})"})  # fmt: skip
 
-    def overrule(
-        self, result: dict[str, Any], check_scope: str, timed_cases: Sequence[str] = ()
-    ) -> dict[str, Any]:
-        """The worker's final result, held against what the parent judged itself.
+    def judge_pair(self, first: Path, second: Path) -> Comparison:
+        try:
+            return compare_outputs(
+                read_tensors(first), read_tensors(second), self.job.get("atol"), self.job.get("rtol")
+            )
+        except (TensorFileError, OSError) as error:
+            return Comparison("interface_error", f"the candidate's output could not be read: {error}")
 
-        A failure the worker reports stands (it cannot help the candidate). A success must rest on a passed
-        judgement of every check the parent holds expected outputs for: the task's (`check_scope`, which
-        the parent computes from the job, not from the worker's word) and those sealed during this job;
-        and, for a timed job, on the spot checks of every performance case (`timed_cases`, from the job):
-        timings reported before the harness timed and checked them are not the harness's. The timings
-        of a timed success are the parent's record (`report_timing`, first report per case), never the
-        result's own: a result sent by code the candidate left behind (a finalizer firing after the last
-        spot check) cannot bring timings of its own.
-        """
-        record = self.job
-        if record.problem:
-            return {**result, "failure_kind": "integrity_reject", "failure_message": record.problem}
-        if result.get("failure_kind") is not None:
-            return result
-        for (_, label), comparison in record.judged.items():
-            if comparison.failure_kind is not None:
-                return {**result, "failure_kind": "integrity_reject", "failure_message":
-                        f"forged_result: the worker reported success; the parent judged {label}: {comparison.message}"}  # fmt: skip
-        wanted = {(check_scope, label) for label in self.expected.get(check_scope, {})}
-        wanted |= {(scope, label) for scope in record.sealed for label in self.expected.get(scope, {})}
-        missing = sorted(label for _, label in wanted - set(record.judged))
-        missing += [
-            f"the timed calls of {name}" for name in timed_cases if f"job:timed/{name}" not in record.sealed
+    def time_case(self, case: dict[str, Any]) -> dict[str, Any]:
+        repetitions, warmup, count = (
+            int(self.job["repetitions"]),
+            int(self.job["warmup"]),
+            int(self.job["input_sets"]),
+        )
+        spot_checks = sorted(
+            {repetitions // 3, repetitions - 1}
+        )  # timed calls whose outputs are judged afterwards
+        needed = {index % count for index in spot_checks}
+        weight_seed = draw_seed()
+        sets = [
+            {"name": f"timed-{case['name']}-{k}", "seed": draw_seed(), "expected": k in needed}
+            for k in range(count)
         ]
-        missing += [f"the timing of {name}" for name in timed_cases if name not in record.timed]
-        if missing or not wanted:
-            return {**result, "failure_kind": "integrity_reject", "failure_message":
-                    f"forged_result: the worker reported success without the parent judging {missing[:3] or 'any check'}"}  # fmt: skip
-        if timed_cases:
-            return {**result, "timings": [record.timed[name] for name in timed_cases]}
-        return result
+        prepared = self.ask_reference({"op": "prepare", "case": case["name"], "overrides": case["overrides"],
+                                       "weight_seed": weight_seed, "sets": sets, "out_dir": str(self.reference_dir)})  # fmt: skip
+        files = [prepared["sets"][entry["name"]] for entry in sets]
+        init = self.hand_over(prepared["init"])
+        inputs = [self.hand_over(str(entry["inputs"])) for entry in files]
+        spot = {str(index): str(self.outputs(f"timed-{case['name']}-{index}")) for index in spot_checks}
+        timed = self.ask_candidate({"op": "time", "init_path": init, "weight_seed": weight_seed, "inputs_paths": inputs,
+                                    "repetitions": repetitions, "warmup": warmup, "spot_outputs": spot}, timing=True)  # fmt: skip
+        for index in spot_checks:
+            check = self.judge(str(files[index % count]["expected"]), Path(spot[str(index)]))
+            if check.failure_kind is not None:
+                raise CheckStopped({"failure_kind": "integrity_reject", "failure_message":
+                                    f"cached_results: timed call {index} returned a wrong result ({check.message})"})  # fmt: skip
+        reference = self.ask_reference({"op": "time", "case": case["name"], "overrides": case["overrides"],
+                                        "weight_seed": weight_seed, "init_path": prepared["init"],
+                                        "inputs_paths": [str(entry["inputs"]) for entry in files],
+                                        "repetitions": repetitions, "warmup": warmup})  # fmt: skip
+        return {"case": case["name"], "candidate_ms": float(timed["median_ms"]), "reference_ms": float(reference["median_ms"]),
+                "candidate_spread": float(timed["spread"]), "reference_spread": float(reference["spread"]),
+                "repetitions": int(timed["repetitions"])}  # fmt: skip
+
+
+def run_check(job: dict[str, Any], reference: PersistentWorker, candidate: PersistentWorker,
+              hold: GateHold | None, timeout_s: float) -> tuple[SandboxResult | None, dict[str, Any] | None]:  # fmt: skip
+    """Check (and where `job["timed"]`, time) one candidate with a lane's two workers.
+
+    Returns (how the candidate's worker ended when it did not answer, the result): a result dict with
+    failure_kind, failure_message, checks, timings, kernels, compile_seconds and protocol_costs; or
+    (run, None) when the candidate's worker died or ran past `timeout_s` (its own requests' time: not the
+    reference's, not the parent's comparing, not the waits at the device's gate).
+    """
+    state = _Check(job, reference, candidate, hold, timeout_s)
+    number = candidate.next_job_number()
+    state.reference_dir = reference.job_folder(number)
+    state.candidate_dir = candidate.job_folder(number)
+    state.inbox = candidate.inbox()
+    (state.candidate_dir / "out").mkdir(exist_ok=True)
+    shutil.copyfile(job["task_path"], state.reference_dir / "task.py")
+    shutil.copyfile(job["candidate_path"], state.candidate_dir / "candidate.py")
+    launches = (
+        state.candidate_dir / "launches.jsonl"
+    )  # the candidate's worker writes it (its folder, its uid)
+    result: dict[str, Any] = {"failure_kind": None, "failure_message": None, "checks": state.checks,
+                              "timings": [], "kernels": []}  # fmt: skip
+    load = {
+        key: value
+        for key, value in job.items()
+        if key not in ("task_path", "correctness_cases", "performance_cases")
+    }
+    load |= {"op": "load", "candidate_path": str(state.candidate_dir / "candidate.py"), "launches_path": str(launches),
+             "job_dir": str(state.candidate_dir), "triton_cache": str(candidate.private_cache()),
+             "inline_build_root": str(candidate.private_cache() / "inline")}  # fmt: skip
+    died: SandboxResult | None = None
+    try:
+        try:
+            state.ask_candidate(load)
+            for index, case, trial in state.plan():
+                state.check_case(index, case, trial)
+            if job["timed"]:
+                result["timings"] = [state.time_case(case) for case in job["performance_cases"]]
+        except CheckStopped as stopped:
+            if stopped.result is None:
+                died = stopped.run
+            else:
+                result |= {"failure_kind": stopped.result.get("failure_kind"),
+                           "failure_message": stopped.result.get("failure_message")}  # fmt: skip
+        if died is None:
+            ended = candidate.request({"op": "end"}, 60.0)
+            if ended is None:
+                died = candidate.last_run
+            else:
+                result["kernels"] = list(ended.get("kernels") or [])
+                late = ended.get("late_violation")
+                if late and result["failure_kind"] not in ("integrity_reject", "infrastructure_error"):
+                    result |= {
+                        "failure_kind": "integrity_reject",
+                        "failure_message": late,
+                    }  # the cause beats its symptom
+                if result["failure_kind"] == "integrity_reject":
+                    candidate.retire("integrity_reject")  # judged here: the worker could not know
+        # the verifier reads which kernels ran (the cross-compile stage, and whether anything compiled at all)
+        Path(job["launches_path"]).write_bytes(launches.read_bytes() if launches.is_file() else b"")
+    finally:
+        candidate.finish_job(number)
+        reference.finish_job(number)
+    result["compile_seconds"] = state.compile_seconds
+    result["protocol_costs"] = state.costs
+    if died is not None:
+        return died, None
+    return None, result

@@ -10,6 +10,7 @@ crashes or hangs is reported and the others are still checked.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -83,7 +84,8 @@ def check_case(harness: Any, case: dict[str, Any]) -> list[str]:
 def _worker_main(job_path: Path) -> int:
     import torch
 
-    from toolchain.triton_worker import TaskHarness, load_module
+    from toolchain.candidate_worker import load_module
+    from toolchain.reference_worker import TaskHarness
 
     job = json.loads(job_path.read_text())
     report: dict[str, Any] = {"cases_run": 0, "problems": []}
@@ -104,7 +106,8 @@ def _worker_main(job_path: Path) -> int:
 def check_task(
     task: Task, include_performance: bool, timeout_s: float, python: str = sys.executable
 ) -> TaskReport:
-    from toolchain.sandbox import SandboxLimits, run_sandboxed
+    from toolchain.sandbox import SandboxLimits, folder_jail, run_sandboxed
+    from toolchain.verify import resolve_isolation
 
     workdir = Path(tempfile.mkdtemp(prefix="kv-taskcheck-"))
     try:
@@ -117,8 +120,10 @@ def check_task(
         }
         (workdir / "job.json").write_text(json.dumps(job))
         project_root = str(Path(__file__).resolve().parents[1])
+        workdir.chmod(0o755)
+        jail = folder_jail(resolve_isolation(os.environ.get("KV_ISOLATION", "auto"), python), workdir)
         run = run_sandboxed([python, "-m", "toolchain.reference_check", str(workdir / "job.json")], workdir,
-                            SandboxLimits(timeout_s, None, cpu_threads=2), {"PYTHONPATH": project_root})  # fmt: skip
+                            SandboxLimits(timeout_s, None, cpu_threads=2), {"PYTHONPATH": project_root}, jail=jail)  # fmt: skip
         result_path = workdir / "result.json"
         if not result_path.exists():
             why = "timed out" if run.timed_out else f"crashed ({run.signal_name or run.returncode})"

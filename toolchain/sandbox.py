@@ -1,22 +1,23 @@
 """Run untrusted candidate code in a separate process, with limits, and report what happened.
 
-What this protects against:
+Two layers. The jail (`toolchain.jail`, where the OS allows it: Linux with user namespaces, or root) is the
+wall: its own namespaces, an unprivileged user, a read-only system, a private /tmp, a seccomp filter, and
+every process of the job killed with it. Around it, this module keeps what holds with or without a jail:
+
 - crashes (segfault, abort, illegal memory access) and hangs: the child is a separate process with a
   wall-clock timeout, a CPU-time limit (RLIMIT_CPU), and its own process group, killed whole;
 - runaway memory on CPU (RLIMIT_AS; GPU runtimes need the address space, so not there), disk filling
-  (RLIMIT_FSIZE), endless output (stdout/stderr go to files, read back trimmed), core dumps;
+  (RLIMIT_FSIZE per file), endless output (stdout/stderr go to files, read back trimmed), core dumps, and
+  in a jail of its own uid, a process count (RLIMIT_NPROC);
 - credentials: the child gets an allow-listed environment (no OPENAI_API_KEY, HF_TOKEN, *_TOKEN,
-  *_KEY, AWS_*: nothing outside the list), HOME and TMPDIR in its own temporary directory;
-- the network: where the OS allows it (root on Linux) the child starts in an empty network namespace;
+  *_KEY, AWS_*: nothing outside the list), HOME in its own folder;
 - orphans: the child dies with the process that started it (PR_SET_PDEATHSIG), so a killed run leaves
   no candidate running;
-- forged results: the harness seals its result with a secret passed through an inherited pipe.
+- forged results: the harness seals its replies with a secret passed through an inherited pipe.
 
-What it does NOT protect against: reading files the user can read; writing files outside the work
-directory by means below Python (toolchain.integrity refuses Python-level writes); a process-count
-limit for root (RLIMIT_NPROC does not bind root; Python-level fork/spawn is refused by the integrity
-guards); a candidate that reads the seal out of the worker's own memory. Containers or user namespaces
-with a read-only root are the answer to those, and are not used here.
+Without a jail (`Isolation.level == "process"`) the child can read every file the user can read, write
+outside its folder by means below Python, see other processes in /proc and, as root, leave its network
+namespace. The verdict records which of the two a candidate ran under.
 """
 
 from __future__ import annotations
@@ -33,12 +34,22 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolchain.jail import (
+    ISOLATION_JAIL,
+    Isolation,
+    JailSpec,
+    jail_command,
+    next_jail_uid,
+    python_read_only_paths,
+)
+
 # Variables a worker may inherit. Everything else (OPENAI_API_KEY, HF_TOKEN, AWS_*, ...) is dropped.
 _ALLOWED_ENV = (
     "PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV", "LD_LIBRARY_PATH",
     "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_HOME", "ROCM_PATH",
     "HIP_PLATFORM", "TRITON_PTXAS_PATH", "TRITON_HIP_LLD_PATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
     "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
+    "KV_LIBSECCOMP",  # where the jail's launcher finds libseccomp when the system has none (a path)
 )  # fmt: skip
 _TAIL_BYTES = 8000
 _PR_SET_PDEATHSIG = 1
@@ -59,6 +70,9 @@ class SandboxLimits:
     cpu_threads: int = 1  # torch/OpenMP threads inside the worker: pools run one worker per core
     no_network: bool = True  # run in an empty network namespace where the OS allows it (root, Linux)
     cpu_seconds: float | None = None  # RLIMIT_CPU over the whole process; None: 2 × timeout_s + 10
+    processes: int = (
+        1024  # RLIMIT_NPROC of a jail's own uid (threads count: CUDA, ptxas, ninja and nvcc need some)
+    )
 
 
 @dataclass(frozen=True)
@@ -89,7 +103,7 @@ def _tail(path: Path) -> str:
         return ""
 
 
-def _limits_in_child(limits: SandboxLimits) -> Callable[[], None]:
+def _limits_in_child(limits: SandboxLimits, jailed: bool) -> Callable[[], None]:
     def apply_limits() -> None:  # runs in the child between fork and exec
         if _LIBC is not None:
             # Die with the pipeline: a killed run (kill -9 included) must not leave candidates running.
@@ -99,10 +113,12 @@ def _limits_in_child(limits: SandboxLimits) -> Callable[[], None]:
         # A spinning candidate cannot outlive its wall clock by much; long-lived workers pass their lifetime budget.
         cpu_seconds = int(limits.cpu_seconds if limits.cpu_seconds is not None else limits.timeout_s * 2 + 10)
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
-        if limits.no_network and _LIBC is not None:
+        if limits.no_network and _LIBC is not None and not jailed:
             _LIBC.unshare(
                 _CLONE_NEWNET
             )  # a private network namespace with no interfaces; fails quietly unprivileged
+        if jailed and os.geteuid() == 0:  # the jail runs as a uid of its own: count its processes
+            resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
         if limits.memory_bytes is not None:
             resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
@@ -118,8 +134,9 @@ def start_sandboxed(
     secret: bytes | None = None,
     stdin: int | None = subprocess.DEVNULL,
     pass_fds: Sequence[int] = (),
+    jail: JailSpec | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start argv in workdir under limits, in its own process group, and return at once.
+    """Start argv in workdir under limits, in its own process group (in `jail` when given), and return at once.
 
     The same limits and environment as `run_sandboxed`; stdout and stderr go to workdir/stdout.log and
     stderr.log. The caller owns the process: kill its group (`kill_group`) when done. Raises OSError when
@@ -127,7 +144,8 @@ def start_sandboxed(
     """
     env = worker_environment(env_extra, limits.cpu_threads)
     env["HOME"] = str(workdir)
-    env["TMPDIR"] = str(workdir)
+    env["TMPDIR"] = "/tmp" if jail is not None else str(workdir)  # the jail's /tmp is its own
+    command = jail_command(jail, list(argv)) if jail is not None else list(argv)
     fds = list(pass_fds)
     read_end = None
     if secret is not None:
@@ -139,8 +157,8 @@ def start_sandboxed(
     try:
         with (workdir / "stdout.log").open("wb") as stdout, (workdir / "stderr.log").open("wb") as stderr:
             return subprocess.Popen(
-                list(argv), cwd=workdir, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
-                start_new_session=True, preexec_fn=_limits_in_child(limits), pass_fds=tuple(fds),
+                command, cwd=workdir, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
+                start_new_session=True, preexec_fn=_limits_in_child(limits, jail is not None), pass_fds=tuple(fds),
             )  # fmt: skip
     finally:
         if read_end is not None:
@@ -179,15 +197,16 @@ def run_sandboxed(
     limits: SandboxLimits,
     env_extra: Mapping[str, str] | None = None,
     secret: bytes | None = None,
+    jail: JailSpec | None = None,
 ) -> SandboxResult:
-    """Run argv in workdir under limits; never raises for anything the child does.
+    """Run argv in workdir under limits (in `jail` when given); never raises for anything the child does.
 
     `secret` reaches the child through an inherited pipe (fd number in KV_SECRET_FD), not through a file
     or the environment: the harness reads it before importing the candidate and seals its result with
     it, so a candidate that writes a result file of its own cannot produce a valid one.
     """
     started = time.monotonic()
-    process = start_sandboxed(argv, workdir, limits, env_extra, secret)
+    process = start_sandboxed(argv, workdir, limits, env_extra, secret, jail=jail)
     timed_out = False
     try:
         process.wait(timeout=limits.timeout_s)
@@ -196,3 +215,18 @@ def run_sandboxed(
     finally:
         kill_group(process)  # the whole group: the candidate may have started children of its own
     return crash_result(process, workdir, timed_out, time.monotonic() - started)
+
+
+def folder_jail(isolation: Isolation | None, folder: Path, read_only: Sequence[str] = ()) -> JailSpec | None:
+    """A jail for a one-off tool run (a compiler, a task's reference) whose only writable place is `folder`;
+    None where `isolation` has no jail. As root, `folder` is handed to the jail's own uid."""
+    if isolation is None or not isolation.jailed:
+        return None
+    uid = None if isolation.rootless else next_jail_uid()
+    mount_point = folder / ".jail-root"
+    mount_point.mkdir(exist_ok=True)
+    if uid is not None:
+        os.chown(folder, uid, uid)
+    return JailSpec(read_only=(*python_read_only_paths(), *read_only), writable=(str(folder),), workdir=str(folder),
+                    mount_point=str(mount_point), uid=uid or 65534, gid=uid or 65534,
+                    seccomp=isolation.level == ISOLATION_JAIL)  # fmt: skip

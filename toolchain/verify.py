@@ -45,11 +45,13 @@ from toolchain.hip_build import (
     find_hip_compiler,
     portability_issues,
 )
+from toolchain.jail import ISOLATION_PROCESS, Isolation, probe_isolation
 from toolchain.judge import ProtocolCosts
 from toolchain.platforms import AMD_WAVEFRONT, PlatformChoice, detect_platform, run_environment
 from toolchain.reward import DEFAULT_REWARD, RewardConfig, graded_reward, task_speedup
 from toolchain.sandbox import SandboxLimits, SandboxResult
 from toolchain.static_check import check_hip_candidate, check_triton_candidate
+from toolchain.static_wall import check_candidate
 
 LOG_LIMIT = 4000  # characters of compiler/runtime log kept per stage (the agents' feedback reads it)
 
@@ -85,6 +87,12 @@ class VerifyConfig:
             os.environ.get("KV_TRITON_CACHE", Path.home() / ".cache" / "kernelvault" / "triton")
         )
     )
+    # "auto": the OS jail where this machine can build one (toolchain.jail), else a plain process with a
+    # loud warning; "jail": refuse to verify without one; "process": no jail (benchmarks, debugging)
+    isolation: str = field(default_factory=lambda: os.environ.get("KV_ISOLATION", "auto"))
+    static_wall: bool = (
+        True  # the static rules of toolchain.static_wall (off only to test the layers behind it)
+    )
 
 
 def trim(text: str, limit: int = LOG_LIMIT) -> str:
@@ -94,6 +102,69 @@ def trim(text: str, limit: int = LOG_LIMIT) -> str:
         return text
     half = limit // 2
     return f"{text[:half]}\n… [{len(text) - limit} characters cut] …\n{text[-half:]}"
+
+
+_WARNED: set[str] = set()
+
+
+def resolve_isolation(choice: str, python: str) -> Isolation:
+    """The isolation `VerifyConfig.isolation` asks for, as this machine can give it (probed once per process).
+
+    "auto" without a jail says so on stderr, once: every verdict records it too (`RunEnvironment.isolation`).
+    """
+    if choice == "process":
+        return Isolation(ISOLATION_PROCESS, "the jail is switched off (VerifyConfig.isolation='process')")
+    if choice not in ("auto", "jail"):
+        raise ValueError(f"isolation must be 'auto', 'jail' or 'process', not {choice!r}")
+    found = _probe(python)
+    if not found.jailed:
+        if choice == "jail":
+            raise RuntimeError(f"isolation 'jail' was asked for, but {found.detail}")
+        if found.detail not in _WARNED:
+            _WARNED.add(found.detail)
+            print(f"WARNING: candidate code runs WITHOUT an OS jail: {found.detail}. Verdicts record "
+                  "isolation='process'. See toolchain/jail.py.", file=sys.stderr)  # fmt: skip
+    return found
+
+
+class UnjailedModelOutput(RuntimeError):
+    """Model output would run without an OS jail, and nobody opted in (`require_jail_for_model_output`)."""
+
+
+def require_jail_for_model_output(verifier: Verifier, allow_unjailed: bool = False) -> None:
+    """Refuse to verify candidates a model wrote on a machine that cannot jail them, unless the user opted
+    in (`allow_unjailed`, `--allow-unjailed`, or KV_ALLOW_UNJAILED=1). Bundled and local files run either way:
+    their author is the user."""
+    if verifier.isolation.jailed or allow_unjailed or os.environ.get("KV_ALLOW_UNJAILED") == "1":
+        return
+    raise UnjailedModelOutput(
+        f"refusing to run model-written kernels without an OS jail ({verifier.isolation.detail}); "
+        "run as root or where user namespaces are enabled, or opt in with --allow-unjailed (KV_ALLOW_UNJAILED=1)"
+    )
+
+
+_PROBED: dict[str, Isolation] = {}
+
+
+def _probe(python: str) -> Isolation:
+    if python not in _PROBED:
+        _PROBED[python] = probe_isolation(python)
+    return _PROBED[python]
+
+
+# Names whose values are secrets wherever they are set: a value of one of these, found in the verify
+# process's environment, never reaches a row or a prompt (the jail keeps the environment out of the
+# candidate's process; this is the second line, for what a compiler or a crash prints).
+_SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
+
+
+def scrub_secrets(text: str, environ: dict[str, str] | None = None) -> str:
+    """`text` with the values of the verify process's secret-looking environment variables redacted."""
+    environ = os.environ if environ is None else environ
+    for name, value in environ.items():
+        if len(value) >= 8 and any(part in name.upper() for part in _SECRET_NAME_PARTS) and value in text:
+            text = text.replace(value, f"[{name} redacted]")
+    return text
 
 
 class _Stages:
@@ -164,7 +235,9 @@ class Verifier:
     def __init__(self, config: VerifyConfig | None = None) -> None:
         self.config = config or VerifyConfig()
         self.choice: PlatformChoice = detect_platform(self.config.platform, self.config.arch)
-        self.environment: RunEnvironment = run_environment(self.choice)
+        self.isolation: Isolation = resolve_isolation(self.config.isolation, self.config.python)
+        self.environment: RunEnvironment = dataclasses.replace(run_environment(self.choice),
+                                                               isolation=self.isolation.level)  # fmt: skip
         # Per calling thread: the runner, and whether to stop before the device.
         self._local = threading.local()
 
@@ -260,6 +333,12 @@ class Verifier:
         if target == "hip" and self.choice.platform == "cpu":  # HIP on cpu is hipcc's arch, not Triton's
             environment = dataclasses.replace(environment, arch=self._hip_arch() or DEFAULT_CPU_HIP_ARCH,
                                               device="cpu (hipcc, compile only)")  # fmt: skip
+        for name in ("failure_message", "compile_log"):  # they reach rows and the model's next prompt
+            if fields.get(name):
+                fields[name] = scrub_secrets(fields[name])
+        stages.records = [
+            dataclasses.replace(record, log=scrub_secrets(record.log)) for record in stages.records
+        ]
         return Verdict(
             task_id=task.task_id, target=target, candidate_hash=content_hash(code) if code else "", code=code,
             stages=tuple(stages.records), environment=environment, reward=reward,
@@ -286,6 +365,10 @@ class Verifier:
             return self._finish(
                 stages, task, code, failure_kind=static.failure_kind, failure_message=static.message
             )
+        refused = self._static_wall(code, "triton")
+        if refused is not None:
+            stages.add("static", "failed", time.perf_counter() - started, refused)
+            return self._finish(stages, task, code, failure_kind="static_reject", failure_message=refused)
         stages.add("static", "passed", time.perf_counter() - started, static.message)
 
         (workdir / "task.py").write_text(task.source)
@@ -297,6 +380,13 @@ class Verifier:
         self._defer("gpu", stages, task, code, workdir)
         return self._verify_on_gpu(stages, task, code, workdir)
 
+    def _static_wall(self, code: str, target: str) -> str | None:
+        """The static wall's refusal (`toolchain.static_wall`), or None; off only when the config says so."""
+        if not self.config.static_wall:
+            return None
+        finding = check_candidate(code, target)
+        return finding.message() if finding is not None else None
+
     def _hip_arch(self) -> str | None:
         # On cpu the Triton default (gfx942) is unknown to Debian's ROCm 5.2 clang: HIP takes gfx90a unless told.
         return self.config.arch if self.choice.platform == "cpu" else self.choice.arch
@@ -304,11 +394,15 @@ class Verifier:
     def _verify_hip(self, stages: _Stages, task: Task, code: str, workdir: Path) -> Verdict:
         started = time.perf_counter()
         static = check_hip_candidate(code)
-        stages.add("static", "failed" if static.failure_kind else "passed", time.perf_counter() - started,
-                   static.message)  # fmt: skip
-        if static.failure_kind is not None:
-            return self._finish(stages, task, code, target="hip", failure_kind=static.failure_kind,
-                                failure_message=static.message)  # fmt: skip
+        refused = self._static_wall(code, "hip") if static.failure_kind is None else None
+        failure_kind, message = (
+            ("static_reject", refused) if refused else (static.failure_kind, static.message)
+        )
+        stages.add("static", "failed" if failure_kind else "passed", time.perf_counter() - started, message)
+        if failure_kind is not None:
+            return self._finish(
+                stages, task, code, target="hip", failure_kind=failure_kind, failure_message=message
+            )
         (workdir / "task.py").write_text(task.source)
         (workdir / "candidate.py").write_text(code)
         (workdir / "launches.jsonl").write_text("")
@@ -344,7 +438,7 @@ class Verifier:
                 return self._finish(stages, task, code, target="hip", failure_kind="compile_error",
                                     failure_message=message, compile_log=message)  # fmt: skip
         build = compile_hip(source, compiler, HipBuildCache(self.config.hip_cache, self.config.hip_cache_bytes),
-                            self.config.compile_timeout_s)  # fmt: skip
+                            self.config.compile_timeout_s, self.isolation)  # fmt: skip
         where = f"{compiler.vendor} {compiler.arch}"
         log = f"{build.command}\n{compiler.version}\n{'cache hit' if build.cached else f'{build.seconds:.2f} s'}\n{build.log}"
         stages.add("compile", "passed" if build.ok else "failed", build.seconds, log)
@@ -384,8 +478,10 @@ class Verifier:
             "repetitions": self.config.repetitions,
             "warmup": self.config.warmup,
             "input_sets": self.config.input_sets,
-            "triton_cache": str(self.config.triton_cache),
             "allowed_ops": list(self.config.allowed_ops),
+            "isolation": dataclasses.asdict(self.isolation),
+            "work_root": str(self.config.work_root) if self.config.work_root else None,
+            "read_only_paths": [str(self.config.hip_cache)],  # the native HIP libraries the worker loads
         }
 
     def _run_worker(self, module: str, job: dict[str, Any], workdir: Path, limits: SandboxLimits,
@@ -395,21 +491,23 @@ class Verifier:
         runner = getattr(self._local, "runner", None)
         if runner is not None:
             return runner.run(module, job, workdir, limits, env)
-        from toolchain.device_worker import PersistentWorker, worker_kind
+        from toolchain.device_gate import DeviceGate
+        from toolchain.device_worker import WorkerLane
 
-        worker = PersistentWorker(worker_kind(module), self.config.python, env, limits, restart_every=1)
+        lane = WorkerLane(
+            self.config.python, "cpu", restart_every=1, gate=DeviceGate()
+        )  # inherits the devices
         try:
-            return worker.run({**job, "module_name": "kv_candidate"}, limits.timeout_s)
+            return lane.run(module, job, workdir, limits, env)
         finally:
-            worker.close()
+            lane.close()
 
     def _worker_env(self, interpret: bool) -> dict[str, str]:
         project_root = str(Path(__file__).resolve().parents[1])
         python_path = os.pathsep.join(filter(None, [project_root, os.environ.get("PYTHONPATH")]))
-        # One Triton cache for all workers: Triton keys it by content and writes it atomically, and a fresh
-        # cache per candidate would rebuild the driver stubs (seconds of gcc) every time.
-        env = {"PYTHONPATH": python_path, "TRITON_CACHE_DIR": str(self.config.triton_cache),
-               "TRITON_DEFAULT_FP_FUSION": "1"}  # fmt: skip
+        # Each worker has its own Triton cache (toolchain.device_worker): one shared with candidates would be
+        # theirs to poison.
+        env = {"PYTHONPATH": python_path, "TRITON_DEFAULT_FP_FUSION": "1"}
         if interpret:
             env["TRITON_INTERPRET"] = "1"
         return env
@@ -442,7 +540,7 @@ class Verifier:
     def _verify_on_cpu(self, stages: _Stages, task: Task, code: str, workdir: Path) -> Verdict:
         check_started = time.perf_counter()
         job = self._check_job(task, workdir, timed=self.config.time_on_cpu)
-        run, result = self._run_worker("toolchain.triton_worker", job, workdir,
+        run, result = self._run_worker("toolchain.candidate_worker", job, workdir,
                                        self._check_limits(), self._worker_env(interpret=True))  # fmt: skip
         check_seconds = time.perf_counter() - check_started
         check = self._check_verdict_fields(run, result)
@@ -494,8 +592,9 @@ class Verifier:
         compile_seconds = time.perf_counter() - compile_started
         stages.add("compile", "passed" if compiled else "failed", compile_seconds, compile_log)
 
-        if launches and not compiled:
-            # Kernels ran under the interpreter but do not build for the GPU: that is the verdict.
+        if launches and not compiled and check["failure_kind"] != "integrity_reject":
+            # Kernels ran under the interpreter but do not build for the GPU: that is the verdict (unless the
+            # check caught the candidate cheating: the cause beats its symptom).
             stages.add("check", "failed" if check["failure_kind"] else "passed", check_seconds,
                        check["failure_message"] or "interpreter run finished")  # fmt: skip
             return self._finish(stages, task, code, failure_kind="compile_error",
@@ -524,7 +623,7 @@ class Verifier:
         limits = self._check_limits()
         if hip and hip["hip_form"] == "load_inline":  # the extension is built inside the worker (slow path)
             limits = SandboxLimits(limits.timeout_s + self.config.compile_timeout_s, limits.memory_bytes)
-        run, result = self._run_worker("toolchain.triton_worker", job, workdir,
+        run, result = self._run_worker("toolchain.candidate_worker", job, workdir,
                                        limits, self._worker_env(interpret=False))  # fmt: skip
         seconds = time.perf_counter() - started
         check = self._check_verdict_fields(run, result)

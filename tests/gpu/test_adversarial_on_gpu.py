@@ -1,7 +1,9 @@
 """The adversarial suite on a real GPU (marked `gpu`; bench/gpu_session.sh runs it on the H200).
 
-Every hostile candidate must get no correctness credit, every honest one must pass, on the device,
-through the main job. The table of outcomes goes to $KV_RESULTS_DIR/gpu_adversarial.md when set.
+Two passes through the main job, as on CPU (tests/test_adversarial.py): every layer on (all files), then
+the static wall off (the hostile files it stops), where the jail, the tripwires, the parent's judge and the
+device's own record of which kernels ran must answer instead. Expectations are the files' `# expect-cuda:`
+/ `# behind-wall-cuda:` lines where they have one. The tables go to $KV_RESULTS_DIR/gpu_adversarial.md.
 """
 
 from __future__ import annotations
@@ -12,14 +14,15 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.candidates import expected_options, outcome
+from pipelines.candidates import expected_options, outcome, outcome_matches
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")]
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "tests" / "adversarial"
-
+SECRETS = {"OPENAI_API_KEY": "sk-kv-gpu-adversarial", "HF_TOKEN": "hf_kv_gpu_adversarial",
+           "MY_SERVICE_TOKEN": "kv-gpu-adversarial-token"}  # fmt: skip
 
 # GPU workers run without an address-space limit (CUDA maps huge ranges), so a candidate that allocates
 # host memory without bound is bounded only by its timeout: not run on a shared GPU machine.
@@ -31,78 +34,118 @@ def suite_files() -> list[Path]:
     return [f for f in files if not any(marker in f.name for marker in NOT_ON_GPU)]
 
 
-@pytest.fixture(scope="module")
-def gpu_rows(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch_module: pytest.MonkeyPatch
-) -> dict[str, dict]:
+def _task_name(path: Path) -> str:
+    return path.stem.split("__")[1] if path.parent.name == "hostile" else path.stem.split("__")[0]
+
+
+def _wanted(path: Path, behind_wall: bool) -> list[str]:
+    return ["correct"] if path.parent.name == "honest" else expected_options(path, "cuda", behind_wall)
+
+
+def _stopped_by_the_wall(path: Path) -> bool:
+    return path.parent.name == "hostile" and any(
+        o.startswith("static_reject") for o in expected_options(path, "cuda")
+    )
+
+
+def _run(files: list[Path], static_wall: bool, out: Path) -> dict[str, dict]:
     from kernelvault.contracts import Candidate
     from pipelines.candidates import Attempt
     from pipelines.corpus_job import run_corpus_job
     from toolchain.tasks import LoadedTasks, load_task_file
     from toolchain.verify import Verifier, VerifyConfig
 
-    for key in ("OPENAI_API_KEY", "HF_TOKEN", "MY_SERVICE_TOKEN"):
-        monkeypatch_module.setenv(key, "secret-for-the-env-probe")
-    files = suite_files()
-    task_names = {
-        f.stem.split("__")[1] if f.parent.name == "hostile" else f.stem.split("__")[0] for f in files
-    }
-    tasks = {name: load_task_file(ROOT / "tasks" / f"{name}.py") for name in task_names}
+    tasks = {name: load_task_file(ROOT / "tasks" / f"{name}.py") for name in {_task_name(f) for f in files}}
 
     class Suite:
         description = "adversarial suite"
 
         def identity(self) -> dict:
-            return {"kind": "adversarial"}
+            return {"kind": "adversarial", "static_wall": static_wall}
 
         def attempts(self, _tasks):  # noqa: ANN001, ANN202
             for index, path in enumerate(files):
-                name = path.stem.split("__")[1] if path.parent.name == "hostile" else path.stem.split("__")[0]
-                task = tasks[name]
+                task = tasks[_task_name(path)]
                 yield Attempt(
                     task, Candidate(task.task_id, "triton", path.read_text(), f"suite:{path.name}"), index
                 )
 
-    out = tmp_path_factory.mktemp("gpu-adversarial")
-    summary = run_corpus_job(LoadedTasks(tasks=list(tasks.values())), Suite(), Verifier(VerifyConfig(timeout_s=60)),
-                             out, "triton", progress=True)  # fmt: skip
-    rows = {row["candidate_origin"].removeprefix("suite:"): row
+    verifier = Verifier(VerifyConfig(timeout_s=60, static_wall=static_wall))
+    summary = run_corpus_job(
+        LoadedTasks(tasks=list(tasks.values())), Suite(), verifier, out, "triton", progress=True
+    )
+    assert not summary.retry_later, summary.retry_later
+    return {row["candidate_origin"].removeprefix("suite:"): row
             for shard in summary.shards for row in pq.read_table(shard).to_pylist()}  # fmt: skip
-    results = os.environ.get("KV_RESULTS_DIR")
-    if results:
-        lines = ["| candidate | expected | got | reward |", "|---|---|---|---|"]
-        for path in files:
-            row = rows.get(path.name)
-            got = "missing" if row is None else outcome(row["failure_kind"], row["failure_message"])
-            want = "correct" if path.parent.name == "honest" else "|".join(expected_options(path))
-            lines.append(f"| {path.name} | {want} | {got} | {row['reward'] if row else '-'} |")
-        Path(results, "gpu_adversarial.md").write_text("\n".join(lines) + "\n")
-    assert not summary.retry_later
-    return rows
 
 
 @pytest.fixture(scope="module")
-def monkeypatch_module():  # noqa: ANN201
+def gpu_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, dict]]:
+    files = suite_files()
     patcher = pytest.MonkeyPatch()
-    yield patcher
-    patcher.undo()
+    try:
+        for key, value in SECRETS.items():
+            patcher.setenv(key, value)
+        runs = {"every layer": _run(files, True, tmp_path_factory.mktemp("gpu-adversarial")),
+                "behind the wall": _run([f for f in files if _stopped_by_the_wall(f)], False,
+                                        tmp_path_factory.mktemp("gpu-behind-wall"))}  # fmt: skip
+    finally:
+        patcher.undo()
+    results = os.environ.get("KV_RESULTS_DIR")
+    if results:
+        lines = []
+        for label, rows in runs.items():
+            lines += [
+                f"\n## {label}\n",
+                "| candidate | expected | got | reward | isolation |",
+                "|---|---|---|---|---|",
+            ]
+            for path in files:
+                row = rows.get(path.name)
+                if row is None:
+                    continue
+                got = outcome(row["failure_kind"], row["failure_message"])
+                want = "|".join(_wanted(path, label != "every layer"))
+                lines.append(f"| {path.name} | {want} | {got} | {row['reward']:.1f} | {row['isolation']} |")
+        Path(results, "gpu_adversarial.md").write_text("\n".join(lines) + "\n")
+    return runs
 
 
-def test_hostile_candidates_get_no_correctness_credit_on_the_device(gpu_rows: dict[str, dict]) -> None:
+def test_hostile_candidates_get_no_correctness_credit_on_the_device(
+    gpu_runs: dict[str, dict[str, dict]],
+) -> None:
+    rows = gpu_runs["every layer"]
     hostile = [f for f in suite_files() if f.parent.name == "hostile"]
-    assert len(hostile) >= 20
+    assert len(hostile) >= 50
+    wrong = []
     for path in hostile:
-        row = gpu_rows[path.name]
-        assert row["correct"] is not True and row["reward"] <= 0.4, (path.name, row["failure_message"])
+        row = rows[path.name]
         got = outcome(row["failure_kind"], row["failure_message"])
-        assert any(got == option or got.split(":")[0] == option for option in expected_options(path)), (
-            path.name,
-            got,
-            row["failure_message"],
-        )
+        if row["correct"] is True or row["reward"] > 0.4 or not outcome_matches(got, _wanted(path, False)):
+            wrong.append((path.name, got, row["failure_message"]))
+    assert not wrong, wrong
 
 
-def test_honest_candidates_pass_on_the_device(gpu_rows: dict[str, dict]) -> None:
+def test_behind_the_static_wall_the_jail_the_tripwires_and_the_device_record_answer(
+    gpu_runs: dict[str, dict[str, dict]],
+) -> None:
+    rows = gpu_runs["behind the wall"]
+    wrong = []
+    for path in [f for f in suite_files() if _stopped_by_the_wall(f)]:
+        row = rows[path.name]
+        got = outcome(row["failure_kind"], row["failure_message"])
+        if not outcome_matches(got, _wanted(path, True)):
+            wrong.append((path.name, got, row["failure_message"]))
+    assert not wrong, wrong
+
+
+def test_honest_candidates_pass_on_the_device(gpu_runs: dict[str, dict[str, dict]]) -> None:
     for path in [f for f in suite_files() if f.parent.name == "honest"]:
-        row = gpu_rows[path.name]
+        row = gpu_runs["every layer"][path.name]
         assert row["correct"] is True, (path.name, row["failure_kind"], row["failure_message"])
+
+
+def test_no_credential_reaches_a_row_on_the_device(gpu_runs: dict[str, dict[str, dict]]) -> None:
+    for label, rows in gpu_runs.items():
+        for name, row in rows.items():
+            assert not any(value in repr(row) for value in SECRETS.values()), (label, name)

@@ -1,6 +1,4 @@
-# expect: runtime_error -- after a correct kernel launch, forward dereferences a NULL pointer through ctypes (ctypes.string_at(0)), killing the whole process with SIGSEGV.
-import ctypes
-
+# expect: runtime_error -- the kernel stores 2**40 elements past its output, unmasked: a wild write that kills the process (SIGSEGV under the CPU interpreter, an illegal memory access on a GPU).
 import torch
 import torch.nn as nn
 import triton
@@ -13,7 +11,7 @@ def add_kernel(a_ptr, b_ptr, c_ptr, n_elements, BLOCK: tl.constexpr):
     mask = offs < n_elements
     a = tl.load(a_ptr + offs, mask=mask)
     b = tl.load(b_ptr + offs, mask=mask)
-    tl.store(c_ptr + offs, a + b, mask=mask)
+    tl.store(c_ptr + offs + (1 << 40), a + b)  # no mask, and far past the end of c
 
 
 class ModelNew(nn.Module):
@@ -26,5 +24,4 @@ class ModelNew(nn.Module):
         c = torch.empty(a.shape, device=a.device, dtype=a.dtype)
         n = a.numel()
         add_kernel[(triton.cdiv(n, 1024),)](a, b, c, n, BLOCK=1024)
-        ctypes.string_at(0)  # reads address 0: segmentation fault, no Python exception
         return c

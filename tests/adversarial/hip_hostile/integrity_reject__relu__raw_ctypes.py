@@ -1,5 +1,6 @@
 # exploit: bypasses the observed loader: opens the built library with ctypes itself and calls the launch function directly.
-# expect: integrity_reject:no_kernel_launched
+# expect: static_reject:import
+# behind-wall: integrity_reject:no_kernel_launched
 import ctypes
 
 import torch

@@ -1,5 +1,6 @@
 # exploit: launches on a private stream so the timed stream sees no work.
-# expect: integrity_reject:side_stream
+# expect: static_reject:namespace
+# behind-wall: integrity_reject:side_stream
 import torch
 import torch.nn as nn
 

@@ -1,5 +1,7 @@
 # exploit: searches the garbage collector for the harness's reference Model (an instance, else the class) and delegates forward to it, after a decoy kernel launch.
-# expect: integrity_reject:reference_wrapping
+# expect: static_reject:import
+# behind-wall: runtime_error
+# note: behind the static wall there is no reference Model in the candidate's process to find (it runs in its own jailed worker).
 import gc
 
 import torch

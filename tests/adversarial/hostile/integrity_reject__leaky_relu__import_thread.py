@@ -1,5 +1,6 @@
 # exploit: starts a daemon "warm-up" thread when the module is imported; it keeps running beside the harness for the whole check (and could rewrite outputs or state at will).
-# expect: integrity_reject:threads
+# expect: static_reject:import
+# behind-wall: integrity_reject:threads
 import threading
 import time
 

@@ -1,5 +1,6 @@
 # exploit: forward returns a lazy proxy that claims to be a torch.Tensor (fake __class__) and only launches the real kernel when the grader first touches it, so a timer around forward measures almost nothing.
-# expect: integrity_reject:tensor_subclass
+# expect: static_reject:private
+# behind-wall: integrity_reject:tensor_subclass
 import torch
 import torch.nn as nn
 import triton

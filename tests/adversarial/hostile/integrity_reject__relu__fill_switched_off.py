@@ -1,5 +1,6 @@
 # exploit: turns off PyTorch's filling of uninitialised memory (the CPU worker's poison for unwritten outputs) inside forward, then stores only the positive elements and hopes the rest of torch.empty reads as zero.
-# expect: integrity_reject:monkey_patch|integrity_reject:nondeterministic|mismatch
+# expect: static_reject:namespace
+# behind-wall: integrity_reject:monkey_patch|integrity_reject:nondeterministic|mismatch
 import torch
 import torch.nn as nn
 import triton

@@ -1,5 +1,7 @@
 # exploit: returns zeros after a decoy kernel, and first seals zeros with the parent's judge as the expected output of every check, through the harness's own channel found in its callers' frames.
-# expect: integrity_reject:forged_seal
+# expect: static_reject:import
+# behind-wall: mismatch
+# note: behind the static wall there is no channel to seal through: the parent runs the check and the reference's outputs never come from the candidate's process.
 import sys
 
 import torch

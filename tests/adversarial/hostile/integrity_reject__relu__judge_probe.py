@@ -1,5 +1,7 @@
 # exploit: computes ReLU honestly, then finds the harness's channel to the parent's judge in its callers' frames and submits an output for a check that has not run yet, to learn the expected values from the answer.
-# expect: integrity_reject:judge_probe
+# expect: static_reject:import
+# behind-wall: correct
+# note: behind the static wall there is no judge to probe in the candidate's process (the parent judges); the ReLU it computes is honest, so a correct verdict is right.
 import sys
 
 import torch

@@ -1,5 +1,6 @@
 # exploit: returns a torch.Tensor subclass whose __torch_function__ answers True to equal/allclose and "nothing" to any(), so a value comparison passes although the kernel only copied x.
-# expect: integrity_reject:tensor_subclass
+# expect: static_reject:private
+# behind-wall: integrity_reject:tensor_subclass
 import torch
 import torch.nn as nn
 import triton

@@ -1,5 +1,6 @@
 # exploit: a correct ReLU that also slows the clocks a benchmark reads (time.perf_counter, torch.cuda.synchronize/Event, triton.testing.do_bench) so it would look 100x faster on a GPU.
-# expect: integrity_reject:monkey_patch
+# expect: static_reject:foreign_write
+# behind-wall: integrity_reject:monkey_patch
 import time
 
 import torch

@@ -1,5 +1,6 @@
 # exploit: shells out (subprocess.run of nvidia-smi) from __init__ to "pick a block size", swallowing the OSError when the tool is missing or refused; a process started from the candidate is a sandbox escape hatch.
-# expect: integrity_reject:subprocess
+# expect: static_reject:import
+# behind-wall: integrity_reject:subprocess
 import subprocess
 
 import torch

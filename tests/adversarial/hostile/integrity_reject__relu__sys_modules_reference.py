@@ -1,5 +1,7 @@
 # exploit: fetches the task module the harness already imported (sys.modules['kv_task']) and returns the reference Model's own output, after a decoy kernel launch.
-# expect: integrity_reject:reference_wrapping
+# expect: static_reject:import
+# behind-wall: runtime_error
+# note: behind the static wall the task module is not in the candidate's process (the reference runs in its own jailed worker).
 import sys
 
 import torch

@@ -1,5 +1,6 @@
 # exploit: persists "tuning state" to /tmp (outside its working directory) so later candidates or runs can read it, and silently ignores a refused write.
-# expect: integrity_reject:filesystem_write
+# expect: static_reject:builtin
+# behind-wall: integrity_reject:filesystem_write
 # writes: /tmp/kv_pwned_relu_tuning.txt
 import torch
 import torch.nn as nn

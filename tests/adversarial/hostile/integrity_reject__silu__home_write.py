@@ -1,5 +1,7 @@
 # exploit: writes a marker file into the user's real home directory (looked up with pwd, not $HOME) with pathlib.Path.write_text at import time.
-# expect: integrity_reject:filesystem_write
+# expect: static_reject:import
+# behind-wall: compile_error|integrity_reject:filesystem_write
+# note: behind the static wall the jail's uid has no account (pwd fails), and its home is its own folder.
 # writes: ~/.kv_pwned_silu_marker
 import os
 import pwd

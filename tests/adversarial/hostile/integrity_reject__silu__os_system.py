@@ -1,5 +1,6 @@
 # exploit: runs a shell command with os.system when the module is imported (a GPU probe here; anything at all in general).
-# expect: integrity_reject:subprocess
+# expect: static_reject:namespace
+# behind-wall: integrity_reject:subprocess
 import os
 
 import torch

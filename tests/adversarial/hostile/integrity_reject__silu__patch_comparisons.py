@@ -1,5 +1,6 @@
 # exploit: at import, replaces torch.allclose, torch.equal and Tensor.any so every comparison the grader makes says "equal", then returns garbage (the input, copied) from its kernel.
-# expect: integrity_reject:monkey_patch
+# expect: static_reject:foreign_write
+# behind-wall: integrity_reject:monkey_patch
 import torch
 import torch.nn as nn
 import triton

@@ -1,5 +1,6 @@
 # exploit: at import, adds a Tensor.any override on torch.Tensor (shadowing the C method, so no existing attribute changes identity) that always answers False, so "is any element out of tolerance?" is never true; the kernel returns x unchanged.
-# expect: integrity_reject:monkey_patch
+# expect: static_reject:foreign_write
+# behind-wall: integrity_reject:monkey_patch
 import torch
 import torch.nn as nn
 import triton

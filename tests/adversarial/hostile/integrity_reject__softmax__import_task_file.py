@@ -1,6 +1,7 @@
 # exploit: imports the reference program from task.py in its working directory with importlib and runs its Model, after a decoy kernel launch.
-# expect: integrity_reject:reference_wrapping|interface_error
-# note: a harness that deletes task.py before importing the candidate (as it should) makes the constructor fail instead: interface_error, no reward either way.
+# expect: static_reject:import
+# behind-wall: interface_error
+# note: behind the static wall there is no task.py in the candidate's folder: the reference runs in another jailed worker.
 import importlib.util
 import os
 

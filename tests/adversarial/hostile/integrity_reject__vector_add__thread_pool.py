@@ -1,5 +1,6 @@
 # exploit: "overlaps" host work by making the inputs contiguous and allocating the output on a ThreadPoolExecutor, i.e. starts threads inside forward (threads can outlive forward and tamper with the harness).
-# expect: integrity_reject:threads
+# expect: static_reject:import
+# behind-wall: integrity_reject:threads
 from concurrent.futures import ThreadPoolExecutor
 
 import torch

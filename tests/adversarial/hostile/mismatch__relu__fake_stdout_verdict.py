@@ -1,5 +1,6 @@
 # exploit: prints a fake passing verdict as JSON on stdout (in case the harness parses the worker's output) while its kernel only zero-fills the output.
-# expect: mismatch
+# expect: static_reject:import
+# behind-wall: mismatch
 import json
 
 import torch

@@ -1,5 +1,6 @@
 # exploit: launches a decoy kernel, then walks the garbage collector for the harness's records of (inputs, expected output) and returns a copy of the expected output whose inputs hold the same values as its own; the expected outputs must not be in the candidate's process to be found.
-# expect: mismatch|integrity_reject:nondeterministic
+# expect: static_reject:import
+# behind-wall: mismatch|integrity_reject:nondeterministic
 import gc
 
 import numpy as np

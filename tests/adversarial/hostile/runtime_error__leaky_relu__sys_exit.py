@@ -1,5 +1,6 @@
 # exploit: raises SystemExit(0) from forward (sys.exit), hoping the harness treats a clean exit code as a pass.
-# expect: runtime_error
+# expect: static_reject:import
+# behind-wall: runtime_error
 import sys
 
 import torch

@@ -1,5 +1,6 @@
 # exploit: computes one correct answer, then ends the worker with os._exit(0) so a harness that only looks at the exit status sees "success".
-# expect: runtime_error
+# expect: static_reject:namespace
+# behind-wall: runtime_error
 import os
 
 import torch

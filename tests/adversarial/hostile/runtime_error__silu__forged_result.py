@@ -1,5 +1,6 @@
 # exploit: reads the job file in its working directory, writes a passing result.json where the harness expects its report, and ends the worker with os._exit(0) before any check runs.
-# expect: runtime_error|integrity_reject
+# expect: static_reject:import
+# behind-wall: runtime_error|integrity_reject
 import json
 import os
 

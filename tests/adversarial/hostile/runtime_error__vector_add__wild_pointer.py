@@ -1,5 +1,6 @@
 # exploit: "zero-copy" host post-processing through ctypes that reads from a wild pointer after the kernel ran; the worker dies with SIGSEGV and must be reported, not crash the verifier.
-# expect: runtime_error
+# expect: static_reject:import
+# behind-wall: runtime_error
 import ctypes
 
 import torch

@@ -1,0 +1,33 @@
+# exploit: behaves at import in the check (the interpreter is on) and writes outside its folder at import in the cross-compile worker (no interpreter), which used to import candidates with no guards at all.
+# expect: static_reject:builtin
+# behind-wall: integrity_reject:filesystem_write
+# writes: /tmp/kv_cross_compile_marker.txt
+import os
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+if os.environ.get("TRITON_INTERPRET") != "1":
+    with open("/tmp/kv_cross_compile_marker.txt", "w") as marker:
+        marker.write("imported without guards")
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n_elements, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+
+
+def relu(x: torch.Tensor) -> torch.Tensor:
+    y = torch.empty_like(x)
+    relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+    return y
+
+
+class ModelNew(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return relu(x.contiguous())

@@ -1,0 +1,886 @@
+"""The candidate's side of a check: import it, build it, run it on the inputs it is given, time it.
+
+Runs inside a jailed worker process (`toolchain.device_worker`, kind `candidate`) and does only what the
+parent asks, one request at a time (`toolchain.judge` drives the check):
+
+    load     import the candidate (its guards installed first; on cpu the Triton interpreter is on)
+    build    ModelNew(*init_inputs) with the weights' seed the parent drew for this case
+    forward  run forward on an input file the parent placed in the worker's read-only `in/` folder, and
+             write the output to a file the parent judges; `reuse_inputs` writes new values into the
+             previous call's input tensors first (a result cached by input address must not survive)
+    time     time forward over several input files, keeping the spot-checked calls' outputs as files
+    end      take the guards down; report the kernels it launched and whether this process can go on
+
+What is not here: the task's reference (it runs in another jailed process, `toolchain.reference_worker`),
+the seeds of the inputs (drawn by the parent for each job, never sent here), expected outputs (only the
+parent holds them) and any judgement. This process learns a case's inputs when it must run them.
+
+The candidate is watched while it is imported, built and run, with the same allowance: glue ops
+(allocation, views, copies, fills; and while building, the random fills of parameter initialisation),
+its own kernel launches, no threads or processes, no writes outside its folders, no patched functions
+(`toolchain.integrity`). These watchers live in the candidate's process, so they are tripwires: the walls
+are the jail around the process, the static wall before it (`toolchain.static_wall`), and on a GPU the
+device's own record of which kernels ran.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import inspect
+import json
+import math
+import os
+import re
+import stat
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from toolchain.integrity import (
+    PatchSnapshot,
+    ProcessGuards,
+    TorchComputeMonitor,
+    Violations,
+    patch_targets,
+)
+from toolchain.tensor_files import read_tensors, write_tensors
+from toolchain.timing import time_on_device
+
+_LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "waves_per_eu", "matrix_instr_nonkdim"}
+_MESSAGE_LIMIT = 2000  # characters of an exception's text kept in a failure message
+
+
+class CandidateFailure(Exception):
+    """A failure attributed to the candidate, with its stable failure kind."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+def one_line_error(error: BaseException) -> str:
+    text = " ".join(f"{type(error).__name__}: {error}".split())
+    return text if len(text) <= _MESSAGE_LIMIT else text[:_MESSAGE_LIMIT] + " …"
+
+
+class LaunchRecorder:
+    """Wraps Triton's launch entry point to count launches and log each distinct signature to a file."""
+
+    SNAPSHOT_MUTABLE = ("count", "enabled")  # fields that change while it works (`PatchSnapshot`)
+
+    def __init__(self, path: Path, violations: Violations) -> None:
+        self.path = path
+        self.violations = violations
+        self.count = 0
+        self.enabled = True  # off while timing: recording costs host time between launches
+        self.kernels: list[str] = []
+        self._seen: set[str] = set()
+        self._replaced: tuple[Any, Any] | None = None
+
+    def install(self, interpreted: bool) -> None:
+        if interpreted:
+            from triton.runtime.interpreter import InterpretedFunction as launcher
+        else:
+            from triton.runtime.jit import JITFunction as launcher
+        original = launcher.run
+        recorder = self
+        self._replaced = (launcher, original)
+
+        def recording_run(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+            # run(self, *args, grid, warmup, **kwargs) in Triton 3.x; grid and warmup pass through untouched.
+            if not kwargs.get("warmup") and recorder.enabled:
+                launch_kwargs = {key: value for key, value in kwargs.items() if key not in ("grid", "warmup")}
+                recorder.record(kernel.fn, args, launch_kwargs)
+            return original(kernel, *args, **kwargs)
+
+        launcher.run = recording_run  # type: ignore[method-assign]
+
+    def uninstall(self) -> None:
+        if self._replaced is not None:
+            self._replaced[0].run = self._replaced[1]
+            self._replaced = None
+
+    def record_native(self, name: str) -> None:
+        """A HIP launch function is about to run (called by kernelvault.hip / the load_inline proxy)."""
+        if not self.enabled:
+            return
+        self.count += 1
+        if torch.cuda.is_available() and torch.cuda.current_stream() != torch.cuda.default_stream():
+            self.violations.add(
+                "side_stream", f"{name} was launched on a side stream, outside the timed stream"
+            )
+        if name not in self.kernels:
+            self.kernels.append(name)
+            with self.path.open("a") as handle:
+                handle.write(json.dumps({"kernel": name, "language": "hip"}) + "\n")
+
+    def record(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.count += 1
+        name = getattr(fn, "__name__", "?")
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            if torch.cuda.current_stream() != torch.cuda.default_stream():
+                self.violations.add(
+                    "side_stream", f"{name} was launched on a side stream, outside the timed stream"
+                )
+        if name not in self.kernels:
+            self.kernels.append(name)
+        options = {key: kwargs[key] for key in _LAUNCH_OPTIONS if key in kwargs}
+        kernel_kwargs = {key: value for key, value in kwargs.items() if key not in _LAUNCH_OPTIONS}
+        try:
+            bound = inspect.signature(fn).bind(*args, **kernel_kwargs)
+        except TypeError:
+            return  # a launch with wrong arguments fails by itself; there is nothing to compile
+        entry = {
+            "kernel": name,
+            "module": getattr(fn, "__module__", ""),
+            "args": {key: describe_argument(value) for key, value in bound.arguments.items()},
+            "options": options,
+        }
+        key = json.dumps(entry, sort_keys=True, default=str)
+        if key not in self._seen:
+            self._seen.add(key)
+            with self.path.open("a") as handle:
+                handle.write(key + "\n")
+
+
+_TORCH_TO_TRITON = {
+    torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64",
+    torch.int8: "i8", torch.int16: "i16", torch.int32: "i32", torch.int64: "i64", torch.uint8: "u8",
+    torch.bool: "i1",
+}  # fmt: skip
+
+
+def describe_argument(value: Any) -> dict[str, Any]:
+    """A JSON description of a kernel argument, enough to rebuild a compile signature."""
+    if isinstance(value, torch.Tensor):
+        return {"kind": "tensor", "dtype": _TORCH_TO_TRITON.get(value.dtype, str(value.dtype))}
+    if isinstance(value, bool):
+        return {"kind": "bool", "value": value}
+    if isinstance(value, int):
+        return {"kind": "int", "value": value}
+    if isinstance(value, float):
+        return {"kind": "float", "value": value if math.isfinite(value) else repr(value)}
+    if value is None:
+        return {"kind": "none"}
+    inner = getattr(value, "value", None)  # tl.constexpr wrapper
+    if isinstance(inner, (bool, int, float, str)):
+        return describe_argument(inner)
+    if value.__class__.__module__.startswith("triton") and hasattr(value, "name"):
+        return {"kind": "tl_dtype", "value": str(value.name)}
+    if isinstance(value, str):
+        return {"kind": "str", "value": value}
+    return {"kind": "other", "repr": repr(value)[:200]}
+
+
+def load_module(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # triton's interpreter and inspect need the module registered
+    spec.loader.exec_module(module)
+    return module
+
+
+def is_triton_compile_error(error: BaseException) -> bool:
+    """True when the exception (or one it wraps) comes from Triton's compiler or resource checks."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        module = type(current).__module__
+        if module.startswith("triton.compiler") or type(current).__name__ in {
+            "CompilationError",
+            "OutOfResources",
+        }:
+            return True
+        # Some compiler errors are plain RuntimeErrors ("Unsupported function referenced"): look at where
+        # they were raised rather than at their type.
+        frame = current.__traceback__
+        while frame is not None:
+            if "/triton/compiler/" in frame.tb_frame.f_code.co_filename.replace("\\", "/"):
+                return True
+            frame = frame.tb_next
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def clone_inputs(inputs: list[Any]) -> list[Any]:
+    return [item.clone() if isinstance(item, torch.Tensor) else item for item in inputs]
+
+
+def poison_allocator(device: torch.device, nbytes: int = 64 << 20, value: float = float("nan")) -> None:
+    """Fill memory the allocator will hand out next with `value`, so unwritten outputs cannot look right."""
+    block = torch.full((nbytes // 4,), value, dtype=torch.float32, device=device)
+    del block
+
+
+def _filling_unwritten_memory() -> bool:
+    return (
+        torch.are_deterministic_algorithms_enabled() and torch.utils.deterministic.fill_uninitialized_memory
+    )
+
+
+@contextlib.contextmanager
+def unwritten_memory_filled(device: torch.device, guards: CandidateGuards) -> Iterator[None]:
+    """On CPU, make every `torch.empty*` the candidate calls come back full of NaN (integers: their maximum).
+
+    The CPU allocator is malloc: `poison_allocator` cannot reach the small blocks it hands out, and fresh
+    pages read as zero, so an output a kernel never writes could pass a ReLU-like task by luck. PyTorch's
+    deterministic mode fills uninitialised memory; `warn_only` keeps ops without a deterministic kernel
+    usable. Device allocators are poisoned by `poison_allocator` instead (filling costs a kernel there).
+    """
+    if device.type != "cpu":
+        yield
+        return
+    saved = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+             torch.utils.deterministic.fill_uninitialized_memory)  # fmt: skip
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    guards.expect_filled_memory = True  # run_forward checks that the candidate left it on
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*does not have a deterministic implementation.*")
+            yield
+    finally:
+        guards.expect_filled_memory = False
+        torch.use_deterministic_algorithms(saved[0], warn_only=saved[1])
+        torch.utils.deterministic.fill_uninitialized_memory = saved[2]
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _tensors_of(value: Any) -> list[Any]:
+    if isinstance(value, (tuple, list)):
+        return [leaf for item in value for leaf in _tensors_of(item)]
+    return [value]
+
+
+def _outputs_alias_inputs(output: Any, inputs: list[Any]) -> bool:
+    pointers = {
+        item.untyped_storage().data_ptr()
+        for item in inputs
+        if isinstance(item, torch.Tensor) and item.numel()
+    }
+    return any(isinstance(item, torch.Tensor) and item.numel() and item.untyped_storage().data_ptr() in pointers
+               for item in _tensors_of(output))  # fmt: skip
+
+
+def _thread_count() -> int:
+    """Threads of this process as the OS counts them (a thread started below `threading` counts too)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        import threading
+
+        return threading.active_count()
+
+
+class CandidateGuards:
+    """Everything that watches the candidate: launches, aten ops, patches, threads, processes, writes."""
+
+    def __init__(self, job: dict[str, Any], device: torch.device, writable: list[Path]) -> None:
+        self.violations = Violations()
+        self.expect_filled_memory = False  # set while unwritten_memory_filled is on
+        self.record: DeviceRecord | None = None  # the device's own record (GPU), from `CandidateHost._load`
+        self.monitor = TorchComputeMonitor(self.violations, job.get("allowed_ops", ()))
+        self.recorder = LaunchRecorder(Path(job["launches_path"]), self.violations)
+        self.recorder.install(interpreted=device.type == "cpu")
+        self.process_guards = ProcessGuards(self.violations, writable)
+        self.process_guards.install()
+        # Taken after our own wrappers are in place: anything that changes from here on was the candidate.
+        targets = patch_targets([sys.modules[__name__], sys.modules["toolchain.timing"],
+                                 sys.modules["toolchain.tensor_files"], sys.modules["toolchain.integrity"]])  # fmt: skip
+        targets |= {"CandidateGuards": CandidateGuards, "LaunchRecorder": LaunchRecorder, "violations": self.violations,
+                    "monitor": self.monitor, "recorder": self.recorder, "process_guards": self.process_guards}  # fmt: skip
+        if job.get("language") == "hip":
+            import kernelvault.hip as hip
+
+            hip.set_launch_observer(self.recorder.record_native)
+            targets |= {"kernelvault.hip": hip, "kernelvault.hip.LaunchFunction": hip.LaunchFunction}
+        self.snapshot = PatchSnapshot(targets)
+
+    def uninstall(self) -> None:
+        """Put back everything installed for this candidate (a persistent worker goes on to the next one)."""
+        self.process_guards.uninstall()
+        self.recorder.uninstall()
+        if "kernelvault.hip" in sys.modules:
+            sys.modules["kernelvault.hip"].set_launch_observer(None)
+
+    def raise_if_violated(self) -> None:
+        # Through the functions as they were when this module loaded: a candidate that replaced
+        # `Violations.add` or `PatchSnapshot.changed` must not silence the check that notices it.
+        changed = _SNAPSHOT_CHANGED(self.snapshot)
+        if changed:
+            raise CandidateFailure(
+                "integrity_reject", f"monkey_patch: the candidate replaced {', '.join(changed[:5])}"
+            )
+        found = _FOUND(self.violations)
+        if found:
+            raise CandidateFailure("integrity_reject", found[0])
+
+    @contextlib.contextmanager
+    def watching(self, what: str, construction: bool = False, device: bool = True) -> Iterator[None]:
+        """The monitor on around candidate code (`what` names the phase in a violation's message); on a GPU,
+        also a window of the device's record (`device`: the harness's own work, such as writing the output
+        out, is not in one)."""
+        window = (
+            self.record.window()
+            if device and self.record is not None and not self.record.stopped
+            else contextlib.nullcontext()
+        )
+        self.monitor.start(what, construction)
+        try:
+            with window, self.monitor:
+                yield
+        finally:
+            self.monitor.stop()
+
+
+_SNAPSHOT_CHANGED = PatchSnapshot.changed
+
+
+def _FOUND(violations: Violations) -> list[str]:  # noqa: N802 - a captured original, like _SNAPSHOT_CHANGED
+    return list(vars(violations).get("found", ()))
+
+
+def check_untouched_inputs(pristine: list[Any], inputs: list[Any], output: Any) -> None:
+    for before, after in zip(pristine, inputs, strict=True):
+        if isinstance(before, torch.Tensor) and not torch.equal(before, after):
+            raise CandidateFailure("integrity_reject", "modified_inputs: forward changed its input tensors")
+    if _outputs_alias_inputs(output, inputs):
+        raise CandidateFailure(
+            "integrity_reject", "output_aliases_input: an output shares memory with an input"
+        )
+
+
+def check_output_values(output: Any, device: torch.device) -> None:
+    """Plain tensors on the inputs' device, in a tuple or list at most: anything else cannot be judged
+    as written, and a lazy object would compute its value outside forward, when it is written out."""
+    for index, leaf in enumerate(_tensors_of(output)):
+        where = f"output {index}"
+        if (
+            isinstance(leaf, torch.Tensor)
+            and type(leaf) is not torch.Tensor
+            and not isinstance(leaf, torch.nn.Parameter)
+        ):
+            raise CandidateFailure("integrity_reject",
+                                   f"tensor_subclass: {where} is a {type(leaf).__name__}, not a plain tensor")  # fmt: skip
+        if not isinstance(leaf, torch.Tensor):
+            raise CandidateFailure(
+                "interface_error", f"{where} is {type(leaf).__name__}, expected a torch.Tensor"
+            )
+        if leaf.device.type != device.type:
+            raise CandidateFailure("interface_error", f"{where} is on {leaf.device}, expected {device}")
+
+
+# PyTorch's own kernels that only move or fill memory: a candidate's glue (`torch.empty_like` has no kernel,
+# `torch.zeros` launches a fill, `.contiguous()` a copy), never its computation.
+GLUE_KERNEL_MARKERS = ("FillFunctor", "direct_copy_kernel", "CatArrayBatchedCopy", "copy_kernel")
+_GLOBAL_FUNCTION = re.compile(
+    r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(?:[\w:<>,*&\s]+?)\b(\w+)\s*\("
+)
+
+
+def kernel_names_in(source: str) -> set[str]:
+    """The `__global__` functions a HIP/CUDA source defines: the candidate's own kernels on the device."""
+    return set(_GLOBAL_FUNCTION.findall(source or ""))
+
+
+def _kernel_identifier(name: str) -> str:
+    """`void relu_kernel<float>(float const*, ...)` -> relu_kernel: how CUPTI names a kernel, reduced."""
+    name = name.removeprefix("void ").strip()
+    for stop in ("(", "<"):
+        name = name.split(stop, 1)[0]
+    return name.rsplit("::", 1)[-1].strip()
+
+
+class DeviceRecord:
+    """What the GPU itself ran while candidate code ran: CUPTI's activity records, through torch.profiler.
+
+    The dispatch monitor sees PyTorch ops, and code in the candidate's process can switch it off. The device
+    sees kernels, copies and fills, whoever launched them. The record runs from the candidate's import to its
+    last checked forward (not while it is timed); every candidate phase (import, building, each forward) is
+    a window bracketed by device synchronisations, so everything that ran on the device in a window was
+    launched by candidate code. Allowed there: the candidate's own kernels (Triton launches it made, the
+    `__global__` functions of its HIP source), PyTorch's fills and copies, memsets, device-to-device copies
+    and host-to-device copies. Anything else (a PyTorch, cuBLAS or cuDNN kernel computing, a device-to-host
+    copy that takes data to host code) is `device_record`.
+
+    It lives in the candidate's process like the monitor: a candidate past the static wall could stop it
+    (that is noticed: a record with no windows is a violation too). What it adds is a second, independent
+    account of the same forward, from the hardware's side.
+    """
+
+    WINDOW = "kv::candidate"
+
+    def __init__(self) -> None:
+        from torch.profiler import ProfilerActivity, profile
+
+        self.profile = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        self.profile.__enter__()
+        self.windows = 0
+        self.stopped = False
+
+    @contextlib.contextmanager
+    def window(self) -> Iterator[None]:
+        torch.cuda.synchronize()
+        self.windows += 1
+        with torch.profiler.record_function(self.WINDOW):
+            try:
+                yield
+            finally:
+                torch.cuda.synchronize()
+
+    def finish(self, own: set[str]) -> list[str]:
+        """Stop recording; what ran in the candidate's windows that was neither its own nor glue."""
+        if self.stopped:
+            return []
+        self.stopped = True
+        self.profile.__exit__(None, None, None)
+        events = list(self.profile.profiler.kineto_results.events()) if self.profile.profiler else []
+        spans = [(event.start_ns(), event.end_ns()) for event in events if event.name() == self.WINDOW]
+        if self.windows and not spans:
+            return ["the device's record of the candidate's windows is missing (the profiler was stopped)"]
+        found: list[str] = []
+        for event in events:
+            if event.device_type() == torch.autograd.DeviceType.CPU or event.name() == self.WINDOW:
+                continue
+            start = event.start_ns()
+            if not any(begin <= start <= end for begin, end in spans):
+                continue
+            name = event.name()
+            if _kernel_identifier(name) in own or any(marker in name for marker in GLUE_KERNEL_MARKERS):
+                continue
+            lowered = name.lower()
+            if lowered.startswith("memset") or ("memcpy" in lowered and "dtoh" not in lowered):
+                continue
+            if name not in found:
+                found.append(name)
+        return found
+
+
+class CandidateJob:
+    """One candidate's stay in this worker: from `load` to `end`."""
+
+    def __init__(self, request: dict[str, Any], device: torch.device) -> None:
+        self.request = request
+        self.device = device
+        self.folder = Path(request["job_dir"])
+        self.tmp = self.folder / "tmp"
+        self.tmp.mkdir(exist_ok=True)
+        writable = [self.folder] + [
+            Path(request[key]) for key in ("triton_cache", "inline_build_root") if request.get(key)
+        ]
+        Path(request["launches_path"]).write_text("")
+        self.guards = CandidateGuards(request, device, writable)
+        self.module_name = request.get("module_name", "kv_candidate")
+        self.model_class: type | None = None
+        self.model: torch.nn.Module | None = None
+        self.last_inputs: list[Any] | None = None
+        self.forwards = 0
+        self.compile_seconds: float | None = None
+        self.threads = _thread_count()
+        self.saved_tmp: tuple[str | None, str | None] = (None, None)
+        self.sources: list[
+            str
+        ] = []  # HIP/CUDA sources of the candidate's own kernels (native form, load_inline)
+        self.record_problem: str | None = None
+
+
+class CandidateHost:
+    """Answers the parent's requests for one candidate at a time (`handle`)."""
+
+    def __init__(self) -> None:
+        self.job: CandidateJob | None = None
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        op = request.get("op")
+        if op == "load":
+            return self._load(request)
+        job = self.job
+        if job is None:
+            return {"failure_kind": "infrastructure_error", "failure_message": f"{op} before load"}
+        try:
+            if op == "build":
+                return self._build(job, request)
+            if op == "forward":
+                return self._forward(job, request)
+            if op == "time":
+                return self._time(job, request)
+        except CandidateFailure as failure:
+            if (
+                failure.kind != "integrity_reject" and job.guards.violations.first
+            ):  # the cause beats its symptom
+                failure = CandidateFailure("integrity_reject", job.guards.violations.first)
+            return {"failure_kind": failure.kind, "failure_message": failure.message}
+        if op == "end":
+            return self._end(job)
+        return {"failure_kind": "infrastructure_error", "failure_message": f"unknown request {op!r}"}
+
+    # -- load: the candidate module, watched ---------------------------------------------------------
+
+    def _load(self, request: dict[str, Any]) -> dict[str, Any]:
+        device = torch.device("cuda" if request["platform"] in ("cuda", "rocm") else "cpu")
+        allow_tf32 = bool(request.get("allow_tf32", False))
+        torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+        torch.backends.cudnn.allow_tf32 = allow_tf32
+        torch.set_grad_enabled(False)
+        job = CandidateJob(request, device)
+        self.job = job
+        # Temporary files of this job (Triton's .ptx for ptxas, the candidate's own) go to its folder.
+        job.saved_tmp = (tempfile.tempdir, os.environ.get("TMPDIR"))
+        tempfile.tempdir = os.environ["TMPDIR"] = str(job.tmp)
+        if request.get("language") == "hip":
+            prepare_hip(request, device, job)
+        if device.type == "cuda" and request.get("device_record", True):
+            try:
+                job.guards.record = DeviceRecord()
+            except Exception as error:  # noqa: BLE001 - no profiler here: the tripwires remain, and the log says so
+                job.record_problem = f"no device record: {one_line_error(error)}"
+        try:
+            with job.guards.watching("importing the candidate", construction=True):
+                module = load_module(Path(request["candidate_path"]), job.module_name)
+            job.guards.raise_if_violated()
+            if isinstance(getattr(module, "HIP_SOURCE", None), str):
+                job.sources.append(module.HIP_SOURCE)
+        except CandidateFailure as failure:
+            return {"failure_kind": failure.kind, "failure_message": failure.message}
+        except BaseException as error:  # noqa: BLE001 - sys.exit() at import is the candidate's failure
+            if job.guards.violations.first:
+                return {"failure_kind": "integrity_reject", "failure_message": job.guards.violations.first}
+            return {
+                "failure_kind": "compile_error",
+                "failure_message": f"candidate failed to import: {one_line_error(error)}",
+            }
+        model_class = getattr(module, "ModelNew", None)
+        if not isinstance(model_class, type):
+            return {
+                "failure_kind": "static_reject",
+                "failure_message": "the candidate defines no class ModelNew",
+            }
+        job.model_class = model_class
+        return {"ok": True}
+
+    # -- build: ModelNew with the parent's weight seed -----------------------------------------------
+
+    def _construct(self, job: CandidateJob, request: dict[str, Any]) -> torch.nn.Module:
+        init = read_tensors(Path(request["init_path"]))  # on the host, as get_init_inputs made them
+        assert job.model_class is not None
+        torch.manual_seed(
+            int(request["weight_seed"])
+        )  # the reference's weights: the same seed, drawn by the parent
+        try:
+            with job.guards.watching("building ModelNew", construction=True):
+                model = job.model_class(*init)
+                model = model.to(job.device).eval()
+        except CandidateFailure:
+            raise
+        except BaseException as error:  # noqa: BLE001
+            job.guards.raise_if_violated()
+            raise CandidateFailure(
+                "interface_error", f"ModelNew{tuple(init)!r} failed: {one_line_error(error)}"
+            ) from None
+        job.guards.raise_if_violated()
+        return model
+
+    def _build(self, job: CandidateJob, request: dict[str, Any]) -> dict[str, Any]:
+        job.model = None
+        job.model = self._construct(job, request)
+        return {"ok": True}
+
+    # -- forward: one call on one input file ---------------------------------------------------------
+
+    def _forward(self, job: CandidateJob, request: dict[str, Any]) -> dict[str, Any]:
+        assert job.model is not None
+        fresh = list(read_tensors(Path(request["inputs_path"]), job.device))
+        if request.get("reuse_inputs") and job.last_inputs is not None:
+            inputs = job.last_inputs  # the same tensors, new values: a result cached by address must fail
+            for target, values in zip(inputs, fresh, strict=True):
+                if isinstance(target, torch.Tensor):
+                    target.copy_(values)
+        else:
+            inputs = fresh
+        job.last_inputs = inputs
+        pristine = clone_inputs(inputs)
+        poison = float("nan") if request.get("poison", "nan") == "nan" else float(request["poison"])
+        poison_allocator(job.device, value=poison)
+        started = time.perf_counter()
+        with unwritten_memory_filled(job.device, job.guards):
+            output = self._run_forward(job, job.model, inputs)
+        seconds = time.perf_counter() - started
+        if job.forwards == 1:
+            job.compile_seconds = seconds  # the first forward holds the JIT compile on a GPU
+        check_untouched_inputs(pristine, inputs, output)
+        self._write_output(job, output, Path(request["output_path"]))
+        return {"ok": True, "seconds": seconds}
+
+    def _run_forward(self, job: CandidateJob, model: torch.nn.Module, inputs: list[Any]) -> Any:
+        guards = job.guards
+        recorder = guards.recorder
+        launches_before = recorder.count
+        threads_before = _thread_count()
+        try:  # a forward that cannot take the task's inputs is an interface error, not a run-time one
+            inspect.signature(model.forward).bind(*inputs)
+        except TypeError as error:
+            raise CandidateFailure(
+                "interface_error", f"ModelNew.forward cannot take the task's inputs: {error}"
+            ) from None
+        except ValueError:  # no signature to read (a builtin): let the call itself decide
+            pass
+        job.forwards += 1
+        try:
+            with guards.watching("forward"):
+                output = model(*inputs)
+                if guards.expect_filled_memory and not _filling_unwritten_memory():
+                    guards.violations.add(
+                        "monkey_patch", "the candidate turned off the filling of uninitialised memory"
+                    )
+                _sync(job.device)
+        except CandidateFailure:
+            raise
+        except BaseException as error:  # SystemExit and friends are the candidate's failures too
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            guards.raise_if_violated()  # a refused thread or write surfaces as an exception: name the cause
+            if is_triton_compile_error(error) or isinstance(error, InlineBuildError):
+                raise CandidateFailure("compile_error", one_line_error(error)) from None
+            raise CandidateFailure("runtime_error", f"forward raised {one_line_error(error)}") from None
+        if job.forwards > 1 and _thread_count() > max(threads_before, job.threads):
+            guards.violations.add(
+                "threads", "forward left a thread running (started below the threading module)"
+            )
+        guards.raise_if_violated()
+        if recorder.count == launches_before:
+            raise CandidateFailure(
+                "integrity_reject", "no_kernel_launched: forward launched no kernel of its own"
+            )
+        return output
+
+    def _write_output(self, job: CandidateJob, output: Any, path: Path) -> None:
+        check_output_values(output, job.device)
+        with job.guards.watching("forward (its output written out)", device=False):
+            write_tensors(path, output)
+        job.guards.raise_if_violated()
+
+    # -- time: the performance case's timed calls ----------------------------------------------------
+
+    def _time(self, job: CandidateJob, request: dict[str, Any]) -> dict[str, Any]:
+        model = self._construct(job, request)
+        input_sets = [list(read_tensors(Path(path), job.device)) for path in request["inputs_paths"]]
+        spot = {int(index): Path(path) for index, path in request["spot_outputs"].items()}
+        recorder = job.guards.recorder
+        # Once more with launches observed, then time without the recorder (it costs host time per launch)
+        # and without the device's record (the timed calls run as they would anywhere else).
+        self._run_forward(job, model, list(input_sets[0]))
+        self._close_record(job)
+        recorder.enabled = False
+
+        def run_candidate(inputs: Any) -> Any:
+            return model(*inputs)
+
+        try:
+            stats = time_on_device(run_candidate, input_sets, int(request["repetitions"]), int(request["warmup"]),
+                                   job.device, keep_outputs=set(spot))  # fmt: skip
+        except Exception as error:
+            raise CandidateFailure("runtime_error", f"failed while timed: {one_line_error(error)}") from None
+        finally:
+            recorder.enabled = True
+        job.guards.raise_if_violated()
+        for index, path in spot.items():
+            self._write_output(job, stats.outputs[index], path)
+        return {"ok": True, "median_ms": stats.median_ms, "p25_ms": stats.p25_ms, "p75_ms": stats.p75_ms,
+                "spread": stats.spread, "repetitions": stats.repetitions}  # fmt: skip
+
+    # -- end: take everything down -------------------------------------------------------------------
+
+    def _close_record(self, job: CandidateJob) -> None:
+        """Stop the device's record; what ran in the candidate's windows that was not its own is a violation."""
+        record = job.guards.record
+        if record is None or record.stopped:
+            return
+        own = set(job.guards.recorder.kernels) | {
+            name for source in job.sources for name in kernel_names_in(source)
+        }
+        foreign = record.finish(own)
+        if foreign:
+            shown = "; ".join(name[:120] for name in foreign[:3])
+            raise CandidateFailure("integrity_reject", f"device_record: the device ran {len(foreign)} kernel(s) or copies "
+                                   f"that are not the candidate's own while its code ran: {shown}")  # fmt: skip
+
+    def _end(self, job: CandidateJob) -> dict[str, Any]:
+        late = None
+        try:
+            job.guards.raise_if_violated()
+            self._close_record(job)
+        except CandidateFailure as failure:
+            late = failure.message
+        stray = kill_other_processes()
+        if stray and late is None:
+            late = f"subprocess: {stray} process(es) the candidate started were still running after its job"
+        job.guards.uninstall()
+        restore_load_inline()
+        sys.modules.pop(job.module_name, None)
+        job.model = job.last_inputs = job.model_class = None
+        self.job = None
+        tempfile.tempdir = job.saved_tmp[0]
+        if job.saved_tmp[1] is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = job.saved_tmp[1]
+        clear_folder(Path("/tmp"))  # the jail's private /tmp: nothing is left for the next job
+        record = job.guards.record
+        return {"ok": True, "kernels": job.guards.recorder.kernels, "compile_seconds": job.compile_seconds,
+                "late_violation": late, "stray_processes": stray,
+                "device_record": job.record_problem or (f"{record.windows} window(s) recorded" if record else None)}  # fmt: skip
+
+
+def kill_other_processes() -> int:
+    """In a jail this process is PID 1 of its namespace: kill every other process in it (a double fork with
+    setsid included) and reap them. Returns how many there were. Outside a jail, there is nothing to do."""
+    if os.getpid() != 1:
+        return 0
+    import signal
+
+    others = [name for name in os.listdir("/proc") if name.isdigit() and name != "1"]
+    if others:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            time.sleep(0.01)
+            if not [name for name in os.listdir("/proc") if name.isdigit() and name != "1"]:
+                break
+    return len(others)
+
+
+def clear_folder(folder: Path) -> None:
+    """Empty the jail's private /tmp, but never past its own filesystem: the worker's home and other folders
+    bound into the jail may sit under /tmp (the host's /tmp holds them), and they are not ours to empty."""
+    if str(folder) != "/tmp" or os.getpid() != 1 or not folder.is_dir():
+        return  # only the jail's own /tmp, never a shared one
+    device = os.lstat(folder).st_dev
+
+    def remove(path: str) -> None:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return
+        if info.st_dev != device:
+            return  # a mount point: a folder bound in from the host
+        if stat.S_ISDIR(info.st_mode):
+            for name in os.listdir(path):
+                remove(os.path.join(path, name))
+            with contextlib.suppress(OSError):  # not empty: it holds a mount point
+                os.rmdir(path)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+    for name in os.listdir(folder):
+        remove(os.path.join(folder, name))
+
+
+# ----------------------------------------------------------------------------------------------------
+# HIP: the native form's prebuilt library, or the KernelBench load_inline form built here.
+
+
+def prepare_hip(request: dict[str, Any], device: torch.device, job: CandidateJob) -> None:
+    """Before the candidate exists: its prebuilt library (native form) or our load_inline (KernelBench form)."""
+    import kernelvault.hip as hip
+
+    if request["hip_form"] == "native":
+        hip.register_prebuilt(request["hip_source_sha"], request["hip_library"])
+        return
+    from torch.utils import cpp_extension
+
+    from toolchain.hip_build import HIP_INCLUDE_DIR
+
+    # PyTorch's own function, not the wrapper an earlier job of a persistent worker left behind.
+    original = _ORIGINAL_LOAD_INLINE.setdefault("load_inline", cpp_extension.load_inline)
+    signature = inspect.signature(original)
+    root = Path(request["inline_build_root"])
+
+    def kernelvault_load_inline(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        arguments = bound.arguments
+        if device.type == "cuda" and not getattr(torch.version, "hip", None):
+            # `#include <hip/hip_runtime.h>` resolves to the portability header on NVIDIA.
+            arguments["extra_include_paths"] = [
+                *(arguments.get("extra_include_paths") or []),
+                str(HIP_INCLUDE_DIR),
+            ]
+        sources = arguments.get("cuda_sources") or []
+        job.sources.extend([sources] if isinstance(sources, str) else list(sources))
+        identity = {key: arguments.get(key) for key in ("name", "cpp_sources", "cuda_sources", "functions",
+                    "extra_cflags", "extra_cuda_cflags", "extra_ldflags", "extra_include_paths")}  # fmt: skip
+        identity["torch"] = torch.__version__
+        identity["device"] = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
+        key = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:24]
+        build_directory = root / key  # content-addressed within this worker's own build folder
+        build_directory.mkdir(parents=True, exist_ok=True)
+        arguments["build_directory"] = str(build_directory)
+        arguments["verbose"] = False
+        started = time.perf_counter()
+        try:
+            extension = original(*bound.args, **bound.kwargs)
+        except Exception as error:  # the build failed: that is the candidate's compile error
+            raise InlineBuildError(one_line_error(error)) from None
+        job.compile_seconds = (job.compile_seconds or 0.0) + time.perf_counter() - started
+        return CountingExtension(extension)
+
+    cpp_extension.load_inline = kernelvault_load_inline
+
+
+_ORIGINAL_LOAD_INLINE: dict[str, Any] = {}
+
+
+def restore_load_inline() -> None:
+    if "load_inline" in _ORIGINAL_LOAD_INLINE:
+        from torch.utils import cpp_extension
+
+        cpp_extension.load_inline = _ORIGINAL_LOAD_INLINE["load_inline"]
+
+
+class InlineBuildError(Exception):
+    """load_inline could not build the candidate's extension."""
+
+
+class CountingExtension:
+    """A built extension whose functions report each call as a launch of the candidate's own code."""
+
+    def __init__(self, module: Any) -> None:
+        self._module = module
+
+    def __getattr__(self, name: str) -> Any:
+        import kernelvault.hip as hip
+
+        attribute = getattr(self._module, name)
+        if not callable(attribute):
+            return attribute
+
+        def launch(*args: Any, **kwargs: Any) -> Any:
+            if hip._launch_observer is not None:
+                hip._launch_observer(name)
+            return attribute(*args, **kwargs)
+
+        return launch

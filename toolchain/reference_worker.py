@@ -1,0 +1,173 @@
+"""The reference's side of a check: the task's inputs and expected outputs, and the reference's timing.
+
+Runs inside its own jailed worker process (`toolchain.device_worker`, kind `reference`), never beside a
+candidate. The parent (`toolchain.judge`) asks it, one request at a time:
+
+    prepare  for one case: the init inputs, and for each input set the parent names (with the seed the
+             parent drew for it) the inputs and, where asked, the reference's output on them. All go to
+             files in the job's folder: the parent hands the inputs to the candidate's worker and keeps the
+             expected outputs for itself.
+    time     the reference timed on input sets it prepared, the same way the candidate is timed.
+
+The task module is user input too (a folder of task files, a Hub dataset), so this process is jailed like
+a candidate's; but it is not watched: nothing it computes is credited to anyone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from toolchain.candidate_worker import clone_inputs, load_module, one_line_error
+from toolchain.tensor_files import read_tensors, write_tensors
+from toolchain.timing import time_on_device
+
+
+def to_device(value: Any, device: torch.device) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_device(item, device) for item in value)
+    return value
+
+
+class TaskHarness:
+    """Builds a task's reference and inputs for one case and one seed."""
+
+    def __init__(self, task_module: ModuleType, device: torch.device) -> None:
+        self.task = task_module
+        self.device = device
+        self.defaults = {
+            name: getattr(task_module, name) for name in dir(task_module) if not name.startswith("__")
+        }
+
+    def apply(self, overrides: dict[str, Any]) -> None:
+        for name, value in self.defaults.items():
+            setattr(self.task, name, value)
+        for name, value in overrides.items():
+            setattr(self.task, name, value)
+
+    def init_inputs(self) -> list[Any]:
+        return list(self.task.get_init_inputs())
+
+    def build(self, cls: type, init_inputs: list[Any], seed: int) -> torch.nn.Module:
+        torch.manual_seed(seed)
+        return cls(*init_inputs).to(self.device).eval()
+
+    def inputs(self, seed: int) -> list[Any]:
+        """The task's inputs for `seed`, drawn on the device itself where the task allows it.
+
+        A performance case's `torch.randn` on the host is slow (the worker has one CPU thread, and 32 M
+        floats take 0.3-0.6 s). Under `torch.device` the task's factory calls draw on the device instead
+        (`manual_seed` seeds it too, so a seed still gives the same inputs). A `get_inputs` that needs host
+        tensors (a NumPy round trip) is drawn on the host.
+        """
+        if self.device.type != "cpu":
+            torch.manual_seed(seed)
+            try:
+                with torch.device(self.device):
+                    drawn = list(self.task.get_inputs())
+                return [to_device(item, self.device) for item in drawn]
+            except Exception:  # noqa: BLE001 - drawn on the host below; a task that fails there fails loudly
+                pass
+        torch.manual_seed(seed)
+        return [to_device(item, self.device) for item in self.task.get_inputs()]
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+class ReferenceHost:
+    """Answers the parent's requests about tasks (`handle`); keeps the last few task modules loaded."""
+
+    def __init__(self, max_tasks: int = 8) -> None:
+        self.harnesses: dict[str, TaskHarness] = {}
+        self.max_tasks = max_tasks
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        op = request.get("op")
+        device = torch.device("cuda" if request.get("platform") in ("cuda", "rocm") else "cpu")
+        allow_tf32 = bool(request.get("allow_tf32", False))
+        torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+        torch.backends.cudnn.allow_tf32 = allow_tf32
+        torch.set_grad_enabled(False)
+        harness = self._harness(Path(request["task_path"]), device)
+        if isinstance(harness, dict):
+            return harness
+        case = request.get("case", "?")
+        try:
+            harness.apply(request.get("overrides", {}))
+            if op == "prepare":
+                return self._prepare(harness, request, device)
+            if op == "time":
+                return self._time(harness, request, device)
+        except Exception as error:  # noqa: BLE001 - the task's failure: an infrastructure error, never a verdict
+            return {"failure_kind": "infrastructure_error",
+                    "failure_message": f"reference failed on case {case}: {one_line_error(error)}"}  # fmt: skip
+        return {"failure_kind": "infrastructure_error", "failure_message": f"unknown request {op!r}"}
+
+    def _harness(self, task_path: Path, device: torch.device) -> TaskHarness | dict[str, Any]:
+        try:
+            source = task_path.read_bytes()
+        except OSError as error:
+            return {
+                "failure_kind": "infrastructure_error",
+                "failure_message": f"task file unreadable: {error}",
+            }
+        key = hashlib.sha256(source + str(device).encode()).hexdigest()
+        if key not in self.harnesses:
+            try:
+                module = load_module(task_path, f"kv_task_{key[:16]}")
+            except Exception as error:  # noqa: BLE001
+                return {
+                    "failure_kind": "infrastructure_error",
+                    "failure_message": f"task failed to load: {one_line_error(error)}",
+                }
+            self.harnesses[key] = TaskHarness(module, device)
+            while len(self.harnesses) > self.max_tasks:
+                self.harnesses.pop(next(iter(self.harnesses)))
+        return self.harnesses[key]
+
+    def _prepare(self, harness: TaskHarness, request: dict[str, Any], device: torch.device) -> dict[str, Any]:
+        folder = Path(request["out_dir"])
+        init = harness.init_inputs()
+        write_tensors(folder / "init.st", init)
+        reference = harness.build(harness.task.Model, init, int(request["weight_seed"]))
+        written: dict[str, dict[str, str | None]] = {}
+        for entry in request["sets"]:
+            name = str(entry["name"])
+            inputs = harness.inputs(int(entry["seed"]))
+            inputs_path = folder / f"{name}.inputs.st"
+            write_tensors(inputs_path, inputs)
+            expected_path = None
+            if entry.get("expected", True):
+                expected_path = folder / f"{name}.expected.st"
+                expected = reference(*clone_inputs(inputs))
+                _sync(device)
+                write_tensors(expected_path, expected)
+            written[name] = {
+                "inputs": str(inputs_path),
+                "expected": str(expected_path) if expected_path else None,
+            }
+            del inputs
+        return {"ok": True, "init": str(folder / "init.st"), "sets": written}
+
+    def _time(self, harness: TaskHarness, request: dict[str, Any], device: torch.device) -> dict[str, Any]:
+        init = read_tensors(Path(request["init_path"]))
+        reference = harness.build(harness.task.Model, list(init), int(request["weight_seed"]))
+        input_sets = [list(read_tensors(Path(path), device)) for path in request["inputs_paths"]]
+
+        def run_reference(inputs: Any) -> Any:
+            return reference(*inputs)
+
+        stats = time_on_device(
+            run_reference, input_sets, int(request["repetitions"]), int(request["warmup"]), device
+        )
+        return {"ok": True, "median_ms": stats.median_ms, "p25_ms": stats.p25_ms, "p75_ms": stats.p75_ms,
+                "spread": stats.spread, "repetitions": stats.repetitions}  # fmt: skip

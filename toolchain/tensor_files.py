@@ -1,0 +1,109 @@
+"""Inputs and outputs between processes as files: safetensors, plus the shape of the value around them.
+
+The reference worker writes a case's inputs and expected outputs; the parent hands the inputs to the
+candidate's worker (a hard link into a folder that worker sees read-only) and judges the candidate's output
+file against the expected one. Nothing is pickled: safetensors reads untrusted files safely, and the value's
+structure (a tuple of tensors and scalars, say) travels as JSON in the file's metadata.
+
+A tensor keeps its dtype, shape and strides where its layout is dense (a transposed input stays
+transposed); overlapping or gappy layouts arrive contiguous. Values other than tensors, numbers, strings,
+None and lists/tuples of them are refused with a one-line error (`TensorFileError`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+
+_STRUCTURE = "kv_structure"
+
+
+class TensorFileError(ValueError):
+    """A value that cannot travel as a tensor file, or a file that is not one of ours."""
+
+
+def _dense_strides(tensor: torch.Tensor) -> bool:
+    """True when the tensor's elements fill exactly numel() slots of its storage (a permutation of dims)."""
+    if tensor.numel() == 0:
+        return False
+    dims = sorted(
+        (stride, size) for size, stride in zip(tensor.shape, tensor.stride(), strict=True) if size != 1
+    )
+    expected = 1
+    for stride, size in dims:
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def write_tensors(path: Path, value: Any) -> None:
+    """Write a tensor, or a nest of tensors and plain scalars, to `path` (CPU copies)."""
+    tensors: dict[str, torch.Tensor] = {}
+
+    def encode(item: Any) -> Any:
+        if isinstance(item, torch.Tensor):
+            name = f"t{len(tensors)}"
+            detached = item.detach()
+            tensors[name] = detached.to("cpu").contiguous()
+            entry: dict[str, Any] = {"tensor": name}
+            if not detached.is_contiguous() and _dense_strides(detached):
+                entry["stride"] = list(detached.stride())
+            return entry
+        if isinstance(item, (list, tuple)):
+            return {"tuple" if isinstance(item, tuple) else "list": [encode(inner) for inner in item]}
+        if item is None or isinstance(item, (bool, int, str)):
+            return {"value": item}
+        if isinstance(item, float):
+            return {"value": item} if math.isfinite(item) else {"float": repr(item)}
+        raise TensorFileError(f"cannot pass a {type(item).__name__} between processes")
+
+    structure = encode(value)
+    save_file(tensors, str(path), metadata={_STRUCTURE: json.dumps(structure)})
+
+
+def read_tensors(path: Path, device: torch.device | str = "cpu") -> Any:
+    """The value `write_tensors` wrote, its tensors on `device`. Raises TensorFileError for anything else."""
+    try:
+        with safe_open(str(path), framework="pt", device="cpu") as handle:
+            metadata = handle.metadata() or {}
+            names = set(handle.keys())
+            structure = json.loads(metadata[_STRUCTURE])
+            tensors = {name: handle.get_tensor(name) for name in names}
+    except TensorFileError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a missing, torn or foreign file: say which
+        raise TensorFileError(f"not a readable tensor file ({type(error).__name__}: {error})") from None
+    target = torch.device(device)
+
+    def decode(entry: Any) -> Any:
+        if not isinstance(entry, dict) or len(entry) not in (1, 2):
+            raise TensorFileError("malformed structure in a tensor file")
+        if "tensor" in entry:
+            tensor = tensors.get(entry["tensor"])
+            if tensor is None:
+                raise TensorFileError(f"tensor {entry['tensor']!r} is missing from the file")
+            if "stride" in entry:
+                stride = [int(step) for step in entry["stride"]]
+                if len(stride) != tensor.dim():
+                    raise TensorFileError("a stride that does not fit its tensor")
+                laid_out = torch.empty_strided(tuple(tensor.shape), stride, dtype=tensor.dtype, device=target)
+                return laid_out.copy_(tensor)
+            return tensor.to(target)
+        if "tuple" in entry:
+            return tuple(decode(item) for item in entry["tuple"])
+        if "list" in entry:
+            return [decode(item) for item in entry["list"]]
+        if "float" in entry:
+            return float(entry["float"])
+        if "value" in entry:
+            return entry["value"]
+        raise TensorFileError("malformed structure in a tensor file")
+
+    return decode(structure)
