@@ -394,9 +394,12 @@ _GLOBAL_FUNCTION = re.compile(
 )
 
 
+_ATTRIBUTES = re.compile(r"__launch_bounds__\s*\([^)]*\)|__attribute__\s*\(\([^)]*\)\)")
+
+
 def kernel_names_in(source: str) -> set[str]:
     """The `__global__` functions a HIP/CUDA source defines: the candidate's own kernels on the device."""
-    return set(_GLOBAL_FUNCTION.findall(source or ""))
+    return set(_GLOBAL_FUNCTION.findall(_ATTRIBUTES.sub(" ", source or "")))
 
 
 def _kernel_identifier(name: str) -> str:

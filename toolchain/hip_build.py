@@ -198,10 +198,11 @@ class HipBuildCache:
         os.close(handle)
         if built is not None:
             shutil.copyfile(built, temporary)
-            os.replace(temporary, library)
         else:
             Path(temporary).write_text(log, encoding="utf-8")
-            os.replace(temporary, failure)
+        # mkstemp made the file 0600: the verification workers (jailed, another uid) read it, nobody writes it
+        os.chmod(temporary, 0o444)
+        os.replace(temporary, library if built is not None else failure)
         stored = (library if built is not None else failure).stat().st_size
         if self._stored_since_scan is None or self._stored_since_scan + stored >= self.max_bytes // 20:
             self.prune()

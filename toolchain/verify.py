@@ -380,6 +380,12 @@ class Verifier:
         self._defer("gpu", stages, task, code, workdir)
         return self._verify_on_gpu(stages, task, code, workdir)
 
+    def _hip_cache_folder(self) -> Path:
+        """The HIP build cache, made if missing: a worker's jail binds it (read-only) when the worker starts,
+        and a folder that did not exist then would never appear inside."""
+        self.config.hip_cache.mkdir(parents=True, exist_ok=True)
+        return self.config.hip_cache
+
     def _static_wall(self, code: str, target: str) -> str | None:
         """The static wall's refusal (`toolchain.static_wall`), or None; off only when the config says so."""
         if not self.config.static_wall:
@@ -481,7 +487,7 @@ class Verifier:
             "allowed_ops": list(self.config.allowed_ops),
             "isolation": dataclasses.asdict(self.isolation),
             "work_root": str(self.config.work_root) if self.config.work_root else None,
-            "read_only_paths": [str(self.config.hip_cache)],  # the native HIP libraries the worker loads
+            "read_only_paths": [str(self._hip_cache_folder())],  # the native HIP libraries the worker loads
         }
 
     def _run_worker(self, module: str, job: dict[str, Any], workdir: Path, limits: SandboxLimits,

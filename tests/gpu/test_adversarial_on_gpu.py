@@ -79,36 +79,47 @@ def _run(files: list[Path], static_wall: bool, out: Path) -> dict[str, dict]:
             for shard in summary.shards for row in pq.read_table(shard).to_pylist()}  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def gpu_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, dict]]:
-    files = suite_files()
+def _write_table(label: str, files: list[Path], rows: dict[str, dict]) -> None:
+    results = os.environ.get("KV_RESULTS_DIR")
+    if not results:
+        return
+    lines = [f"## {label}\n", "| candidate | expected | got | reward | isolation | message |", "|---|---|---|---|---|---|"]
+    for path in files:
+        row = rows.get(path.name)
+        if row is None:
+            continue
+        got = outcome(row["failure_kind"], row["failure_message"])
+        want = "|".join(_wanted(path, label != "every layer"))
+        message = (row["failure_message"] or "").replace("|", "/")[:160]
+        lines.append(f"| {path.name} | {want} | {got} | {row['reward']:.1f} | {row['isolation']} | {message} |")
+    name = "gpu_adversarial.md" if label == "every layer" else "gpu_adversarial_behind_wall.md"
+    Path(results, name).write_text("\n".join(lines) + "\n")
+
+
+def _with_secrets(run):  # noqa: ANN001, ANN202
     patcher = pytest.MonkeyPatch()
     try:
         for key, value in SECRETS.items():
             patcher.setenv(key, value)
-        runs = {"every layer": _run(files, True, tmp_path_factory.mktemp("gpu-adversarial")),
-                "behind the wall": _run([f for f in files if _stopped_by_the_wall(f)], False,
-                                        tmp_path_factory.mktemp("gpu-behind-wall"))}  # fmt: skip
+        return run()
     finally:
         patcher.undo()
-    results = os.environ.get("KV_RESULTS_DIR")
-    if results:
-        lines = []
-        for label, rows in runs.items():
-            lines += [
-                f"\n## {label}\n",
-                "| candidate | expected | got | reward | isolation |",
-                "|---|---|---|---|---|",
-            ]
-            for path in files:
-                row = rows.get(path.name)
-                if row is None:
-                    continue
-                got = outcome(row["failure_kind"], row["failure_message"])
-                want = "|".join(_wanted(path, label != "every layer"))
-                lines.append(f"| {path.name} | {want} | {got} | {row['reward']:.1f} | {row['isolation']} |")
-        Path(results, "gpu_adversarial.md").write_text("\n".join(lines) + "\n")
-    return runs
+
+
+@pytest.fixture(scope="module")
+def every_layer(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    files = suite_files()
+    rows = _with_secrets(lambda: _run(files, True, tmp_path_factory.mktemp("gpu-adversarial")))
+    _write_table("every layer", files, rows)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def behind_the_wall(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    files = [f for f in suite_files() if _stopped_by_the_wall(f)]
+    rows = _with_secrets(lambda: _run(files, False, tmp_path_factory.mktemp("gpu-behind-wall")))
+    _write_table("behind the wall", files, rows)
+    return rows
 
 
 def test_hostile_candidates_get_no_correctness_credit_on_the_device(
@@ -127,9 +138,9 @@ def test_hostile_candidates_get_no_correctness_credit_on_the_device(
 
 
 def test_behind_the_static_wall_the_jail_the_tripwires_and_the_device_record_answer(
-    gpu_runs: dict[str, dict[str, dict]],
+    behind_the_wall: dict[str, dict],
 ) -> None:
-    rows = gpu_runs["behind the wall"]
+    rows = behind_the_wall
     wrong = []
     for path in [f for f in suite_files() if _stopped_by_the_wall(f)]:
         row = rows[path.name]
@@ -139,13 +150,17 @@ def test_behind_the_static_wall_the_jail_the_tripwires_and_the_device_record_ans
     assert not wrong, wrong
 
 
-def test_honest_candidates_pass_on_the_device(gpu_runs: dict[str, dict[str, dict]]) -> None:
+def test_honest_candidates_pass_on_the_device(every_layer: dict[str, dict]) -> None:
     for path in [f for f in suite_files() if f.parent.name == "honest"]:
-        row = gpu_runs["every layer"][path.name]
+        row = every_layer[path.name]
         assert row["correct"] is True, (path.name, row["failure_kind"], row["failure_message"])
 
 
-def test_no_credential_reaches_a_row_on_the_device(gpu_runs: dict[str, dict[str, dict]]) -> None:
-    for label, rows in gpu_runs.items():
-        for name, row in rows.items():
-            assert not any(value in repr(row) for value in SECRETS.values()), (label, name)
+def test_no_credential_reaches_a_row_on_the_device(every_layer: dict[str, dict]) -> None:
+    for name, row in every_layer.items():
+        assert not any(value in repr(row) for value in SECRETS.values()), name
+
+
+def test_no_credential_reaches_a_row_behind_the_wall(behind_the_wall: dict[str, dict]) -> None:
+    for name, row in behind_the_wall.items():
+        assert not any(value in repr(row) for value in SECRETS.values()), name
