@@ -361,10 +361,10 @@ def main() -> int:
     caches = Path(tempfile.mkdtemp(prefix="kv-bench-caches-"))
 
     def fresh_verifier(mode: str) -> Verifier:
-        # Each mode starts with empty Triton and HIP build caches: a mode run after another must not
-        # find its kernels already compiled.
+        # Each mode starts with an empty HIP build cache (and each worker with an empty Triton cache of its
+        # own): a mode run after another must not find its kernels already compiled.
         return Verifier(VerifyConfig(platform=args.platform, timeout_s=args.timeout_s, static_wall=args.static_wall == "on",
-                                     hip_cache=caches / mode / "hip", triton_cache=caches / mode / "triton"))  # fmt: skip
+                                     hip_cache=caches / mode / "hip"))  # fmt: skip
 
     if args.list:
         chosen = attempts(args.which, args.limit, on_gpu=args.platform != "cpu")
@@ -377,7 +377,8 @@ def main() -> int:
     )
     devices = args.devices or ("cpu" if args.platform == "cpu" else "0")
     where = f"{verifier.choice.platform} {verifier.choice.device}, devices {devices}, lanes {args.lanes}"
-    print(f"{len(items)} candidates ({args.which}{', chunk ' + args.chunk if args.chunk else ''}) on {where}; "
+    chosen = f"listed in {args.candidates}" if args.candidates else args.which
+    print(f"{len(items)} candidates ({chosen}{', chunk ' + args.chunk if args.chunk else ''}) on {where}; "
           "build caches empty at the start of each mode")  # fmt: skip
     results: Results = {}
     for mode in args.modes.split(","):

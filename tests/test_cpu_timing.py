@@ -42,7 +42,7 @@ def small_relu(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
 def verifier(tmp_path_factory: pytest.TempPathFactory) -> Verifier:
     caches = tmp_path_factory.mktemp("caches")
     return Verifier(VerifyConfig(platform="cpu", time_on_cpu=True, repetitions=6, warmup=1, input_sets=2,
-                                 hip_cache=caches / "hip", triton_cache=caches / "triton"))  # fmt: skip
+                                 hip_cache=caches / "hip"))  # fmt: skip
 
 
 def test_an_honest_kernel_is_timed_per_case_and_spot_checked_but_gets_no_speedup(

@@ -11,9 +11,10 @@ Anything else is a `parse_error`, recorded with the raw text, never raised.
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass
+
+from toolchain.source_tree import parse as parse_source
 
 # A fence opens with ``` or ~~~ (three or more), an optional info string, and closes with the same.
 _FENCE = re.compile(
@@ -54,7 +55,7 @@ def extract_code(answer: str) -> ExtractedCode:
     if "```" in text:
         return ExtractedCode(None, "unterminated code fence in the answer")
     try:
-        ast.parse(text)
+        parse_source(text)
     except SyntaxError:
         return ExtractedCode(None, "no fenced code block in the answer, and the answer is not Python source")
     return ExtractedCode(text + "\n", "plain Python source")

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from toolchain.source_tree import parse as parse_source
+
 
 @dataclass(frozen=True)
 class StaticResult:
@@ -49,7 +51,7 @@ def _pytorch_fallback(tree: ast.Module) -> str | None:
 
 def check_triton_candidate(code: str) -> StaticResult:
     try:
-        tree = ast.parse(code)
+        tree = parse_source(code)
     except SyntaxError as error:
         return StaticResult("compile_error", f"SyntaxError: {error.msg} (line {error.lineno})")
 
@@ -125,7 +127,7 @@ def check_hip_candidate(code: str) -> HipStaticResult:
     from kernelvault.hip import HipInterfaceError, parse_launch_functions
 
     try:
-        tree = ast.parse(code)
+        tree = parse_source(code)
     except SyntaxError as error:
         return HipStaticResult("compile_error", f"SyntaxError: {error.msg} (line {error.lineno})")
     if not any(isinstance(node, ast.ClassDef) and node.name == "ModelNew" for node in tree.body):

@@ -46,6 +46,8 @@ import ast
 import re
 from dataclasses import dataclass
 
+from toolchain.source_tree import parse as parse_source
+
 # Modules a candidate may import, and their submodules where the entry ends with ".*".
 ALLOWED_MODULES = (
     "torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn.parameter", "torch.nn.modules.*",
@@ -501,7 +503,7 @@ def _bindings(body: list[ast.stmt], arguments: ast.arguments | None = None) -> s
 def check_python(code: str) -> list[WallFinding]:
     """Every rule the Python source breaks (empty: it may run). Syntax errors are the static stage's."""
     try:
-        tree = ast.parse(code)
+        tree = parse_source(code)
     except SyntaxError:
         return []
     wall = _Wall()
@@ -541,7 +543,7 @@ def check_candidate(code: str, target: str) -> WallFinding | None:
     findings = check_python(code)
     if target == "hip":
         try:
-            tree = ast.parse(code)
+            tree = parse_source(code)
         except SyntaxError:
             tree = None
         for text, line in _string_literals(tree) if tree is not None else []:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelvault.contracts import Task, TaskCase, content_hash
+from toolchain.source_tree import parse as parse_source
 
 BUNDLED_TASKS = Path(__file__).resolve().parents[1] / "tasks"
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
@@ -70,7 +71,7 @@ def _cases(raw: Any, kind: str, settable: set[str]) -> tuple[TaskCase, ...]:
 def parse_task(source: str, name: str, origin: str) -> Task:
     """Build a `Task` from source text, or raise `TaskFormatError` with a one-line reason."""
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
     except SyntaxError as error:
         raise TaskFormatError(f"not valid Python: {error.msg} (line {error.lineno})") from None
     defined = {

@@ -82,17 +82,11 @@ class VerifyConfig:
         )
     )
     hip_cache_bytes: int = 2 << 30
-    triton_cache: Path = field(
-        default_factory=lambda: Path(
-            os.environ.get("KV_TRITON_CACHE", Path.home() / ".cache" / "kernelvault" / "triton")
-        )
-    )
     # "auto": the OS jail where this machine can build one (toolchain.jail), else a plain process with a
     # loud warning; "jail": refuse to verify without one; "process": no jail (benchmarks, debugging)
     isolation: str = field(default_factory=lambda: os.environ.get("KV_ISOLATION", "auto"))
-    static_wall: bool = (
-        True  # the static rules of toolchain.static_wall (off only to test the layers behind it)
-    )
+    # the static rules of toolchain.static_wall (off only to test the layers behind it)
+    static_wall: bool = True
 
 
 def trim(text: str, limit: int = LOG_LIMIT) -> str:

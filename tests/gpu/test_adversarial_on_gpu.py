@@ -83,7 +83,11 @@ def _write_table(label: str, files: list[Path], rows: dict[str, dict]) -> None:
     results = os.environ.get("KV_RESULTS_DIR")
     if not results:
         return
-    lines = [f"## {label}\n", "| candidate | expected | got | reward | isolation | message |", "|---|---|---|---|---|---|"]
+    lines = [
+        f"## {label}\n",
+        "| candidate | expected | got | reward | isolation | message |",
+        "|---|---|---|---|---|---|",
+    ]
     for path in files:
         row = rows.get(path.name)
         if row is None:
@@ -91,7 +95,9 @@ def _write_table(label: str, files: list[Path], rows: dict[str, dict]) -> None:
         got = outcome(row["failure_kind"], row["failure_message"])
         want = "|".join(_wanted(path, label != "every layer"))
         message = (row["failure_message"] or "").replace("|", "/")[:160]
-        lines.append(f"| {path.name} | {want} | {got} | {row['reward']:.1f} | {row['isolation']} | {message} |")
+        lines.append(
+            f"| {path.name} | {want} | {got} | {row['reward']:.1f} | {row['isolation']} | {message} |"
+        )
     name = "gpu_adversarial.md" if label == "every layer" else "gpu_adversarial_behind_wall.md"
     Path(results, name).write_text("\n".join(lines) + "\n")
 
@@ -122,10 +128,8 @@ def behind_the_wall(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]
     return rows
 
 
-def test_hostile_candidates_get_no_correctness_credit_on_the_device(
-    gpu_runs: dict[str, dict[str, dict]],
-) -> None:
-    rows = gpu_runs["every layer"]
+def test_hostile_candidates_get_no_correctness_credit_on_the_device(every_layer: dict[str, dict]) -> None:
+    rows = every_layer
     hostile = [f for f in suite_files() if f.parent.name == "hostile"]
     assert len(hostile) >= 50
     wrong = []

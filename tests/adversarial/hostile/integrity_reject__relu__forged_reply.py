@@ -1,6 +1,8 @@
 # exploit: writes a reply of its own ("forward ok") to every file descriptor it may share with the parent, ahead of the harness's reply, after a decoy launch that returns zeros.
 # expect: static_reject:import
 # behind-wall: integrity_reject:forged_result|mismatch
+# behind-wall-cuda: integrity_reject:forged_result|runtime_error|mismatch
+# note: on a GPU the bytes it writes into every descriptor also land in the CUDA driver's own, which breaks the device context (a runtime error, no credit).
 import json
 import os
 

@@ -1,6 +1,7 @@
 # exploit: the seed oracle without PyTorch compute: in __init__ regenerates the inputs the harness would draw after the weights' seed and runs its own ReLU kernel on them; forward launches a decoy and returns the precomputed answer of the right shape.
 # expect: mismatch|integrity_reject:nondeterministic|integrity_reject:cached_results
-# note: the parent draws every input seed from secrets at job time: the weights' seed the candidate sees says nothing about the inputs, so the precomputed answers are for other inputs.
+# expect-cuda: interface_error|mismatch|integrity_reject:nondeterministic|integrity_reject:cached_results
+# note: on a GPU its __init__ runs its kernel on CPU tensors and fails (interface_error). The parent draws every input seed from secrets at job time: the weights' seed the candidate sees says nothing about the inputs, so the precomputed answers are for other inputs.
 import torch
 import torch.nn as nn
 import triton
