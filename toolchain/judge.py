@@ -63,12 +63,14 @@ class ProtocolCosts:
     reference_seconds: float = 0.0
     timed_seconds: float = 0.0
     gate_seconds: float = 0.0
+    device_record: str = ""  # on a GPU: how many windows the device's record covered, or why there was none
 
     def summary(self) -> str:
         waited = f"; waited {self.gate_seconds:.2f} s at the device's gate" if self.gate_seconds else ""
+        record = f"; device record: {self.device_record}" if self.device_record else ""
         return (f"check protocol: {self.messages} request(s), {self.megabytes:.1f} MB of tensor files, "
                 f"reading {self.transfer_seconds:.2f} s, comparing {self.answer_seconds:.2f} s, "
-                f"reference {self.reference_seconds:.2f} s{waited}")  # fmt: skip
+                f"reference {self.reference_seconds:.2f} s{waited}{record}")  # fmt: skip
 
 
 def draw_seed() -> int:
@@ -150,8 +152,10 @@ class _Check:
         source = Path(path)
         target = self.inbox / source.name
         try:
+            if not self.candidate.jailed:  # the inbox is read-only only in a jail: elsewhere, its own copy
+                raise OSError("no jail")
             os.link(source, target)
-        except OSError:  # another filesystem, or no hard links: a copy
+        except OSError:  # another filesystem, no hard links, or no jail: a copy
             shutil.copyfile(source, target)
         os.chmod(target, 0o444)  # the candidate's worker (another uid) reads it; nobody writes it
         self.costs.megabytes += target.stat().st_size / 1e6
@@ -355,6 +359,7 @@ def run_check(job: dict[str, Any], reference: PersistentWorker, candidate: Persi
                 died = candidate.last_run
             else:
                 result["kernels"] = list(ended.get("kernels") or [])
+                state.costs.device_record = str(ended.get("device_record") or "")
                 late = ended.get("late_violation")
                 if late and result["failure_kind"] not in ("integrity_reject", "infrastructure_error"):
                     result |= {
