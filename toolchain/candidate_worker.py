@@ -110,15 +110,19 @@ class LaunchRecorder:
             self._replaced[0].run = self._replaced[1]
             self._replaced = None
 
+    def _check_stream(self, name: str) -> None:
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            if torch.cuda.current_stream() != torch.cuda.default_stream():
+                self.violations.add(
+                    "side_stream", f"{name} was launched on a side stream, outside the timed stream"
+                )
+
     def record_native(self, name: str) -> None:
         """A HIP launch function is about to run (called by kernelvault.hip / the load_inline proxy)."""
         if not self.enabled:
             return
         self.count += 1
-        if torch.cuda.is_available() and torch.cuda.current_stream() != torch.cuda.default_stream():
-            self.violations.add(
-                "side_stream", f"{name} was launched on a side stream, outside the timed stream"
-            )
+        self._check_stream(name)
         if name not in self.kernels:
             self.kernels.append(name)
             with self.path.open("a") as handle:
@@ -127,11 +131,7 @@ class LaunchRecorder:
     def record(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self.count += 1
         name = getattr(fn, "__name__", "?")
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
-            if torch.cuda.current_stream() != torch.cuda.default_stream():
-                self.violations.add(
-                    "side_stream", f"{name} was launched on a side stream, outside the timed stream"
-                )
+        self._check_stream(name)
         if name not in self.kernels:
             self.kernels.append(name)
         options = {key: kwargs[key] for key in _LAUNCH_OPTIONS if key in kwargs}
@@ -257,7 +257,7 @@ def unwritten_memory_filled(device: torch.device, guards: CandidateGuards) -> It
         torch.utils.deterministic.fill_uninitialized_memory = saved[2]
 
 
-def _sync(device: torch.device) -> None:
+def sync_device(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
@@ -651,7 +651,7 @@ class CandidateHost:
                     guards.violations.add(
                         "monkey_patch", "the candidate turned off the filling of uninitialised memory"
                     )
-                _sync(job.device)
+                sync_device(job.device)
         except CandidateFailure:
             raise
         except BaseException as error:  # SystemExit and friends are the candidate's failures too

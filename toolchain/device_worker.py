@@ -58,16 +58,18 @@ from typing import Any
 
 from toolchain.device_gate import DeviceGate, GateHold, gate_for
 from toolchain.jail import (
-    ISOLATION_JAIL,
     ISOLATION_PROCESS,
     Isolation,
-    JailSpec,
-    device_groups,
     gpu_device_nodes,
-    next_jail_uid,
-    python_read_only_paths,
 )
-from toolchain.sandbox import SandboxLimits, SandboxResult, crash_result, kill_group, start_sandboxed
+from toolchain.sandbox import (
+    SandboxLimits,
+    SandboxResult,
+    crash_result,
+    folder_jail,
+    kill_group,
+    start_sandboxed,
+)
 
 STICKY_DEVICE_ERRORS = (
     "illegal memory access", "device-side assert", "unspecified launch failure", "misaligned address",
@@ -253,22 +255,16 @@ class PersistentWorker:
         if self.plan.work_root:
             Path(self.plan.work_root).mkdir(parents=True, exist_ok=True)
         self._home = Path(tempfile.mkdtemp(prefix=f"kv-{self.kind}-", dir=self.plan.work_root))
-        for folder in ("root", "in", "cache", "cache/triton", "cache/inline"):
+        for folder in ("in", "cache", "cache/triton", "cache/inline"):
             (self._home / folder).mkdir(parents=True, exist_ok=True)
         self._home.chmod(0o755)
-        jail = None
-        if self.jailed:
-            rootless = self.plan.isolation.rootless
-            self._uid = None if rootless else next_jail_uid()
-            devices = gpu_device_nodes() if self.plan.gpu else ()
-            jail = JailSpec(
-                read_only=(*python_read_only_paths(), *self.plan.read_only, str(self._home / "in")),
-                writable=(str(self._home),), devices=devices, workdir=str(self._home),
-                mount_point=str(self._home / "root"), uid=self._uid or 65534, gid=self._uid or 65534,
-                seccomp=self.plan.isolation.level == ISOLATION_JAIL, device_groups=device_groups(devices),
-            )  # fmt: skip
-            for folder in ("", "cache", "cache/triton", "cache/inline"):
-                self._own(self._home / folder)
+        devices = gpu_device_nodes() if self.plan.gpu else ()
+        jail = folder_jail(
+            self.plan.isolation, self._home, (*self.plan.read_only, str(self._home / "in")), devices
+        )
+        self._uid = jail.uid if jail is not None and not self.plan.isolation.rootless else None
+        for folder in ("cache", "cache/triton", "cache/inline"):  # the home itself: folder_jail
+            self._own(self._home / folder)
         self._key = os.urandom(32).hex().encode()
         read_end, write_end = os.pipe()
         # The worker's lifetime CPU budget: the per-job wall clock is enforced here, per request.
@@ -415,8 +411,9 @@ class PersistentWorker:
             self.retire("forged")
             return {"failure_kind": "integrity_reject", "ok": False,
                     "failure_message": "forged_result: the reply was not written by the harness"}  # fmt: skip
-        if reply.pop("restart", None):
-            self.retire(str(reply.get("restart_reason") or "worker"))  # it exits by itself after this reply
+        reason = reply.pop("restart", None)
+        if reason:
+            self.retire(str(reason))  # it exits by itself after this reply
         return reply
 
     def _authentic(self, line: bytes, request_id: int) -> dict[str, Any] | None:
@@ -428,8 +425,6 @@ class PersistentWorker:
             body = json.loads(header["body"]) if authentic else None
         except (ValueError, KeyError, TypeError):
             return None
-        if isinstance(body, dict) and body.get("restart"):
-            body["restart_reason"] = body["restart"]
         return body if isinstance(body, dict) else None
 
     def _read_line(self, deadline: float) -> bytes | None:

@@ -41,19 +41,18 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-# aten ops a kernel's host code may use: allocation, views, layout copies, fills and metadata.
+# aten ops a kernel's host code may use: allocation, views, layout copies, fills and metadata. Not
+# `_local_scalar_dense` (`.item()`, `float(x)`): reading a tensor's values into Python is how host code computes.
 GLUE_OPS = frozenset({
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
     "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "fill_", "zero_", "scalar_tensor", "arange",
     "view", "_unsafe_view", "reshape", "as_strided", "alias", "detach", "expand", "permute", "transpose", "t",
     "squeeze", "unsqueeze", "slice", "select", "narrow", "split", "split_with_sizes", "unbind", "flatten",
     "unflatten", "view_as", "expand_as", "contiguous", "clone", "copy_", "_to_copy", "to", "lift_fresh",
-    "lift_fresh_copy", "_local_scalar_dense", "is_same_size", "sym_size", "sym_stride", "sym_numel",
+    "lift_fresh_copy", "is_same_size", "sym_size", "sym_stride", "sym_numel",
     "sym_storage_offset", "set_", "resize_", "record_stream", "_has_compatible_shallow_copy_type", "dim", "size",
     "stride", "storage_offset", "is_contiguous", "numel",
 })  # fmt: skip
-# Reading a tensor's values into Python (`.item()`, `float(x)`) is not glue: it is how host code gets at data.
-GLUE_OPS = GLUE_OPS - {"_local_scalar_dense"}
 # What building a module may do beyond glue: the random fills that parameter initialisation uses.
 INIT_OPS = frozenset({
     "uniform_", "normal_", "bernoulli_", "random_", "exponential_", "geometric_", "log_normal_", "cauchy_",

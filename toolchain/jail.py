@@ -236,6 +236,7 @@ print(json.dumps({"pid": os.getpid(), "uid": os.getuid(), "processes": len([p fo
 
 def probe_isolation(python: str = sys.executable, workroot: str | None = None) -> Isolation:
     """Build a jail once and look at it from inside: what this machine gives candidate processes."""
+    import shutil
     import subprocess
     import tempfile
 
@@ -276,8 +277,6 @@ def probe_isolation(python: str = sys.executable, workroot: str | None = None) -
             level = ISOLATION_JAIL if with_seccomp else ISOLATION_JAIL_NO_SECCOMP
             return Isolation(level, detail, rootless)
         finally:
-            import shutil
-
             shutil.rmtree(home, ignore_errors=True)
     return Isolation(
         ISOLATION_PROCESS, f"no jail on this machine: {errors[-1] if errors else 'unknown'}", rootless

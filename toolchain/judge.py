@@ -34,7 +34,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from toolchain.compare import Comparison, compare_outputs
 from toolchain.tensor_files import TensorFileError, read_tensors
@@ -87,6 +87,11 @@ class CheckStopped(Exception):
         self.run = run
 
 
+def fail(kind: str, message: str) -> NoReturn:
+    """End the check with this verdict: the candidate's, or infrastructure_error for our side's failure."""
+    raise CheckStopped({"failure_kind": kind, "failure_message": message})
+
+
 @dataclass
 class _Check:
     """One job's state on the parent's side."""
@@ -135,8 +140,7 @@ class _Check:
         if reply is None:
             run = self.reference.last_run
             detail = (run.stderr_tail.strip().splitlines() or ["(no output)"])[-1] if run is not None else ""
-            raise CheckStopped({"failure_kind": "infrastructure_error",
-                                "failure_message": f"the reference worker failed: {detail}"[:2000]})  # fmt: skip
+            fail("infrastructure_error", f"the reference worker failed: {detail}"[:2000])
         if reply.get("failure_kind") is not None:
             raise CheckStopped(reply)
         return reply
@@ -161,21 +165,31 @@ class _Check:
         self.costs.megabytes += target.stat().st_size / 1e6
         return str(target)
 
-    def judge(self, expected_path: str, output_path: Path) -> Comparison:
-        started = time.monotonic()
+    def _output(self, path: Path) -> Any:
+        """A file the candidate's worker wrote, or the interface_error Comparison of one that is not there."""
         try:
-            expected = read_tensors(Path(expected_path))
-        except TensorFileError as error:
-            raise CheckStopped({"failure_kind": "infrastructure_error",
-                                "failure_message": f"the reference's output could not be read: {error}"}) from None  # fmt: skip
-        try:
-            self.costs.megabytes += output_path.stat().st_size / 1e6
-            output = read_tensors(output_path)
+            self.costs.megabytes += path.stat().st_size / 1e6
+            return read_tensors(path)
         except (TensorFileError, OSError) as error:
-            self.costs.transfer_seconds += time.monotonic() - started
             return Comparison("interface_error", f"the candidate's output could not be read: {error}")
+
+    def judge(self, expected_path: str | Path, output_path: Path, from_reference: bool = True) -> Comparison:
+        """The candidate's output file against the reference's (or, `from_reference=False`, against another
+        output of the candidate's: a second run on the same inputs)."""
+        started = time.monotonic()
+        if from_reference:
+            try:
+                expected = read_tensors(Path(expected_path))
+            except TensorFileError as error:
+                fail("infrastructure_error", f"the reference's output could not be read: {error}")
+        else:
+            expected = self._output(Path(expected_path))
+        output = self._output(output_path)
         read = time.monotonic()
         self.costs.transfer_seconds += read - started
+        unreadable = next((value for value in (expected, output) if isinstance(value, Comparison)), None)
+        if unreadable is not None:
+            return unreadable
         comparison = compare_outputs(expected, output, self.job.get("atol"), self.job.get("rtol"))
         self.costs.answer_seconds += time.monotonic() - read
         return comparison
@@ -199,9 +213,8 @@ class _Check:
     def check_case(self, index: int, case: dict[str, Any], trial: int) -> None:
         weight_seed = draw_seed()
         sets = [{"name": f"check{index}", "seed": draw_seed()}]
-        refill = (
-            trial == 0
-        )  # first seed of each case: run again over other poison, and on new values in place
+        # first seed of each case: run again over other poison, and on new values in place
+        refill = trial == 0
         if refill:
             sets.append({"name": f"refill{index}", "seed": draw_seed()})
         prepared = self.ask_reference({"op": "prepare", "case": case["name"], "overrides": case["overrides"],
@@ -217,36 +230,25 @@ class _Check:
         if refill:
             self.ask_candidate({"op": "forward", "inputs_path": inputs, "poison": 12345.0,
                                 "output_path": str(self.outputs(f"again{index}"))})  # fmt: skip
-            repeat = self.judge_pair(self.outputs(f"check{index}"), self.outputs(f"again{index}"))
+            repeat = self.judge(
+                self.outputs(f"check{index}"), self.outputs(f"again{index}"), from_reference=False
+            )
             if repeat.failure_kind == "integrity_reject":  # e.g. a tensor subclass: say so first
-                raise CheckStopped(
-                    {
-                        "failure_kind": "integrity_reject",
-                        "failure_message": f"{repeat.message} (case {case['name']})",
-                    }
-                )
+                fail("integrity_reject", f"{repeat.message} (case {case['name']})")
             if repeat.failure_kind is not None:
-                raise CheckStopped({"failure_kind": "integrity_reject", "failure_message":
-                                    f"nondeterministic: a second run on the same inputs differs ({repeat.message}); "
-                                    "reads of unwritten memory or state kept between calls"})  # fmt: skip
+                fail(
+                    "integrity_reject",
+                    f"nondeterministic: a second run on the same inputs differs ({repeat.message}); "
+                    "reads of unwritten memory or state kept between calls",
+                )
         comparison = self.judge(str(files[f"check{index}"]["expected"]), self.outputs(f"check{index}"))
         self.checks.append({"case": case["name"], "seed": int(sets[0]["seed"]), "passed": comparison.failure_kind is None,
                             "max_abs_error": comparison.max_abs_error, "max_rel_error": comparison.max_rel_error,
                             "message": comparison.message})  # fmt: skip
         if comparison.failure_kind == "integrity_reject":  # the sub-reason leads the message
-            raise CheckStopped(
-                {
-                    "failure_kind": "integrity_reject",
-                    "failure_message": f"{comparison.message} (case {case['name']})",
-                }
-            )
+            fail("integrity_reject", f"{comparison.message} (case {case['name']})")
         if comparison.failure_kind is not None:
-            raise CheckStopped(
-                {
-                    "failure_kind": comparison.failure_kind,
-                    "failure_message": f"case {case['name']}: {comparison.message}",
-                }
-            )
+            fail(comparison.failure_kind, f"case {case['name']}: {comparison.message}")
         if refill:
             refilled = self.hand_over(files[f"refill{index}"]["inputs"])
             try:
@@ -256,21 +258,17 @@ class _Check:
                 if stopped.result is not None and str(stopped.result.get("failure_message", "")).startswith(
                     "no_kernel_launched"
                 ):
-                    raise CheckStopped({"failure_kind": "integrity_reject", "failure_message":
-                                        "cached_results: new values in the same input tensors launched no kernel"}) from None  # fmt: skip
+                    fail(
+                        "integrity_reject",
+                        "cached_results: new values in the same input tensors launched no kernel",
+                    )
                 raise
             check = self.judge(str(files[f"refill{index}"]["expected"]), self.outputs(f"refill{index}"))
             if check.failure_kind is not None:
-                raise CheckStopped({"failure_kind": "integrity_reject", "failure_message":
-                                    f"cached_results: new values in the same input tensors gave a wrong result ({check.message})"})  # fmt: skip
-
-    def judge_pair(self, first: Path, second: Path) -> Comparison:
-        try:
-            return compare_outputs(
-                read_tensors(first), read_tensors(second), self.job.get("atol"), self.job.get("rtol")
-            )
-        except (TensorFileError, OSError) as error:
-            return Comparison("interface_error", f"the candidate's output could not be read: {error}")
+                fail(
+                    "integrity_reject",
+                    f"cached_results: new values in the same input tensors gave a wrong result ({check.message})",
+                )
 
     def time_case(self, case: dict[str, Any]) -> dict[str, Any]:
         repetitions, warmup, count = (
@@ -298,8 +296,10 @@ class _Check:
         for index in spot_checks:
             check = self.judge(str(files[index % count]["expected"]), Path(spot[str(index)]))
             if check.failure_kind is not None:
-                raise CheckStopped({"failure_kind": "integrity_reject", "failure_message":
-                                    f"cached_results: timed call {index} returned a wrong result ({check.message})"})  # fmt: skip
+                fail(
+                    "integrity_reject",
+                    f"cached_results: timed call {index} returned a wrong result ({check.message})",
+                )
         reference = self.ask_reference({"op": "time", "case": case["name"], "overrides": case["overrides"],
                                         "weight_seed": weight_seed, "init_path": prepared["init"],
                                         "inputs_paths": [str(entry["inputs"]) for entry in files],

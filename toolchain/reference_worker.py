@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from toolchain.candidate_worker import clone_inputs, load_module, one_line_error
+from toolchain.candidate_worker import clone_inputs, load_module, one_line_error, sync_device
 from toolchain.tensor_files import read_tensors, write_tensors
 from toolchain.timing import time_on_device
 
@@ -76,11 +76,6 @@ class TaskHarness:
                 pass
         torch.manual_seed(seed)
         return [to_device(item, self.device) for item in self.task.get_inputs()]
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 class ReferenceHost:
@@ -149,7 +144,7 @@ class ReferenceHost:
             if entry.get("expected", True):
                 expected_path = folder / f"{name}.expected.st"
                 expected = reference(*clone_inputs(inputs))
-                _sync(device)
+                sync_device(device)
                 write_tensors(expected_path, expected)
             written[name] = {
                 "inputs": str(inputs_path),

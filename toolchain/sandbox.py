@@ -38,6 +38,7 @@ from toolchain.jail import (
     ISOLATION_JAIL,
     Isolation,
     JailSpec,
+    device_groups,
     jail_command,
     next_jail_uid,
     python_read_only_paths,
@@ -217,9 +218,11 @@ def run_sandboxed(
     return crash_result(process, workdir, timed_out, time.monotonic() - started)
 
 
-def folder_jail(isolation: Isolation | None, folder: Path, read_only: Sequence[str] = ()) -> JailSpec | None:
-    """A jail for a one-off tool run (a compiler, a task's reference) whose only writable place is `folder`;
-    None where `isolation` has no jail. As root, `folder` is handed to the jail's own uid."""
+def folder_jail(isolation: Isolation | None, folder: Path, read_only: Sequence[str] = (),
+                devices: Sequence[str] = ()) -> JailSpec | None:  # fmt: skip
+    """A jail whose only writable place is `folder` (a tool run's, or a persistent worker's home), seeing the
+    Python installation, `read_only` and the device nodes `devices`; None where `isolation` has no jail. As
+    root, `folder` is handed to the jail's own uid (`JailSpec.uid`)."""
     if isolation is None or not isolation.jailed:
         return None
     uid = None if isolation.rootless else next_jail_uid()
@@ -228,5 +231,5 @@ def folder_jail(isolation: Isolation | None, folder: Path, read_only: Sequence[s
     if uid is not None:
         os.chown(folder, uid, uid)
     return JailSpec(read_only=(*python_read_only_paths(), *read_only), writable=(str(folder),), workdir=str(folder),
-                    mount_point=str(mount_point), uid=uid or 65534, gid=uid or 65534,
-                    seccomp=isolation.level == ISOLATION_JAIL)  # fmt: skip
+                    devices=tuple(devices), mount_point=str(mount_point), uid=uid or 65534, gid=uid or 65534,
+                    seccomp=isolation.level == ISOLATION_JAIL, device_groups=device_groups(tuple(devices)))  # fmt: skip

@@ -21,7 +21,7 @@ class StaticResult:
     kernels: tuple[str, ...] = ()  # module-level @triton.jit function names
 
 
-def _is_triton_jit(decorator: ast.expr) -> bool:
+def is_triton_jit(decorator: ast.expr) -> bool:
     """True for @triton.jit, @triton.jit(...) and a bare @jit (from triton import jit)."""
     node = decorator.func if isinstance(decorator, ast.Call) else decorator
     if isinstance(node, ast.Attribute):  # @triton.jit, not @numba.jit
@@ -62,14 +62,14 @@ def check_triton_candidate(code: str) -> StaticResult:
     module_kernels = tuple(
         node.name
         for node in tree.body
-        if isinstance(node, ast.FunctionDef) and any(_is_triton_jit(d) for d in node.decorator_list)
+        if isinstance(node, ast.FunctionDef) and any(is_triton_jit(d) for d in node.decorator_list)
     )
     nested_kernels = [
         node.name
         for node in ast.walk(tree)
         if isinstance(node, ast.FunctionDef)
         and node.name not in module_kernels
-        and any(_is_triton_jit(d) for d in node.decorator_list)
+        and any(is_triton_jit(d) for d in node.decorator_list)
     ]
     if nested_kernels:
         return StaticResult(

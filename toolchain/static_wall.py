@@ -47,6 +47,7 @@ import re
 from dataclasses import dataclass
 
 from toolchain.source_tree import parse as parse_source
+from toolchain.static_check import is_triton_jit
 
 # Modules a candidate may import, and their submodules where the entry ends with ".*".
 ALLOWED_MODULES = (
@@ -191,13 +192,6 @@ def _root(node: ast.AST) -> ast.AST:
     return node
 
 
-def _is_triton_jit(decorator: ast.expr) -> bool:
-    node = decorator.func if isinstance(decorator, ast.Call) else decorator
-    if isinstance(node, ast.Attribute):
-        return node.attr == "jit" and isinstance(node.value, ast.Name) and node.value.id == "triton"
-    return isinstance(node, ast.Name) and node.id == "jit"
-
-
 class _Wall(ast.NodeVisitor):
     def __init__(self) -> None:
         self.findings: list[WallFinding] = []
@@ -222,7 +216,7 @@ class _Wall(ast.NodeVisitor):
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.own.add(node.name)
-                if isinstance(node, ast.FunctionDef) and any(_is_triton_jit(d) for d in node.decorator_list):
+                if isinstance(node, ast.FunctionDef) and any(is_triton_jit(d) for d in node.decorator_list):
                     self.kernels.add(node.name)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -393,7 +387,7 @@ class _Wall(ast.NodeVisitor):
         ]:
             if outside is not None:
                 self.visit(outside)
-        kernel = any(_is_triton_jit(d) for d in node.decorator_list)
+        kernel = any(is_triton_jit(d) for d in node.decorator_list)
         self.in_kernel += kernel
         self._visit_in_scope("function", _bindings(node.body, node.args), list(node.body))
         self.in_kernel -= kernel
@@ -500,16 +494,19 @@ def _bindings(body: list[ast.stmt], arguments: ast.arguments | None = None) -> s
     return names - declared_global
 
 
-def check_python(code: str) -> list[WallFinding]:
-    """Every rule the Python source breaks (empty: it may run). Syntax errors are the static stage's."""
-    try:
-        tree = parse_source(code)
-    except SyntaxError:
-        return []
+def _check_tree(tree: ast.Module) -> list[WallFinding]:
     wall = _Wall()
     wall.prepare(tree)
     wall.visit(tree)
     return sorted(wall.findings, key=lambda finding: finding.line)
+
+
+def check_python(code: str) -> list[WallFinding]:
+    """Every rule the Python source breaks (empty: it may run). Syntax errors are the static stage's."""
+    try:
+        return _check_tree(parse_source(code))
+    except SyntaxError:
+        return []
 
 
 def check_cpp(source: str, first_line: int = 1) -> list[WallFinding]:
@@ -540,14 +537,13 @@ def _string_literals(tree: ast.Module) -> list[tuple[str, int]]:
 
 def check_candidate(code: str, target: str) -> WallFinding | None:
     """The first rule `code` breaks, or None. HIP candidates also have their C++ strings checked."""
-    findings = check_python(code)
+    try:
+        tree = parse_source(code)
+    except SyntaxError:
+        return None  # the static stage's to report
+    findings = _check_tree(tree)
     if target == "hip":
-        try:
-            tree = parse_source(code)
-        except SyntaxError:
-            tree = None
-        for text, line in _string_literals(tree) if tree is not None else []:
+        for text, line in _string_literals(tree):
             findings += check_cpp(text, line)
-    # Strings that are C++ are checked as C++; a "/dev/" in a kernel's source is judged there.
     findings = sorted(findings, key=lambda finding: (finding.line, finding.rule))
     return findings[0] if findings else None
