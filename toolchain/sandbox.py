@@ -166,13 +166,47 @@ def start_sandboxed(
             os.close(read_end)
 
 
+_GROUP_GONE_S = 10.0  # how long a killed group may take to die (a worker unmapping GPU memory)
+
+
+def _process_state(pid: int) -> str | None:
+    """The state letter of /proc/PID/stat (R, S, Z, ...), or None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(") ", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def _group_members(group: int) -> list[int]:
+    members = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    if handle.read().rsplit(") ", 1)[1].split()[2] == str(group):
+                        members.append(int(entry))
+            except (OSError, IndexError):
+                continue
+    return members
+
+
 def kill_group(process: subprocess.Popen[bytes]) -> None:
-    """Kill the process and everything it started (its group), and reap it."""
+    """Kill the process and everything it started (its group), reap it, and return once all are dead.
+
+    In a jail the process is the launcher and the worker its child: the launcher is reaped here, the worker
+    (killed by the same signal) by whoever inherits it, which may take a second. A dead process that is not
+    reaped yet (a zombie) holds nothing, so "dead" is enough: when this returns, no process of the group
+    runs any more, as when the worker was our own child."""
+    members = _group_members(process.pid)
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     process.wait()
+    deadline = time.monotonic() + _GROUP_GONE_S
+    while any(_process_state(pid) not in (None, "Z") for pid in members) and time.monotonic() < deadline:
+        time.sleep(0.005)
 
 
 def crash_result(
