@@ -116,6 +116,34 @@ def test_persistent_workers_serve_many_candidates_and_restart_after_a_patching_o
         lane.close()
 
 
+def test_nothing_a_candidate_writes_in_its_worker_reaches_the_next_candidate(relu_task) -> None:  # noqa: ANN001
+    """A persistent worker's caches are written by candidates' processes: a file one candidate plants in
+    its Triton cache (a place it may write) is gone before the next candidate runs in the same process."""
+    plant = RELU.replace(
+        "import torch\n",
+        "import os\nimport torch\n"
+        "open(os.path.join(os.environ['TRITON_CACHE_DIR'], 'planted.bin'), 'wb').write(b'x')\n",
+        1,
+    )
+    look = RELU.replace(
+        "import torch\n",
+        "import os\nimport torch\n"
+        "assert not os.path.exists(os.path.join(os.environ['TRITON_CACHE_DIR'], 'planted.bin')), 'planted'\n",
+        1,
+    )
+    verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60, static_wall=False))
+    lane = WorkerLane(restart_every=50)
+    try:
+        planted = verifier.verify(relu_task, _candidate(relu_task, plant), runner=lane)
+        pid = lane.workers["candidate"].pid
+        looked = verifier.verify(relu_task, _candidate(relu_task, look), runner=lane)
+        assert lane.workers["candidate"].pid == pid, "both candidates ran in the same process"
+    finally:
+        lane.close()
+    assert planted.correct, (planted.failure_kind, planted.failure_message)
+    assert looked.correct, (looked.failure_kind, looked.failure_message)
+
+
 def test_every_job_draws_new_seeds_for_its_inputs(relu_task) -> None:  # noqa: ANN001
     """The parent draws the seeds from the OS for every job: nothing a candidate can see predicts them."""
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60))

@@ -495,6 +495,7 @@ class CandidateJob:
         self.last_inputs: list[Any] | None = None
         self.forwards = 0
         self.compile_seconds: float | None = None
+        self.build_seconds = 0.0  # load_inline builds, wherever the candidate asked for them
         self.threads = _thread_count()
         self.saved_tmp: tuple[str | None, str | None] = (None, None)
         self.sources: list[
@@ -746,7 +747,7 @@ class CandidateHost:
         clear_folder(Path("/tmp"))  # the jail's private /tmp: nothing is left for the next job
         record = job.guards.record
         return {"ok": True, "kernels": job.guards.recorder.kernels, "compile_seconds": job.compile_seconds,
-                "late_violation": late, "stray_processes": stray,
+                "build_seconds": job.build_seconds, "late_violation": late, "stray_processes": stray,
                 "device_record": job.record_problem or (f"{record.windows} window(s) recorded" if record else None)}  # fmt: skip
 
 
@@ -848,7 +849,7 @@ def prepare_hip(request: dict[str, Any], device: torch.device, job: CandidateJob
             extension = original(*bound.args, **bound.kwargs)
         except Exception as error:  # the build failed: that is the candidate's compile error
             raise InlineBuildError(one_line_error(error)) from None
-        job.compile_seconds = (job.compile_seconds or 0.0) + time.perf_counter() - started
+        job.build_seconds += time.perf_counter() - started
         return CountingExtension(extension)
 
     cpp_extension.load_inline = kernelvault_load_inline

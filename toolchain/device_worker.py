@@ -255,16 +255,14 @@ class PersistentWorker:
         if self.plan.work_root:
             Path(self.plan.work_root).mkdir(parents=True, exist_ok=True)
         self._home = Path(tempfile.mkdtemp(prefix=f"kv-{self.kind}-", dir=self.plan.work_root))
-        for folder in ("in", "cache", "cache/triton", "cache/inline"):
-            (self._home / folder).mkdir(parents=True, exist_ok=True)
+        (self._home / "in").mkdir()
         self._home.chmod(0o755)
         devices = gpu_device_nodes() if self.plan.gpu else ()
         jail = folder_jail(
             self.plan.isolation, self._home, (*self.plan.read_only, str(self._home / "in")), devices
         )
         self._uid = jail.uid if jail is not None and not self.plan.isolation.rootless else None
-        for folder in ("cache", "cache/triton", "cache/inline"):  # the home itself: folder_jail
-            self._own(self._home / folder)
+        self._make_caches()
         self._key = os.urandom(32).hex().encode()
         read_end, write_end = os.pipe()
         # The worker's lifetime CPU budget: the per-job wall clock is enforced here, per request.
@@ -363,15 +361,32 @@ class PersistentWorker:
         assert self._home is not None
         return self._home / "cache"
 
+    def _make_caches(self) -> None:
+        assert self._home is not None
+        for folder in ("cache", "cache/triton", "cache/inline"):  # the home itself: folder_jail
+            (self._home / folder).mkdir(exist_ok=True)
+            self._own(self._home / folder)
+
     def finish_job(self, number: int) -> None:
-        """The job's folder and inbox go; after `restart_every` jobs the process goes too (hygiene)."""
+        """Everything the job wrote goes (its folder, the inbox, the caches, anything else in the home);
+        after `restart_every` jobs the process goes too (hygiene).
+
+        The caches go with the job because a candidate's process writes them: a Triton binary or a
+        load_inline build left by one candidate must never be loaded by the next one in this worker (it
+        would answer for code it did not compile). Recompiling costs about a second per Triton kernel."""
         self.stats.jobs += 1
         self._jobs_here += 1
         home = self._job_homes.pop(number, None)
         if home is not None and home == self._home:
-            shutil.rmtree(home / f"job-{number}", ignore_errors=True)
-            for entry in (home / "in").iterdir():
-                entry.unlink(missing_ok=True)
+            for entry in home.iterdir():
+                if entry.name == "in":
+                    for item in entry.iterdir():
+                        item.unlink(missing_ok=True)
+                elif entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+            self._make_caches()
         self._remove_stale_homes()
         if self._process is not None and self._retiring is not None:
             self.restart(self._retiring)

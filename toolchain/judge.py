@@ -359,6 +359,11 @@ def run_check(job: dict[str, Any], reference: PersistentWorker, candidate: Persi
                 died = candidate.last_run
             else:
                 result["kernels"] = list(ended.get("kernels") or [])
+                # a load_inline extension is built when the candidate asks for it (at import, in
+                # __init__ or in forward): its build belongs to the compile stage with the first forward
+                built = float(ended.get("build_seconds") or 0.0)
+                if built:
+                    state.compile_seconds = (state.compile_seconds or 0.0) + built
                 state.costs.device_record = str(ended.get("device_record") or "")
                 late = ended.get("late_violation")
                 if late and result["failure_kind"] not in ("integrity_reject", "infrastructure_error"):

@@ -1,8 +1,9 @@
 """KernelBench's load_inline form of HIP candidates on a real GPU (marked `gpu`; the slow build path).
 
-Two bundled load_inline examples are verified end to end: the worker builds the extension with the
-portability header on NVIDIA (hipify on ROCm), checks it and times it. A second verification of the
-same candidate finds the build directory already built (content-addressed), so it costs no rebuild.
+Two bundled load_inline examples are verified end to end, in the jail: the worker builds the extension
+with the portability header on NVIDIA (hipify on ROCm), checks it and times it. A second verification of
+the same candidate builds it again: the build folder was written by a candidate's process, and no
+candidate's verdict may rest on a library another candidate's process could have replaced.
 """
 
 from __future__ import annotations
@@ -41,7 +42,12 @@ def test_load_inline_examples_build_check_and_time(tmp_path: Path) -> None:
         again_seconds = time.perf_counter() - started
         assert again.correct is True
         print(
-            f"load_inline {name}: first verification {first_seconds:.1f} s, with the build cached "
-            f"{again_seconds:.1f} s, speedup {first.speedup:.2f}x"
+            f"load_inline {name}: first verification {first_seconds:.1f} s, again {again_seconds:.1f} s "
+            f"(compile {_compile_seconds(first):.1f} s and {_compile_seconds(again):.1f} s), "
+            f"speedup {first.speedup:.2f}x"
         )
-        assert again_seconds < first_seconds
+        assert _compile_seconds(again) > 0.25 * _compile_seconds(first), "built again, not reused"
+
+
+def _compile_seconds(verdict) -> float:  # noqa: ANN001
+    return sum(stage.seconds for stage in verdict.stages if stage.name == "compile")
