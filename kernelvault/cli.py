@@ -11,8 +11,12 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kernelvault.contracts import PLATFORMS, Candidate
+from kernelvault.contracts import PLATFORMS, Candidate, Task
+
+if TYPE_CHECKING:
+    from pipelines.answers import AnswerCandidates
 
 DEFAULT_OUT = Path("out")
 
@@ -135,12 +139,33 @@ def _load_tasks(spec: str | None):  # noqa: ANN202
     return loaded
 
 
+def _answers_source(args: argparse.Namespace, tasks: list[Task]) -> AnswerCandidates:
+    """`--answers`: the answers in the JSONL file(s), matched to the tasks; says what it read and skipped."""
+    from pipelines.answers import AnswerCandidates
+
+    if args.base_url or args.examples:
+        raise UsageError("--answers verifies answers already written: it takes no --base-url or --examples")
+    try:
+        source = AnswerCandidates(Path(args.answers), args.target)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    matched = sum(1 for _ in source.attempts(tasks))  # fills `skipped` with the answers that match no task
+    print(f"verifying {source.description}: {matched} match a task")
+    if source.skipped:
+        print(f"skipped {len(source.skipped)} answer line(s):")
+        for where, why in source.skipped[:5]:
+            print(f"  {where}: {why}")
+    if not matched:
+        raise UsageError(f"no answer in {args.answers} matches one of the {len(tasks)} task(s)")
+    return source
+
+
 def cmd_corpus(args: argparse.Namespace) -> int:
     from corpus.ledger import ConfigurationChanged
-    from pipelines.candidates import ExampleCandidates
+    from pipelines.candidates import CandidateSource, ExampleCandidates
     from pipelines.corpus_job import run_corpus_job
     from pipelines.executor import check_lanes_per_gpu, parse_devices
-    from toolchain.verify import UnjailedModelOutput
+    from toolchain.verify import UnjailedModelOutput, require_jail_for_model_output
 
     loaded = _load_tasks(args.tasks)
     if args.decontaminate:
@@ -154,7 +179,8 @@ def cmd_corpus(args: argparse.Namespace) -> int:
         if not loaded.tasks:
             raise UsageError("every task matches the evaluation set: nothing left to run")
     endpoint = None
-    if args.base_url or os.environ.get("OPENAI_BASE_URL"):
+    answers = _answers_source(args, loaded.tasks) if args.answers else None
+    if answers is None and (args.base_url or os.environ.get("OPENAI_BASE_URL")):
         try:
             from agents.client import EndpointConfig, SamplingSettings
             from pipelines.agent_job import AgentJobConfig, run_agent_job
@@ -187,11 +213,16 @@ def cmd_corpus(args: argparse.Namespace) -> int:
               "ROCm or CUDA GPU for correctness and speed")  # fmt: skip
     out_dir = Path(args.out) if args.out else DEFAULT_OUT / args.target
     try:
+        if answers is not None:
+            require_jail_for_model_output(verifier, args.allow_unjailed)  # answers are model output too
         if endpoint is None:
-            source = ExampleCandidates(args.target, Path(args.examples) if args.examples else None)
-            print(
-                f"no model endpoint configured (--base-url / OPENAI_BASE_URL): verifying the {source.description}"
-            )
+            source: CandidateSource
+            if answers is not None:
+                source = answers
+            else:
+                source = ExampleCandidates(args.target, Path(args.examples) if args.examples else None)
+                print(f"no model endpoint configured (--base-url / OPENAI_BASE_URL): verifying the "
+                      f"{source.description}")  # fmt: skip
             summary = run_corpus_job(loaded, source, verifier, out_dir, args.target, workers=args.workers,
                                      progress=not args.no_progress, new_run=args.new_run,
                                      shard_rows=args.shard_rows, devices=args.devices,
@@ -249,7 +280,11 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
 def cmd_tasks_list(args: argparse.Namespace) -> int:
     loaded = _load_tasks(args.path)
     for task in loaded.tasks:
-        print(f"{task.task_id}  {task.category or '-':<14} {task.name}")
+        form = f"function {task.entry}" if task.entry else "module"
+        print(f"{task.task_id}  {task.category or '-':<14} {form:<28} {task.name}")
+    refused = f", {len(loaded.errors)} refused (reasons above)" if loaded.errors else ""
+    forms = sum(1 for task in loaded.tasks if task.entry)
+    print(f"{len(loaded.tasks)} task(s) loaded ({forms} function, {len(loaded.tasks) - forms} module){refused}")
     return 0
 
 
@@ -372,6 +407,11 @@ def build_parser() -> argparse.ArgumentParser:
     corpus.add_argument("--tasks", help="task file, folder, KernelBench tree or hub:REPO (default: bundled)")
     corpus.add_argument("--out", help=f"output folder (default: {DEFAULT_OUT}/TARGET)")
     corpus.add_argument("--examples", help="folder of example candidates (default: the bundled examples/)")
+    corpus.add_argument(
+        "--answers", metavar="FILE_OR_FOLDER",
+        help="verify answers models already wrote: a JSONL file or a folder of them (TritonBench's "
+        "instruction/predict lines, or task/model/answer[/sample]); needs a jail or --allow-unjailed",
+    )  # fmt: skip
     corpus.add_argument(
         "--base-url", help="OpenAI-compatible endpoint for the LLM agents (env OPENAI_BASE_URL)"
     )

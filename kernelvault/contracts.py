@@ -74,6 +74,13 @@ class Task:
     dtype: str | None = None  # informational: the dtype the task's inputs use
     provenance: str | None = None
     license: str | None = None
+    # A function task (`toolchain.function_tasks`): the reference function a candidate defines under the
+    # same name. None: a module task (class Model; a candidate defines ModelNew).
+    entry: str | None = None
+
+    @property
+    def form(self) -> str:
+        return "function" if self.entry else "module"
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """Candidate sources: where the main job gets the kernels it verifies.
 
-A source turns the task list into `Attempt`s (task, candidate, sample index, turn). Today there is one,
-`ExampleCandidates`, which serves the bundled examples; the LLM agents become a second source that
-yields attempts as the model answers, and the pipeline does not change.
+A source turns the task list into `Attempt`s (task, candidate, sample index, turn, model). Here,
+`ExampleCandidates` serves the bundled examples; `pipelines.answers.AnswerCandidates` serves answers models
+have already written (JSONL); the pipeline does not change with the source.
 
 Bundled examples live in `examples/<target>/`: `<task_name>.py` is an honest kernel for that task;
 `broken/<failure_kind>__<task_name>.py` (or `.md` for a model answer) is deliberately broken in the
@@ -28,6 +28,7 @@ class Attempt:
     candidate: Candidate
     sample_index: int = 0
     turn: int = 0
+    model: str | None = None  # who wrote the candidate (an answers file's model); None: a bundled example
 
 
 class CandidateSource(Protocol):

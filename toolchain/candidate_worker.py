@@ -45,6 +45,14 @@ from typing import Any
 
 import torch
 
+from toolchain.function_tasks import (
+    CallsNotUnderstood,
+    check_calls_bind,
+    clone_value,
+    device_redirect,
+    function_module,
+    tensor_leaves,
+)
 from toolchain.integrity import (
     PatchSnapshot,
     ProcessGuards,
@@ -212,10 +220,6 @@ def is_triton_compile_error(error: BaseException) -> bool:
             frame = frame.tb_next
         current = current.__cause__ or current.__context__
     return False
-
-
-def clone_inputs(inputs: list[Any]) -> list[Any]:
-    return [item.clone() if isinstance(item, torch.Tensor) else item for item in inputs]
 
 
 def poison_allocator(device: torch.device, nbytes: int = 64 << 20, value: float = float("nan")) -> None:
@@ -496,6 +500,7 @@ class CandidateJob:
         self.forwards = 0
         self.compile_seconds: float | None = None
         self.build_seconds = 0.0  # load_inline builds, wherever the candidate asked for them
+        self.function: Any = None  # a function task's entry, as the candidate defined it
         self.threads = _thread_count()
         self.saved_tmp: tuple[str | None, str | None] = (None, None)
         self.sources: list[
@@ -555,7 +560,14 @@ class CandidateHost:
             except Exception as error:  # noqa: BLE001 - no profiler here: the tripwires remain, and the log says so
                 job.record_problem = f"no device record: {one_line_error(error)}"
         try:
-            with job.guards.watching("importing the candidate", construction=True):
+            # A function task's answer may try its function on `cuda` tensors at import ("example usage"):
+            # on the CPU path that device is this CPU, as in its calls (`toolchain.function_tasks`).
+            redirect = (
+                device_redirect(device)
+                if request.get("entry") and device.type == "cpu"
+                else contextlib.nullcontext()
+            )
+            with job.guards.watching("importing the candidate", construction=True), redirect:
                 module = load_module(Path(request["candidate_path"]), job.module_name)
             job.guards.raise_if_violated()
             if isinstance(getattr(module, "HIP_SOURCE", None), str):
@@ -569,6 +581,17 @@ class CandidateHost:
                 "failure_kind": "compile_error",
                 "failure_message": f"candidate failed to import: {one_line_error(error)}",
             }
+        entry = request.get("entry")
+        if entry:  # a function task: the candidate's function, made into the module the harness runs
+            function = getattr(module, entry, None)
+            if not callable(function):
+                return {
+                    "failure_kind": "static_reject",
+                    "failure_message": f"the candidate defines no function {entry}",
+                }
+            job.function = function
+            job.model_class = lambda: function_module(function, device)
+            return {"ok": True}
         model_class = getattr(module, "ModelNew", None)
         if not isinstance(model_class, type):
             return {
@@ -612,13 +635,12 @@ class CandidateHost:
         fresh = list(read_tensors(Path(request["inputs_path"]), job.device))
         if request.get("reuse_inputs") and job.last_inputs is not None:
             inputs = job.last_inputs  # the same tensors, new values: a result cached by address must fail
-            for target, values in zip(inputs, fresh, strict=True):
-                if isinstance(target, torch.Tensor):
-                    target.copy_(values)
+            for target, values in zip(tensor_leaves(inputs), tensor_leaves(fresh), strict=True):
+                target.copy_(values)
         else:
             inputs = fresh
         job.last_inputs = inputs
-        pristine = clone_inputs(inputs)
+        pristine = clone_value(inputs)
         poison = float("nan") if request.get("poison", "nan") == "nan" else float(request["poison"])
         poison_allocator(job.device, value=poison)
         started = time.perf_counter()
@@ -627,7 +649,8 @@ class CandidateHost:
         seconds = time.perf_counter() - started
         if job.forwards == 1:
             job.compile_seconds = seconds  # the first forward holds the JIT compile on a GPU
-        check_untouched_inputs(pristine, inputs, output)
+        if job.function is None:  # a function's arguments after the call are part of its result instead
+            check_untouched_inputs(pristine, inputs, output)
         self._write_output(job, output, Path(request["output_path"]))
         return {"ok": True, "seconds": seconds}
 
@@ -637,7 +660,11 @@ class CandidateHost:
         launches_before = recorder.count
         threads_before = _thread_count()
         try:  # a forward that cannot take the task's inputs is an interface error, not a run-time one
+            if job.function is not None:
+                check_calls_bind(job.function, inputs, job.request["entry"])
             inspect.signature(model.forward).bind(*inputs)
+        except CallsNotUnderstood as error:
+            raise CandidateFailure("interface_error", str(error)) from None
         except TypeError as error:
             raise CandidateFailure(
                 "interface_error", f"ModelNew.forward cannot take the task's inputs: {error}"
@@ -692,8 +719,10 @@ class CandidateHost:
         self._close_record(job)
         recorder.enabled = False
 
+        fresh = bool(request.get("fresh_arguments"))
+
         def run_candidate(inputs: Any) -> Any:
-            return model(*inputs)
+            return model(*clone_value(inputs)) if fresh else model(*inputs)
 
         try:
             stats = time_on_device(run_candidate, input_sets, int(request["repetitions"]), int(request["warmup"]),

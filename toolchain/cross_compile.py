@@ -12,12 +12,16 @@ LLVM backends, LLD and ptxas. Its result is the worker's reply.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from toolchain.function_tasks import device_redirect
 
 
 def unwrap_jit(obj: Any) -> Any:
@@ -118,7 +122,7 @@ def _import_watched(job: dict[str, Any], module: Any) -> dict[str, Any] | None:
     failure = None
     try:
         monitor.start("importing the candidate", construction=True)
-        with monitor:
+        with monitor, device_redirect("cpu"), launches_skipped():
             module.__spec__.loader.exec_module(module)
     except BaseException as error:  # noqa: BLE001 - the candidate's failure, reported as such
         failure = f"candidate failed to import: {type(error).__name__}: {error}"[:2000]
@@ -131,6 +135,22 @@ def _import_watched(job: dict[str, Any], module: Any) -> dict[str, Any] | None:
     if failure is not None:
         return {"ok": False, "kernels": [], "log": failure}
     return None
+
+
+@contextlib.contextmanager
+def launches_skipped() -> Iterator[None]:
+    """Kernel launches at import (a model's "example usage" lines) do nothing here: this process has no
+    driver to launch on, and the interpreted check already ran them and recorded what they launched, which
+    is what gets compiled. Likewise `device='cuda'` at import means this machine's CPU (`device_redirect`)."""
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction
+
+    saved = (JITFunction.run, Autotuner.run)
+    JITFunction.run = Autotuner.run = lambda *args, **kwargs: None  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        JITFunction.run, Autotuner.run = saved  # type: ignore[method-assign]
 
 
 def _compile_module(job: dict[str, Any], module: Any, target: Any) -> dict[str, Any]:

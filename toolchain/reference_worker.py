@@ -22,7 +22,16 @@ from typing import Any
 
 import torch
 
-from toolchain.candidate_worker import clone_inputs, load_module, one_line_error, sync_device
+from toolchain.candidate_worker import load_module, one_line_error, sync_device
+from toolchain.function_tasks import (
+    FunctionLayout,
+    clone_value,
+    function_layout,
+    function_module,
+    record_calls,
+    same_values,
+    tensor_leaves,
+)
 from toolchain.tensor_files import read_tensors, write_tensors
 from toolchain.timing import time_on_device
 
@@ -58,6 +67,9 @@ class TaskHarness:
         torch.manual_seed(seed)
         return cls(*init_inputs).to(self.device).eval()
 
+    def reference(self, init_inputs: list[Any], seed: int) -> torch.nn.Module:
+        return self.build(self.task.Model, init_inputs, seed)
+
     def inputs(self, seed: int) -> list[Any]:
         """The task's inputs for `seed`, drawn on the device itself where the task allows it.
 
@@ -78,6 +90,29 @@ class TaskHarness:
         return [to_device(item, self.device) for item in self.task.get_inputs()]
 
 
+class FunctionHarness:
+    """A function task's reference (`toolchain.function_tasks`): no init inputs, and each input set is the
+    list of calls its test makes under the set's seed."""
+
+    def __init__(self, module: ModuleType, layout: FunctionLayout, device: torch.device) -> None:
+        self.task = module
+        self.layout = layout
+        self.device = device
+
+    def apply(self, overrides: dict[str, Any]) -> None:
+        if overrides:
+            raise ValueError(f"a function task has no size globals to override: {sorted(overrides)}")
+
+    def init_inputs(self) -> list[Any]:
+        return []
+
+    def reference(self, init_inputs: list[Any], seed: int) -> torch.nn.Module:
+        return function_module(getattr(self.task, self.layout.entry), self.device).to(self.device).eval()
+
+    def inputs(self, seed: int) -> list[Any]:
+        return record_calls(self.layout, vars(self.task), seed, self.device)
+
+
 class ReferenceHost:
     """Answers the parent's requests about tasks (`handle`); keeps the last few task modules loaded."""
 
@@ -92,7 +127,7 @@ class ReferenceHost:
         torch.backends.cuda.matmul.allow_tf32 = allow_tf32
         torch.backends.cudnn.allow_tf32 = allow_tf32
         torch.set_grad_enabled(False)
-        harness = self._harness(Path(request["task_path"]), device)
+        harness = self.harness(Path(request["task_path"]), device, request.get("entry"))
         if isinstance(harness, dict):
             return harness
         case = request.get("case", "?")
@@ -107,7 +142,8 @@ class ReferenceHost:
                     "failure_message": f"reference failed on case {case}: {one_line_error(error)}"}  # fmt: skip
         return {"failure_kind": "infrastructure_error", "failure_message": f"unknown request {op!r}"}
 
-    def _harness(self, task_path: Path, device: torch.device) -> TaskHarness | dict[str, Any]:
+    def harness(self, task_path: Path, device: torch.device,
+                 entry: str | None) -> TaskHarness | FunctionHarness | dict[str, Any]:  # fmt: skip
         try:
             source = task_path.read_bytes()
         except OSError as error:
@@ -115,16 +151,23 @@ class ReferenceHost:
                 "failure_kind": "infrastructure_error",
                 "failure_message": f"task file unreadable: {error}",
             }
-        key = hashlib.sha256(source + str(device).encode()).hexdigest()
+        key = hashlib.sha256(source + str(device).encode() + str(entry).encode()).hexdigest()
         if key not in self.harnesses:
             try:
-                module = load_module(task_path, f"kv_task_{key[:16]}")
+                if entry:  # the reference part only: the test runs when inputs are recorded
+                    layout = function_layout(source.decode(), entry)
+                    reference_path = task_path.with_name("reference.py")
+                    reference_path.write_text(layout.reference)
+                    module = load_module(reference_path, f"kv_task_{key[:16]}")
+                    harness: TaskHarness | FunctionHarness = FunctionHarness(module, layout, device)
+                else:
+                    harness = TaskHarness(load_module(task_path, f"kv_task_{key[:16]}"), device)
             except Exception as error:  # noqa: BLE001
                 return {
                     "failure_kind": "infrastructure_error",
                     "failure_message": f"task failed to load: {one_line_error(error)}",
                 }
-            self.harnesses[key] = TaskHarness(module, device)
+            self.harnesses[key] = harness
             while len(self.harnesses) > self.max_tasks:
                 self.harnesses.pop(next(iter(self.harnesses)))
         return self.harnesses[key]
@@ -133,8 +176,9 @@ class ReferenceHost:
         folder = Path(request["out_dir"])
         init = harness.init_inputs()
         write_tensors(folder / "init.st", init)
-        reference = harness.build(harness.task.Model, init, int(request["weight_seed"]))
+        reference = harness.reference(init, int(request["weight_seed"]))
         written: dict[str, dict[str, str | None]] = {}
+        mutates = False  # a function task whose calls change their arguments (judged by them)
         for entry in request["sets"]:
             name = str(entry["name"])
             inputs = harness.inputs(int(entry["seed"]))
@@ -143,23 +187,37 @@ class ReferenceHost:
             expected_path = None
             if entry.get("expected", True):
                 expected_path = folder / f"{name}.expected.st"
-                expected = reference(*clone_inputs(inputs))
+                expected = reference(*clone_value(inputs))
                 sync_device(device)
+                if isinstance(harness, FunctionHarness) and not same_values(
+                    expected, reference(*clone_value(inputs))
+                ):
+                    # a test's calls are small: run twice, so dropout or sampling is named, not judged
+                    return {"failure_kind": "infrastructure_error",
+                            "failure_message": "task: the reference is not deterministic (two runs on the same "
+                                               "calls differ: dropout or sampling); no candidate can be judged "
+                                               "against it"}  # fmt: skip
+                if isinstance(harness, FunctionHarness):
+                    mutates = mutates or not same_values(
+                        [result[1] for result in expected], tensor_leaves(inputs)
+                    )
                 write_tensors(expected_path, expected)
             written[name] = {
                 "inputs": str(inputs_path),
                 "expected": str(expected_path) if expected_path else None,
             }
             del inputs
-        return {"ok": True, "init": str(folder / "init.st"), "sets": written}
+        return {"ok": True, "init": str(folder / "init.st"), "sets": written, "mutates_arguments": mutates}
 
     def _time(self, harness: TaskHarness, request: dict[str, Any], device: torch.device) -> dict[str, Any]:
         init = read_tensors(Path(request["init_path"]))
-        reference = harness.build(harness.task.Model, list(init), int(request["weight_seed"]))
+        reference = harness.reference(list(init), int(request["weight_seed"]))
         input_sets = [list(read_tensors(Path(path), device)) for path in request["inputs_paths"]]
 
+        fresh = bool(request.get("fresh_arguments"))
+
         def run_reference(inputs: Any) -> Any:
-            return reference(*inputs)
+            return reference(*clone_value(inputs)) if fresh else reference(*inputs)
 
         stats = time_on_device(
             run_reference, input_sets, int(request["repetitions"]), int(request["warmup"]), device

@@ -49,14 +49,18 @@ def _pytorch_fallback(tree: ast.Module) -> str | None:
     return None
 
 
-def check_triton_candidate(code: str) -> StaticResult:
+def check_triton_candidate(code: str, entry: str | None = None) -> StaticResult:
+    """`entry`: a function task's function, which the candidate defines instead of ModelNew."""
     try:
         tree = parse_source(code)
     except SyntaxError as error:
         return StaticResult("compile_error", f"SyntaxError: {error.msg} (line {error.lineno})")
 
-    has_model_new = any(isinstance(node, ast.ClassDef) and node.name == "ModelNew" for node in tree.body)
-    if not has_model_new:
+    if entry:
+        defines_entry = any(isinstance(node, ast.FunctionDef) and node.name == entry for node in tree.body)
+        if not defines_entry:
+            return StaticResult("static_reject", f"the code defines no module-level function {entry}")
+    elif not any(isinstance(node, ast.ClassDef) and node.name == "ModelNew" for node in tree.body):
         return StaticResult("static_reject", "the code defines no module-level class ModelNew")
 
     module_kernels = tuple(
@@ -81,7 +85,7 @@ def check_triton_candidate(code: str) -> StaticResult:
     fallback = _pytorch_fallback(tree)
     if fallback:
         return StaticResult("integrity_reject", f"fallback: {fallback}")
-    return StaticResult(None, f"ModelNew and {len(module_kernels)} kernel(s)", module_kernels)
+    return StaticResult(None, f"{entry or 'ModelNew'} and {len(module_kernels)} kernel(s)", module_kernels)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelvault.contracts import Task, TaskCase, content_hash
+from toolchain.function_tasks import FunctionTaskError, function_layout
 from toolchain.source_tree import parse as parse_source
 
 BUNDLED_TASKS = Path(__file__).resolve().parents[1] / "tasks"
@@ -81,6 +82,8 @@ def parse_task(source: str, name: str, origin: str) -> Task:
     }
     module_globals = _module_globals(tree)
     missing = [required for required in REQUIRED_NAMES if required not in defined | set(module_globals)]
+    if missing and len(missing) == len(REQUIRED_NAMES):
+        return _function_task(source, name, origin)
     if missing:
         raise TaskFormatError(
             f"missing {', '.join(missing)} (a KernelBench task defines Model, get_inputs, get_init_inputs)"
@@ -124,6 +127,26 @@ def parse_task(source: str, name: str, origin: str) -> Task:
         dtype=extras.get("dtype"),
         provenance=extras.get("source"),
         license=extras.get("license"),
+    )
+
+
+def _function_task(source: str, name: str, origin: str) -> Task:
+    """A reference function and its test (`toolchain.function_tasks`): one correctness case, the test's
+    calls; timed on the same calls (a suite with larger inputs names them as performance cases)."""
+    try:
+        layout = function_layout(source, name)
+    except FunctionTaskError as error:
+        raise TaskFormatError(
+            f"neither a module task (Model, get_inputs, get_init_inputs) nor a function task: {error}"
+        ) from None
+    return Task(
+        task_id=content_hash(source),
+        name=name,
+        source=source,
+        origin=origin,
+        correctness_cases=(TaskCase(name="c0:test calls", kind="correctness", overrides={}),),
+        performance_cases=(TaskCase(name="p0:test calls", kind="performance", overrides={}),),
+        entry=layout.entry,
     )
 
 

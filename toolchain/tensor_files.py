@@ -6,8 +6,10 @@ file against the expected one. Nothing is pickled: safetensors reads untrusted f
 structure (a tuple of tensors and scalars, say) travels as JSON in the file's metadata.
 
 A tensor keeps its dtype, shape and strides where its layout is dense (a transposed input stays
-transposed); overlapping or gappy layouts arrive contiguous. Values other than tensors, numbers, strings,
-None and lists/tuples of them are refused with a one-line error (`TensorFileError`).
+transposed); overlapping or gappy layouts arrive contiguous. Besides tensors: numbers, strings, None,
+dtypes, devices (an accelerator arrives as the reader's device), and lists, tuples and string-keyed dicts of
+them (a function task's keyword arguments); anything else is refused with a one-line error
+(`TensorFileError`).
 """
 
 from __future__ import annotations
@@ -46,18 +48,31 @@ def _dense_strides(tensor: torch.Tensor) -> bool:
 def write_tensors(path: Path, value: Any) -> None:
     """Write a tensor, or a nest of tensors and plain scalars, to `path` (CPU copies)."""
     tensors: dict[str, torch.Tensor] = {}
+    stored: set[int] = set()  # storages already in the file: safetensors refuses to write one twice
 
     def encode(item: Any) -> Any:
         if isinstance(item, torch.Tensor):
             name = f"t{len(tensors)}"
             detached = item.detach()
-            tensors[name] = detached.to("cpu").contiguous()
+            on_host = detached.to("cpu").contiguous()
+            if on_host.numel() and on_host.untyped_storage().data_ptr() in stored:
+                on_host = on_host.clone()  # one tensor twice in a value (a call returning its `out`)
+            stored.add(on_host.untyped_storage().data_ptr())
+            tensors[name] = on_host
             entry: dict[str, Any] = {"tensor": name}
             if not detached.is_contiguous() and _dense_strides(detached):
                 entry["stride"] = list(detached.stride())
             return entry
         if isinstance(item, (list, tuple)):
             return {"tuple" if isinstance(item, tuple) else "list": [encode(inner) for inner in item]}
+        if isinstance(item, dict):  # keyword arguments of a function task's call
+            if not all(isinstance(key, str) for key in item):
+                raise TensorFileError("cannot pass a dict with keys other than strings between processes")
+            return {"dict": {key: encode(inner) for key, inner in item.items()}}
+        if isinstance(item, torch.dtype):
+            return {"dtype": str(item).removeprefix("torch.")}
+        if isinstance(item, torch.device):  # the receiving worker's own device stands for an accelerator
+            return {"device": item.type}
         if item is None or isinstance(item, (bool, int, str)):
             return {"value": item}
         if isinstance(item, float):
@@ -100,6 +115,15 @@ def read_tensors(path: Path, device: torch.device | str = "cpu") -> Any:
             return tuple(decode(item) for item in entry["tuple"])
         if "list" in entry:
             return [decode(item) for item in entry["list"]]
+        if "dict" in entry and isinstance(entry["dict"], dict):
+            return {str(key): decode(item) for key, item in entry["dict"].items()}
+        if "dtype" in entry:
+            dtype = getattr(torch, str(entry["dtype"]), None)
+            if not isinstance(dtype, torch.dtype):
+                raise TensorFileError(f"unknown dtype {entry['dtype']!r} in a tensor file")
+            return dtype
+        if "device" in entry:
+            return torch.device("cpu") if entry["device"] == "cpu" else target
         if "float" in entry:
             return float(entry["float"])
         if "value" in entry:

@@ -348,7 +348,7 @@ class Verifier:
         if candidate.target == "hip":
             return self._verify_hip(stages, task, code, workdir)
         started = time.perf_counter()
-        static = check_triton_candidate(code)
+        static = check_triton_candidate(code, task.entry)
         if static.failure_kind is not None:
             stages.add("static", "failed", time.perf_counter() - started, static.message)
             return self._finish(
@@ -388,6 +388,14 @@ class Verifier:
 
     def _verify_hip(self, stages: _Stages, task: Task, code: str, workdir: Path) -> Verdict:
         started = time.perf_counter()
+        if task.entry:
+            message = (
+                f"{task.name} is a function task: it takes Triton candidates (HIP candidates define ModelNew)"
+            )
+            stages.add("static", "failed", time.perf_counter() - started, message)
+            return self._finish(
+                stages, task, code, target="hip", failure_kind="static_reject", failure_message=message
+            )
         static = check_hip_candidate(code)
         refused = self._static_wall(code, "hip") if static.failure_kind is None else None
         failure_kind, message = (
@@ -468,6 +476,7 @@ class Verifier:
             "atol": task.atol,
             "rtol": task.rtol,
             "allow_tf32": task.allow_tf32,
+            "entry": task.entry,  # a function task: the function the candidate defines (None: ModelNew)
             "trials": self.config.trials,
             "timed": timed,
             "repetitions": self.config.repetitions,

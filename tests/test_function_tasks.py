@@ -1,0 +1,167 @@
+"""Function tasks (TritonBench-T's layout): a reference function, a separator, a test that calls it.
+
+The fixtures under tests/fixtures/tritonbench/ are written for this project in TritonBench's layout (the
+real checkout is read from a path given at run time, never in CI). Every verification here runs the whole
+toolchain on the CPU: the test's calls are recorded in the reference's worker (its `device='cuda'` mapped to
+the CPU), the candidate's function is called with them in its own worker, and the parent judges.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelvault.contracts import Candidate, Task
+from toolchain.function_tasks import FunctionTaskError, function_layout
+from toolchain.reference_check import check_tasks
+from toolchain.tasks import load_tasks, parse_task
+from toolchain.tensor_files import read_tensors, write_tensors
+from toolchain.verify import Verifier, VerifyConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "tritonbench"
+TASKS = FIXTURES / "data" / "TritonBench_T_v1"
+ANSWERS = FIXTURES / "LLM_generated" / "Bench_T_general_purpose" / "output_fixture-model.jsonl"
+SEPARATOR = "#" * 146
+
+
+@pytest.fixture(scope="module")
+def tasks() -> dict[str, Task]:
+    loaded = load_tasks(TASKS)
+    assert loaded.errors == []
+    return {task.name: task for task in loaded.tasks}
+
+
+@pytest.fixture(scope="module")
+def verifier() -> Verifier:
+    return Verifier(VerifyConfig(platform="cpu", timeout_s=120))
+
+
+def _answers() -> list[str]:
+    return [json.loads(line)["predict"] for line in ANSWERS.read_text().splitlines()]
+
+
+def test_a_tritonbench_file_is_a_function_task_with_its_entry(tasks: dict[str, Task]) -> None:
+    task = tasks["scaled_add"]
+    assert (task.form, task.entry) == ("function", "scaled_add")
+    assert [case.name for case in task.correctness_cases] == ["c0:test calls"]
+    bundled = load_tasks(None).tasks
+    assert all(task.form == "module" for task in bundled), "KernelBench tasks keep their form"
+
+
+@pytest.mark.parametrize(
+    ("source", "reason"),
+    [
+        ("import torch\ndef f(x):\n    return x\n", "no separator line"),
+        (f"import torch\ndef f(x):\n    return x\n{SEPARATOR}\nprint(1)\n", "no test_* function"),
+        (f"def f(x):\n    return x\n{SEPARATOR}\ndef test_f():\n    return 1\n", "calls none of the reference"),
+        (f"def f(x):\n    return x\ndef g(x):\n    return x\n{SEPARATOR}\ndef test():\n    f(1)\n    g(2)\n",
+         "several reference functions (f, g)"),
+    ],
+)  # fmt: skip
+def test_what_is_not_a_function_task_is_refused_with_its_reason(source: str, reason: str) -> None:
+    with pytest.raises(FunctionTaskError, match=re.escape(reason)):
+        function_layout(source, "task")
+    with pytest.raises(ValueError, match="neither a module task"):
+        parse_task(source, "task", "test")
+
+
+def test_calls_and_their_keywords_travel_as_tensor_files(tmp_path: Path) -> None:
+    calls = [[[torch.ones(3), 2.0], {"alpha": 0.5, "dtype": torch.float16, "out": None}]]
+    write_tensors(tmp_path / "calls.st", calls)
+    (back,) = read_tensors(tmp_path / "calls.st")
+    assert torch.equal(back[0][0], torch.ones(3)) and back[0][1] == 2.0
+    assert back[1] == {"alpha": 0.5, "dtype": torch.float16, "out": None}
+
+
+def test_real_answers_get_the_verdicts_their_code_earns(tasks: dict[str, Task], verifier: Verifier) -> None:
+    """A markdown answer with a correct kernel, one whose wrapper lets PyTorch do the work after a decoy
+    launch, and one that does not compile (the fixture JSONL, in TritonBench's answer layout)."""
+    task = tasks["scaled_add"]
+    good, torch_wrapper, broken = (
+        verifier.verify(task, Candidate(task.task_id, "triton", answer, "model:fixture-model"))
+        for answer in _answers()
+    )
+    assert good.correct is True and good.reward.total == pytest.approx(1.4), good.failure_message
+    assert "out" in task.source and len(good.checks) >= 1
+    assert (torch_wrapper.failure_kind, torch_wrapper.correct) == ("integrity_reject", False)
+    assert "torch_compute" in (torch_wrapper.failure_message or "")
+    assert broken.failure_kind == "compile_error" and "SyntaxError" in (broken.failure_message or "")
+
+
+def test_a_call_that_writes_its_out_argument_is_judged_by_it(
+    tasks: dict[str, Task], verifier: Verifier
+) -> None:
+    """The test's third call passes `out=`: a candidate that returns a new tensor and leaves `out` unwritten
+    differs from the reference in that argument, and fails (the module form would call it an alias)."""
+    task = tasks["scaled_add"]
+    good = _answers()[0]
+    lazy = good.replace("    if out is None:\n        out = torch.empty_like(input)\n",
+                        "    out = torch.empty_like(input)\n")  # fmt: skip
+    assert lazy != good
+    verdict = verifier.verify(task, Candidate(task.task_id, "triton", lazy, "test"))
+    assert (verdict.failure_kind, verdict.correct) == ("mismatch", False), verdict.failure_message
+
+
+def test_a_candidate_without_the_entry_function_is_a_static_reject(
+    tasks: dict[str, Task], verifier: Verifier
+) -> None:
+    task = tasks["scaled_add"]
+    renamed = _answers()[0].replace("def scaled_add(", "def my_add(")
+    verdict = verifier.verify(task, Candidate(task.task_id, "triton", renamed, "test"))
+    assert verdict.failure_kind == "static_reject"
+    assert "no module-level function scaled_add" in (verdict.failure_message or "")
+
+
+def test_a_reference_that_is_not_deterministic_is_named_not_judged(
+    tasks: dict[str, Task], verifier: Verifier
+) -> None:
+    task = tasks["noisy_scale"]
+    candidate = _answers()[0].replace("scaled_add", "noisy_scale")
+    verdict = verifier.verify(task, Candidate(task.task_id, "triton", candidate, "test"))
+    assert verdict.failure_kind == "infrastructure_error" and verdict.reward.total == 0.0
+    assert "not deterministic" in (verdict.failure_message or "")
+    reports = {report.task: report for report in check_tasks(list(load_tasks(TASKS).tasks))}
+    assert reports["scaled_add"].ok, reports["scaled_add"].problems
+    assert any("not deterministic" in problem for problem in reports["noisy_scale"].problems)
+
+
+HALVE = """import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def halve_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 0.5, mask=mask)
+
+
+def halve(input):
+    out = torch.empty_like(input)
+    halve_kernel[(triton.cdiv(input.numel(), 128),)](input, out, input.numel(), BLOCK=128)
+    return out
+
+
+# Example usage
+x = torch.randn(4, device='cuda')
+print(halve(x))
+"""
+
+
+def test_a_test_that_imports_its_own_file_and_an_answer_that_runs_itself_at_import(
+    tasks: dict[str, Task], verifier: Verifier
+) -> None:
+    """`from halve import halve` in the test reaches the recorded function (TritonBench's evaluator saves
+    the file under the entry's name); the answer's example usage launches on `cuda` at import, which on
+    this CPU machine is the CPU for the check and a no-op for the cross-compile (it has no driver)."""
+    task = tasks["halve"]
+    verdict = verifier.verify(
+        task, Candidate(task.task_id, "triton", f"```python\n{HALVE}```", "model:fixture")
+    )
+    assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)

@@ -1,0 +1,275 @@
+"""Function tasks: a reference *function* and a test that calls it (TritonBench-T's layout), beside modules.
+
+A function task file is the reference (one or more functions), a separator line of `#` only, then a test:
+a `test_*` function that calls the reference on a few inputs, usually run by a module-level line
+(`test_results = test_add()`). TritonBench-T ships 166 of these; kernel-generation pipelines derive the
+same functional form from `nn.Module` programs.
+
+How such a task is checked, in the same protocol as a module task (`toolchain.judge`):
+
+- **Inputs are the test's own calls, recorded.** The reference's worker runs the test with the entry
+  function replaced by a recorder, under a seed the parent drew; each call's arguments (positional, then
+  keyword) are kept as they were before the call. A case's input set is the list of those calls.
+- **A call's result is what it returns plus its tensor arguments after the call.** In-place APIs
+  (`out=`, optimiser steps, `relu_`) are judged by what they leave in their arguments, against what the
+  reference leaves; so changing an argument is not an integrity failure here, and an output that is an
+  argument is not one either (the module form's `modified_inputs` / `output_aliases_input` stay off).
+- **`FunctionCall`** turns a function into the module both workers already run: `forward(*calls)` makes
+  every call in order and returns one `(returned, arguments_after)` pair per call. The candidate defines a
+  function with the entry's name; its worker wraps it the same way, so the integrity layer (torch doing
+  the work, launches observed, cached results), the judge and timing are those of the module form.
+- **`cuda` in a test on a CPU machine.** TritonBench's tests write `device='cuda'`. Where the worker runs
+  on the CPU (the interpreter path), `DeviceRedirect` maps every accelerator device that a torch call
+  names to the CPU, for the test and for the candidate's call alike; on a GPU nothing is redirected.
+
+Everything here is read from the syntax tree in the pipeline's process (`function_layout`); the test and
+the reference run only in workers.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import inspect
+import re
+import sys
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+_SEPARATOR = re.compile(r"^#{20,}[ \t]*$", re.MULTILINE)
+
+
+class FunctionTaskError(ValueError):
+    """A file that is not a function task (one-line reason)."""
+
+
+@dataclass(frozen=True)
+class FunctionLayout:
+    reference: str  # the source before the separator: the reference function(s) and what they import
+    test: str  # the source after it: the test function and the line that runs it
+    entry: str  # the reference function the test calls, which a candidate must define
+    test_functions: tuple[str, ...]  # the `test_*` functions, run by the test's own code or by us
+
+
+def _called_names(tree: ast.AST) -> set[str]:
+    return {
+        node.func.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
+
+
+def function_layout(source: str, name: str) -> FunctionLayout:
+    """The reference part, the test part and the entry function of a function task, or FunctionTaskError.
+
+    The entry is the reference-part function the test calls; where it calls several, the one named like
+    the task (TritonBench names each file after its function).
+    """
+    separators = list(_SEPARATOR.finditer(source))
+    if not separators:
+        raise FunctionTaskError("no separator line of '#' between a reference function and its test")
+    cut = separators[-1]
+    reference, test = source[: cut.start()], source[cut.end() :]
+    try:
+        reference_tree, test_tree = ast.parse(reference), ast.parse(test)
+    except SyntaxError as error:
+        raise FunctionTaskError(f"not valid Python: {error.msg} (line {error.lineno})") from None
+    defined = [node.name for node in reference_tree.body if isinstance(node, ast.FunctionDef)]
+    if not defined:
+        raise FunctionTaskError("the part before the separator defines no function")
+    tests = tuple(
+        node.name
+        for node in test_tree.body
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test")
+    )
+    if not tests:
+        raise FunctionTaskError("the part after the separator defines no test_* function")
+    called = [function for function in defined if function in _called_names(test_tree)]
+    stem = name.rsplit("/", 1)[-1]
+    if stem in called:
+        entry = stem
+    elif len(called) == 1:
+        entry = called[0]
+    elif not called:
+        raise FunctionTaskError(
+            f"the test calls none of the reference's functions ({', '.join(defined[:5])})"
+        )
+    else:
+        raise FunctionTaskError(f"the test calls several reference functions ({', '.join(called)}) "
+                                f"and none is named {stem}")  # fmt: skip
+    return FunctionLayout(reference, test, entry, tests)
+
+
+# ----------------------------------------------------------------------------------------------------
+# In the workers (these import torch).
+
+
+def _is_accelerator(device: Any) -> bool:
+    import torch
+
+    if isinstance(device, torch.device):
+        return device.type != "cpu"
+    if isinstance(device, str):
+        return device.split(":", 1)[0] in ("cuda", "hip", "xpu", "mps")
+    return isinstance(device, int) and not isinstance(device, bool)
+
+
+def device_redirect(target: Any) -> Any:
+    """A TorchFunctionMode mapping accelerator devices named in torch calls to `target` (the CPU path)."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    class DeviceRedirect(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+            kwargs = dict(kwargs or {})
+            if _is_accelerator(kwargs.get("device")):
+                kwargs["device"] = target
+            if func is torch.Tensor.cuda:
+                return args[0].to(target)
+            if func is torch.Tensor.to:
+                args = tuple(target if _is_accelerator(item) else item for item in args)
+            return func(*args, **kwargs)
+
+    return DeviceRedirect()
+
+
+def clone_value(value: Any) -> Any:
+    """A copy of a nest of tensors and plain values: tensors cloned, containers rebuilt."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, dict):
+        return {key: clone_value(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(clone_value(item) for item in value)
+    return value
+
+
+def tensor_leaves(value: Any) -> list[Any]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in tensor_leaves(item)]
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in tensor_leaves(item)]
+    return []
+
+
+def judged_result(returned: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, list[Any]]:
+    """What one call is judged by: its return value (numbers as tensors, None as nothing; a named tuple as
+    a tuple) and its tensor arguments as the call left them."""
+    import torch
+
+    def plain(value: Any) -> Any:
+        if value is None:
+            return ()
+        if isinstance(value, bool | int | float):
+            return torch.tensor(value)
+        if isinstance(value, (list, tuple)):
+            return tuple(plain(item) for item in value)
+        return value
+
+    return plain(returned), tensor_leaves([args, kwargs])
+
+
+def same_values(first: Any, second: Any) -> bool:
+    """Two nests with equal tensors (NaN equal to NaN) and equal plain values, in the same places."""
+    import torch
+
+    left, right = tensor_leaves(first), tensor_leaves(second)
+    return len(left) == len(right) and all(
+        a.shape == b.shape and a.dtype == b.dtype and torch.equal(a.nan_to_num(), b.nan_to_num())
+        if a.is_floating_point() else a.shape == b.shape and torch.equal(a, b)
+        for a, b in zip(left, right, strict=True)
+    )  # fmt: skip
+
+
+class CallsNotUnderstood(TypeError):
+    """A call the function's signature cannot take (the candidate's interface, not its run time)."""
+
+
+def check_calls_bind(function: Callable[..., Any], calls: list[Any], entry: str) -> None:
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # no signature to read: the call itself decides
+        return
+    for index, (args, kwargs) in enumerate(calls):
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as error:
+            raise CallsNotUnderstood(f"{entry} cannot take the test's call {index}: {error}") from None
+
+
+def function_module(function: Callable[..., Any], device: Any) -> Any:
+    """`function` as a module whose forward makes every call of a case (see the module docstring); on the
+    CPU, under `device_redirect`."""
+    import torch
+
+    on_cpu = getattr(device, "type", device) == "cpu"
+
+    class FunctionCall(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.function = function
+
+        def forward(self, *calls: Any) -> tuple[Any, ...]:
+            results = []
+            with device_redirect(device) if on_cpu else contextlib.nullcontext():
+                for args, kwargs in calls:
+                    returned = self.function(*args, **kwargs)
+                    results.append(judged_result(returned, args, kwargs))
+            return tuple(results)
+
+    return FunctionCall()
+
+
+def record_calls(
+    layout: FunctionLayout, namespace: dict[str, Any], seed: int, device: Any
+) -> list[list[Any]]:
+    """Run the test in a copy of the reference's `namespace` with the entry recorded; the calls it made,
+    each `[args, kwargs]` as they were before the call. Raises FunctionTaskError when it makes none."""
+    import random
+
+    import torch
+
+    real = namespace[layout.entry]
+    calls: list[list[Any]] = []
+
+    def recorder(*args: Any, **kwargs: Any) -> Any:
+        calls.append([clone_value(list(args)), clone_value(dict(kwargs))])
+        return real(*args, **kwargs)
+
+    scope = dict(namespace)
+    scope[layout.entry] = recorder
+    scope["__name__"] = "__kv_test__"  # a test guarded by `if __name__ == "__main__"` does not run twice
+    torch.manual_seed(seed)
+    random.seed(seed)
+    code = compile(layout.test, "<test>", "exec")
+    on_cpu = getattr(device, "type", device) == "cpu"
+    # TritonBench's evaluator saves answer and test as `<entry>.py`, so a test may import the function
+    # from its own file (`from tanh_linear import tanh_linear`): that module is the recorder's scope here.
+    aliased = re.search(rf"^\s*(from|import)\s+{re.escape(layout.entry)}\b", layout.test, re.MULTILINE)
+    saved = sys.modules.get(layout.entry)
+    if aliased:
+        alias = types.ModuleType(layout.entry)
+        alias.__dict__.update(scope)
+        sys.modules[layout.entry] = alias
+    try:
+        with device_redirect(device) if on_cpu else contextlib.nullcontext():
+            exec(code, scope)  # noqa: S102 - the task's own test, in the reference's jailed worker
+            if not calls:
+                for name in layout.test_functions:
+                    scope[name]()
+    finally:
+        if aliased and saved is not None:
+            sys.modules[layout.entry] = saved
+        elif aliased:
+            sys.modules.pop(layout.entry, None)
+    if not calls:
+        raise FunctionTaskError(f"the test made no call of {layout.entry}")
+    return calls
