@@ -165,3 +165,19 @@ def test_a_test_that_imports_its_own_file_and_an_answer_that_runs_itself_at_impo
         task, Candidate(task.task_id, "triton", f"```python\n{HALVE}```", "model:fixture")
     )
     assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
+
+
+SCALE_BY = HALVE.replace("halve", "scale_by").split("# Example usage")[0].replace(
+    "def scale_by(input):\n    out", "def scale_by(input, factor):\n    factor = factor.item()\n    out"
+).replace("x_ptr, y_ptr, n,", "x_ptr, y_ptr, factor, n,").replace("* 0.5", "* factor").replace(
+    "(input, out, input.numel()", "(input, out, factor, input.numel()"
+)
+
+
+def test_reading_a_scalar_argument_with_item_is_glue(tasks: dict[str, Task], verifier: Verifier) -> None:
+    """Real answers pass a 0-d argument to their kernel with `.item()`: a scalar read, not the work (the
+    adversarial file integrity_reject__relu__item_loop.py reads every value that way, and is refused)."""
+    assert "factor = factor.item()" in SCALE_BY and "* factor" in SCALE_BY
+    task = tasks["scale_by"]
+    verdict = verifier.verify(task, Candidate(task.task_id, "triton", SCALE_BY, "model:fixture"))
+    assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)

@@ -42,7 +42,11 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 # aten ops a kernel's host code may use: allocation, views, layout copies, fills and metadata. Not
-# `_local_scalar_dense` (`.item()`, `float(x)`): reading a tensor's values into Python is how host code computes.
+# `_local_scalar_dense` (`.item()`, `float(x)`) in general: reading a tensor's values into Python is how host
+# code computes. A few such reads per phase are glue (SCALAR_READS_PER_PHASE): real answers read a 0-d
+# argument (`eps.item()`, `start.item()`) to pass it to a kernel as a scalar; reading a tensor's values one
+# by one is computing on the host.
+SCALAR_READS_PER_PHASE = 16
 GLUE_OPS = frozenset({
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
     "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "fill_", "zero_", "scalar_tensor", "arange",
@@ -79,7 +83,7 @@ class Violations:
 class TorchComputeMonitor(TorchDispatchMode):
     """Records aten ops outside the allowance while candidate code runs (`start` ... `stop`)."""
 
-    SNAPSHOT_MUTABLE = ("active", "what", "construction")  # fields that change while it works
+    SNAPSHOT_MUTABLE = ("active", "what", "construction", "scalar_reads")  # fields that change while it works
 
     def __init__(self, violations: Violations, allowed: Iterable[str] = ()) -> None:
         super().__init__()
@@ -88,9 +92,11 @@ class TorchComputeMonitor(TorchDispatchMode):
         self.active = False
         self.what = ""  # the phase, for the message: "forward", "building ModelNew", ...
         self.construction = False
+        self.scalar_reads = 0  # `_local_scalar_dense` calls in this phase
 
     def start(self, what: str, construction: bool = False) -> None:
         self.what, self.construction, self.active = what, construction, True
+        self.scalar_reads = 0
 
     def stop(self) -> None:
         self.active = False
@@ -99,7 +105,12 @@ class TorchComputeMonitor(TorchDispatchMode):
         if self.active:
             name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
             allowed = self.allowed | INIT_OPS if self.construction else self.allowed
-            if name.rstrip("_") not in allowed and name not in allowed:
+            if name == "_local_scalar_dense":
+                self.scalar_reads += 1
+                if self.scalar_reads > SCALAR_READS_PER_PHASE:
+                    self.violations.add("torch_compute", f"more than {SCALAR_READS_PER_PHASE} tensor values read "
+                                        f"into Python (.item()) while {self.what}: computing on the host")  # fmt: skip
+            elif name.rstrip("_") not in allowed and name not in allowed:
                 kind = "glue and parameter initialisation are" if self.construction else "glue is"
                 self.violations.add(
                     "torch_compute", f"aten.{name} called while {self.what} (only {kind} allowed)"
