@@ -68,6 +68,7 @@ def build_card(
     stats: Sequence[ConfigStats],
     plots: Sequence[Path],
     license: str = "apache-2.0",
+    model_stats: Sequence[ConfigStats] = (),
 ) -> DatasetCard:
     """The dataset card of one release; save it as README.md at the root of `release_dir`."""
     release_dir = Path(release_dir)
@@ -148,6 +149,16 @@ def build_card(
         ]
     else:
         lines += ["No attempt statistics in this release.", ""]
+    if model_stats:
+        lines += [
+            "### Per model",
+            "",
+            "The same statistics for each model whose answers are in this release (one column per model; "
+            "a `_rag` suffix marks answers written with retrieval).",
+            "",
+            format_table(model_stats, markdown=True),
+            "",
+        ]
     if plots:
         lines += ["## Plots", ""]
         lines += [f"![{Path(plot).stem}]({_relative(plot, release_dir)})" for plot in plots]

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from corpus.schema import ATTEMPT_SCHEMA, SchemaVersionError, conform
@@ -146,6 +147,16 @@ def compute_stats(table: pa.Table, config: str) -> ConfigStats:
         models=_counts([model if model is not None else "examples" for model in _column(table, "model")]),
         tasks=len({task for task in _column(table, "task_id") if task is not None}),
     )
+
+
+def per_model_stats(table: pa.Table) -> list[ConfigStats]:
+    """One column of statistics per model (answers of several models in one corpus: `corpus --answers`);
+    empty when the rows come from fewer than two models."""
+    models = sorted({model for model in _column(table, "model") if model is not None})
+    if len(models) < 2:
+        return []
+    column = table.column("model")
+    return [compute_stats(table.filter(pc.equal(column, model)), model) for model in models]
 
 
 def load_attempts(folder: Path) -> pa.Table:

@@ -284,7 +284,9 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
         print(f"{task.task_id}  {task.category or '-':<14} {form:<28} {task.name}")
     refused = f", {len(loaded.errors)} refused (reasons above)" if loaded.errors else ""
     forms = sum(1 for task in loaded.tasks if task.entry)
-    print(f"{len(loaded.tasks)} task(s) loaded ({forms} function, {len(loaded.tasks) - forms} module){refused}")
+    print(
+        f"{len(loaded.tasks)} task(s) loaded ({forms} function, {len(loaded.tasks) - forms} module){refused}"
+    )
     return 0
 
 
@@ -332,7 +334,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     from corpus.card import build_card
     from corpus.hub import PublishError, check_repo_id, check_version, hub_from_env, publish
     from corpus.release import build_release
-    from corpus.stats import compute_stats, write_plots
+    from corpus.stats import compute_stats, per_model_stats, write_plots
 
     try:
         check_version(args.version)
@@ -362,9 +364,9 @@ def cmd_publish(args: argparse.Namespace) -> int:
         tables = _attempt_tables(release)
         stats = [compute_stats(table, config) for config, table in tables.items()]
         plots = write_plots(tables, stats, release / "plots")
-        build_card(release, args.repo, args.version, stats, plots, license=args.license).save(
-            release / "README.md"
-        )
+        model_stats = [column for table in tables.values() for column in per_model_stats(table)]
+        build_card(release, args.repo, args.version, stats, plots, license=args.license,
+                   model_stats=model_stats).save(release / "README.md")  # fmt: skip
         try:
             result = publish(release, args.repo, args.version, hub)
         except PublishError as error:
@@ -530,4 +532,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m kernelvault.cli`: run the imported module's main, so that an error class raised by the other
+    # command modules (rl/, sft/ import kernelvault.cli.UsageError) is the one main catches
+    from kernelvault.cli import main as imported_main
+
+    sys.exit(imported_main())

@@ -167,10 +167,15 @@ def test_a_test_that_imports_its_own_file_and_an_answer_that_runs_itself_at_impo
     assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
 
 
-SCALE_BY = HALVE.replace("halve", "scale_by").split("# Example usage")[0].replace(
-    "def scale_by(input):\n    out", "def scale_by(input, factor):\n    factor = factor.item()\n    out"
-).replace("x_ptr, y_ptr, n,", "x_ptr, y_ptr, factor, n,").replace("* 0.5", "* factor").replace(
-    "(input, out, input.numel()", "(input, out, factor, input.numel()"
+SCALE_BY = (
+    HALVE.replace("halve", "scale_by")
+    .split("# Example usage")[0]
+    .replace(
+        "def scale_by(input):\n    out", "def scale_by(input, factor):\n    factor = factor.item()\n    out"
+    )
+    .replace("x_ptr, y_ptr, n,", "x_ptr, y_ptr, factor, n,")
+    .replace("* 0.5", "* factor")
+    .replace("(input, out, input.numel()", "(input, out, factor, input.numel()")
 )
 
 

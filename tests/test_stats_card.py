@@ -13,7 +13,7 @@ from huggingface_hub import DatasetCard
 
 from corpus.card import build_card, release_configs
 from corpus.schema import ATTEMPT_SCHEMA, SCHEMA_VERSION_KEY, SchemaVersionError, attempt_row
-from corpus.stats import ConfigStats, compute_stats, format_table, load_attempts, write_plots
+from corpus.stats import ConfigStats, compute_stats, format_table, load_attempts, per_model_stats, write_plots
 from kernelvault.contracts import Candidate, RewardBreakdown, RunEnvironment, Task, Verdict, content_hash
 from toolchain.reward import graded_reward
 
@@ -201,3 +201,19 @@ def test_card_refuses_plots_outside_the_release(tmp_path):
     outside = write_plots({"triton": attempts_table()}, stats, tmp_path / "elsewhere")
     with pytest.raises(ValueError, match="outside the release folder"):
         build_card(tmp_path / "release", "kv/kernels", "0.3.0", stats, outside)
+
+
+def test_a_release_of_several_models_answers_has_a_column_per_model(tmp_path):
+    """`corpus --answers` over several models' answers: the card shows each model's figures."""
+    rows = [attempt(i, *outcome[:5], "m2" if i % 2 else "m1") for i, outcome in enumerate(ATTEMPTS)]
+    table = pa.Table.from_pylist(rows, schema=ATTEMPT_SCHEMA)
+    by_model = {column.config: column for column in per_model_stats(table)}
+    assert set(by_model) == {"m1", "m2"}
+    assert by_model["m1"].attempts + by_model["m2"].attempts == len(ATTEMPTS)
+    odd = [outcome for i, outcome in enumerate(ATTEMPTS) if i % 2]
+    assert by_model["m2"].correct == sum(1 for outcome in odd if outcome[1] is True)
+    assert per_model_stats(attempts_table()) == [], "one model (and examples) is not a comparison"
+    stats, plots = make_release(tmp_path / "release")
+    text = build_card(tmp_path / "release", "kv/kernels", "0.3.0", stats, plots,
+                      model_stats=list(by_model.values())).text  # fmt: skip
+    assert "### Per model" in text and format_table(list(by_model.values()), markdown=True) in text
