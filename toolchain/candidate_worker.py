@@ -523,7 +523,9 @@ class CandidateJob:
         self.forwards = 0
         self.compile_seconds: float | None = None
         self.build_seconds = 0.0  # load_inline builds, wherever the candidate asked for them
-        self.function: Any = None  # a function task's entry, as the candidate defined it
+        self.functions: dict[str, Any] | None = (
+            None  # a function task's functions, as the candidate defined them
+        )
         self.threads = _thread_count()
         self.saved_tmp: tuple[str | None, str | None] = (None, None)
         self.sources: list[
@@ -605,15 +607,15 @@ class CandidateHost:
                 "failure_message": f"candidate failed to import: {one_line_error(error)}",
             }
         entry = request.get("entry")
-        if entry:  # a function task: the candidate's function, made into the module the harness runs
-            function = getattr(module, entry, None)
-            if not callable(function):
-                return {
-                    "failure_kind": "static_reject",
-                    "failure_message": f"the candidate defines no function {entry}",
-                }
-            job.function = function
-            job.model_class = lambda: function_module(function, device)
+        if entry:  # a function task: the candidate's functions, made into the module the harness runs
+            names = list(request.get("entries") or [entry])
+            missing = [name for name in names if not callable(getattr(module, name, None))]
+            if missing:
+                return {"failure_kind": "static_reject",
+                        "failure_message": f"the candidate defines no function {', '.join(missing)}"}  # fmt: skip
+            functions = {name: getattr(module, name) for name in names}
+            job.functions = functions
+            job.model_class = lambda: function_module(functions, device)
             return {"ok": True}
         model_class = getattr(module, "ModelNew", None)
         if not isinstance(model_class, type):
@@ -672,7 +674,7 @@ class CandidateHost:
         seconds = time.perf_counter() - started
         if job.forwards == 1:
             job.compile_seconds = seconds  # the first forward holds the JIT compile on a GPU
-        if job.function is None:  # a function's arguments after the call are part of its result instead
+        if job.functions is None:  # a function's arguments after the call are part of its result instead
             check_untouched_inputs(pristine, inputs, output)
         self._write_output(job, output, Path(request["output_path"]))
         return {"ok": True, "seconds": seconds}
@@ -683,8 +685,8 @@ class CandidateHost:
         launches_before = recorder.count
         threads_before = _thread_count()
         try:  # a forward that cannot take the task's inputs is an interface error, not a run-time one
-            if job.function is not None:
-                check_calls_bind(job.function, inputs, job.request["entry"])
+            if job.functions is not None:
+                check_calls_bind(job.functions, inputs)
             inspect.signature(model.forward).bind(*inputs)
         except CallsNotUnderstood as error:
             raise CandidateFailure("interface_error", str(error)) from None

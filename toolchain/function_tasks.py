@@ -14,9 +14,10 @@ How such a task is checked, in the same protocol as a module task (`toolchain.ju
   (`out=`, optimiser steps, `relu_`) are judged by what they leave in their arguments, against what the
   reference leaves; so changing an argument is not an integrity failure here, and an output that is an
   argument is not one either (the module form's `modified_inputs` / `output_aliases_input` stay off).
-- **`FunctionCall`** turns a function into the module both workers already run: `forward(*calls)` makes
-  every call in order and returns one `(returned, arguments_after)` pair per call. The candidate defines a
-  function with the entry's name; its worker wraps it the same way, so the integrity layer (torch doing
+- **`FunctionCall`** turns the functions into the module both workers already run: `forward(*calls)` makes
+  every call in order and returns one `(returned, arguments_after)` pair per call. The candidate defines
+  functions with the same names (a test may call several: a forward and a backward); its worker wraps them
+  the same way, so the integrity layer (torch doing
   the work, launches observed, cached results), the judge and timing are those of the module form.
 - **`cuda` in a test on a CPU machine.** TritonBench's tests write `device='cuda'`. Where the worker runs
   on the CPU (the interpreter path), `DeviceRedirect` maps every accelerator device that a torch call
@@ -49,8 +50,9 @@ class FunctionTaskError(ValueError):
 class FunctionLayout:
     reference: str  # the source before the separator: the reference function(s) and what they import
     test: str  # the source after it: the test function and the line that runs it
-    entry: str  # the reference function the test calls, which a candidate must define
+    entry: str  # the task's function (named like the task where the test calls one so named)
     test_functions: tuple[str, ...]  # the `test_*` functions, run by the test's own code or by us
+    entries: tuple[str, ...] = ()  # every reference function the test calls (a forward and a backward, say)
 
 
 def _called_names(tree: ast.AST) -> set[str]:
@@ -64,8 +66,9 @@ def _called_names(tree: ast.AST) -> set[str]:
 def function_layout(source: str, name: str) -> FunctionLayout:
     """The reference part, the test part and the entry function of a function task, or FunctionTaskError.
 
-    The entry is the reference-part function the test calls; where it calls several, the one named like
-    the task (TritonBench names each file after its function).
+    The entries are the reference-part functions the test calls, and a candidate defines them all; the
+    entry, which names the task, is the one named like the task (TritonBench names each file after its
+    function), else the first.
     """
     separators = list(_SEPARATOR.finditer(source))
     if not separators:
@@ -87,19 +90,21 @@ def function_layout(source: str, name: str) -> FunctionLayout:
     if not tests:
         raise FunctionTaskError("the part after the separator defines no test_* function")
     called = [function for function in defined if function in _called_names(test_tree)]
-    stem = name.rsplit("/", 1)[-1]
-    if stem in called:
-        entry = stem
-    elif len(called) == 1:
-        entry = called[0]
-    elif not called:
+    if not called:
         raise FunctionTaskError(
             f"the test calls none of the reference's functions ({', '.join(defined[:5])})"
         )
-    else:
-        raise FunctionTaskError(f"the test calls several reference functions ({', '.join(called)}) "
-                                f"and none is named {stem}")  # fmt: skip
-    return FunctionLayout(reference, test, entry, tests)
+    stem = name.rsplit("/", 1)[-1]
+    entry = stem if stem in called else called[0]
+    return FunctionLayout(reference, test, entry, tests, tuple(called))
+
+
+def function_entries(task: Any) -> tuple[str, ...]:
+    """The functions a candidate for `task` must define (none for a module task)."""
+    if not getattr(task, "entry", None):
+        return ()
+    layout = function_layout(task.source, task.entry)
+    return layout.entries or (layout.entry,)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -193,21 +198,21 @@ class CallsNotUnderstood(TypeError):
     """A call the function's signature cannot take (the candidate's interface, not its run time)."""
 
 
-def check_calls_bind(function: Callable[..., Any], calls: list[Any], entry: str) -> None:
-    try:
-        signature = inspect.signature(function)
-    except (TypeError, ValueError):  # no signature to read: the call itself decides
-        return
-    for index, (args, kwargs) in enumerate(calls):
+def check_calls_bind(functions: dict[str, Callable[..., Any]], calls: list[Any]) -> None:
+    for index, (name, args, kwargs) in enumerate(calls):
+        try:
+            signature = inspect.signature(functions[name])
+        except (TypeError, ValueError):  # no signature to read: the call itself decides
+            continue
         try:
             signature.bind(*args, **kwargs)
         except TypeError as error:
-            raise CallsNotUnderstood(f"{entry} cannot take the test's call {index}: {error}") from None
+            raise CallsNotUnderstood(f"{name} cannot take the test's call {index}: {error}") from None
 
 
-def function_module(function: Callable[..., Any], device: Any) -> Any:
-    """`function` as a module whose forward makes every call of a case (see the module docstring); on the
-    CPU, under `device_redirect`."""
+def function_module(functions: dict[str, Callable[..., Any]], device: Any) -> Any:
+    """The task's functions as a module whose forward makes every call of a case, each `[name, args,
+    kwargs]` (see the module docstring); on the CPU, under `device_redirect`."""
     import torch
 
     on_cpu = getattr(device, "type", device) == "cpu"
@@ -215,13 +220,13 @@ def function_module(function: Callable[..., Any], device: Any) -> Any:
     class FunctionCall(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.function = function
+            self.functions = dict(functions)
 
         def forward(self, *calls: Any) -> tuple[Any, ...]:
             results = []
             with device_redirect(device) if on_cpu else contextlib.nullcontext():
-                for args, kwargs in calls:
-                    returned = self.function(*args, **kwargs)
+                for name, args, kwargs in calls:
+                    returned = self.functions[name](*args, **kwargs)
                     results.append(judged_result(returned, args, kwargs))
             return tuple(results)
 
@@ -231,21 +236,26 @@ def function_module(function: Callable[..., Any], device: Any) -> Any:
 def record_calls(
     layout: FunctionLayout, namespace: dict[str, Any], seed: int, device: Any
 ) -> list[list[Any]]:
-    """Run the test in a copy of the reference's `namespace` with the entry recorded; the calls it made,
-    each `[args, kwargs]` as they were before the call. Raises FunctionTaskError when it makes none."""
+    """Run the test in a copy of the reference's `namespace` with the entries recorded; the calls it made,
+    each `[name, args, kwargs]` as they were before the call. Raises FunctionTaskError when it makes none."""
     import random
 
     import torch
 
-    real = namespace[layout.entry]
     calls: list[list[Any]] = []
 
-    def recorder(*args: Any, **kwargs: Any) -> Any:
-        calls.append([clone_value(list(args)), clone_value(dict(kwargs))])
-        return real(*args, **kwargs)
+    def recorder(name: str) -> Callable[..., Any]:
+        real = namespace[name]
+
+        def record(*args: Any, **kwargs: Any) -> Any:
+            calls.append([name, clone_value(list(args)), clone_value(dict(kwargs))])
+            return real(*args, **kwargs)
+
+        return record
 
     scope = dict(namespace)
-    scope[layout.entry] = recorder
+    for name in layout.entries or (layout.entry,):
+        scope[name] = recorder(name)
     scope["__name__"] = "__kv_test__"  # a test guarded by `if __name__ == "__main__"` does not run twice
     torch.manual_seed(seed)
     random.seed(seed)

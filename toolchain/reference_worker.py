@@ -107,7 +107,9 @@ class FunctionHarness:
         return []
 
     def reference(self, init_inputs: list[Any], seed: int) -> torch.nn.Module:
-        return function_module(getattr(self.task, self.layout.entry), self.device).to(self.device).eval()
+        names = self.layout.entries or (self.layout.entry,)
+        functions = {name: getattr(self.task, name) for name in names}
+        return function_module(functions, self.device).to(self.device).eval()
 
     def inputs(self, seed: int) -> list[Any]:
         return record_calls(self.layout, vars(self.task), seed, self.device)

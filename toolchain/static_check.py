@@ -49,17 +49,20 @@ def _pytorch_fallback(tree: ast.Module) -> str | None:
     return None
 
 
-def check_triton_candidate(code: str, entry: str | None = None) -> StaticResult:
-    """`entry`: a function task's function, which the candidate defines instead of ModelNew."""
+def check_triton_candidate(code: str, entries: tuple[str, ...] = ()) -> StaticResult:
+    """`entries`: a function task's functions, which the candidate defines instead of ModelNew."""
     try:
         tree = parse_source(code)
     except SyntaxError as error:
         return StaticResult("compile_error", f"SyntaxError: {error.msg} (line {error.lineno})")
 
-    if entry:
-        defines_entry = any(isinstance(node, ast.FunctionDef) and node.name == entry for node in tree.body)
-        if not defines_entry:
-            return StaticResult("static_reject", f"the code defines no module-level function {entry}")
+    if entries:
+        defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+        missing = [entry for entry in entries if entry not in defined]
+        if missing:
+            return StaticResult(
+                "static_reject", f"the code defines no module-level function {', '.join(missing)}"
+            )
     elif not any(isinstance(node, ast.ClassDef) and node.name == "ModelNew" for node in tree.body):
         return StaticResult("static_reject", "the code defines no module-level class ModelNew")
 
@@ -85,7 +88,9 @@ def check_triton_candidate(code: str, entry: str | None = None) -> StaticResult:
     fallback = _pytorch_fallback(tree)
     if fallback:
         return StaticResult("integrity_reject", f"fallback: {fallback}")
-    return StaticResult(None, f"{entry or 'ModelNew'} and {len(module_kernels)} kernel(s)", module_kernels)
+    return StaticResult(
+        None, f"{', '.join(entries) or 'ModelNew'} and {len(module_kernels)} kernel(s)", module_kernels
+    )
 
 
 @dataclass(frozen=True)

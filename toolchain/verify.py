@@ -38,6 +38,7 @@ from kernelvault.contracts import (
 )
 from kernelvault.hip import source_hash
 from toolchain.extract import extract_code
+from toolchain.function_tasks import function_entries
 from toolchain.hip_build import (
     DEFAULT_CPU_HIP_ARCH,
     HipBuildCache,
@@ -348,7 +349,7 @@ class Verifier:
         if candidate.target == "hip":
             return self._verify_hip(stages, task, code, workdir)
         started = time.perf_counter()
-        static = check_triton_candidate(code, task.entry)
+        static = check_triton_candidate(code, function_entries(task))
         if static.failure_kind is not None:
             stages.add("static", "failed", time.perf_counter() - started, static.message)
             return self._finish(
@@ -477,6 +478,7 @@ class Verifier:
             "rtol": task.rtol,
             "allow_tf32": task.allow_tf32,
             "entry": task.entry,  # a function task: the function the candidate defines (None: ModelNew)
+            "entries": list(function_entries(task)),  # ... and every other one its test calls
             "trials": self.config.trials,
             "timed": timed,
             "repetitions": self.config.repetitions,
