@@ -212,4 +212,10 @@ class AnswerCandidates:
                 next_free[found.task_id] = sample + 1
             used.add(sample)
             candidate = Candidate(found.task_id, self.target, record.answer, f"model:{record.model}")  # type: ignore[arg-type]
-            yield Attempt(found, candidate, sample_index=sample, turn=0, model=record.model)
+            # TritonBench's answers come with the prompt they answered: the conversation is kept as written
+            conversation = (
+                (("user", record.instruction), ("assistant", record.answer)) if record.instruction else ()
+            )
+            yield Attempt(
+                found, candidate, sample_index=sample, turn=0, model=record.model, messages=conversation
+            )

@@ -29,6 +29,9 @@ class Attempt:
     sample_index: int = 0
     turn: int = 0
     model: str | None = None  # who wrote the candidate (an answers file's model); None: a bundled example
+    # the conversation that produced it, where known (an answers file's prompt and answer): the row keeps
+    # it, and a release's `sft` config trains on it instead of a prompt rebuilt from the task
+    messages: tuple[tuple[str, str], ...] = ()
 
 
 class CandidateSource(Protocol):

@@ -86,6 +86,10 @@ def test_answers_become_attempts_grouped_per_task_with_the_raw_text_and_the_mode
     assert attempts[0].candidate.text == FENCED_RELU  # the parse stage extracts the code, not the source
     assert attempts[1].candidate.text == RELU_KERNEL
     assert all(a.turn == 0 and a.candidate.target == "triton" for a in attempts)
+    # a TritonBench line keeps the prompt it answered (a release's sft config trains on that conversation)
+    assert attempts[0].messages[0][0] == "user" and "Wrapper Entry Information" in attempts[0].messages[0][1]
+    assert attempts[0].messages[1] == ("assistant", FENCED_RELU)
+    assert attempts[3].messages == (), "a plain line has no prompt to keep"
     assert source.description.startswith("2 answer file(s), 7 answers of 3 model(s)")
     assert [a.sample_index for a in AnswerCandidates(answers, "triton").attempts(tasks)] == [
         a.sample_index for a in attempts

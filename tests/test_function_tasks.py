@@ -201,3 +201,18 @@ def test_a_test_that_calls_several_reference_functions_asks_for_all_of_them(
     only_one = both.split("@triton.jit\ndef negate_kernel")[0]
     verdict = verifier.verify(task, Candidate(task.task_id, "triton", only_one, "model:fixture"))
     assert verdict.failure_kind == "static_reject" and "function negate" in (verdict.failure_message or "")
+
+
+def test_size_arithmetic_on_a_tensor_made_from_a_shape_is_glue(
+    tasks: dict[str, Task], verifier: Verifier
+) -> None:
+    """`torch.prod(torch.tensor(batch_dims))`, seen in real answers, computes a size, not the task: an op on
+    tensors the candidate built from Python values alone is glue (a few values at most)."""
+    task = tasks["halve"]
+    sized = HALVE.split("# Example usage")[0].replace(
+        "    out = torch.empty_like(input)\n",
+        "    n = int(torch.prod(torch.tensor(input.shape)))\n    out = torch.empty_like(input)\n",
+    )
+    assert "torch.prod" in sized
+    verdict = verifier.verify(task, Candidate(task.task_id, "triton", sized, "model:fixture"))
+    assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)

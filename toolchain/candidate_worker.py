@@ -38,7 +38,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -337,7 +337,8 @@ class CandidateGuards:
             raise CandidateFailure("integrity_reject", found[0])
 
     @contextlib.contextmanager
-    def watching(self, what: str, construction: bool = False, device: bool = True) -> Iterator[None]:
+    def watching(self, what: str, construction: bool = False, device: bool = True,
+                 scalar_arguments: Iterable[torch.Tensor] = ()) -> Iterator[None]:  # fmt: skip
         """The monitor on around candidate code (`what` names the phase in a violation's message); on a GPU,
         also a window of the device's record (`device`: the harness's own work, such as writing the output
         out, is not in one)."""
@@ -346,7 +347,7 @@ class CandidateGuards:
             if device and self.record is not None and not self.record.stopped
             else contextlib.nullcontext()
         )
-        self.monitor.start(what, construction)
+        self.monitor.start(what, construction, scalar_arguments)
         try:
             with window, self.monitor:
                 yield
@@ -476,8 +477,8 @@ class DeviceRecord:
             lowered = name.lower()
             if lowered.startswith("memset") or ("memcpy" in lowered and "dtoh" not in lowered):
                 continue
-            # A device-to-host copy of one scalar (`.item()` of a 0-d argument) is glue, up to the monitor's
-            # allowance per phase, counted here over the whole record; a copy whose size is not recorded is not.
+            # A device-to-host copy of one scalar (`.item()` of a 0-d argument, which the monitor checks) is glue,
+            # up to an allowance over the whole record; a copy whose size is not recorded is not.
             if (
                 "memcpy" in lowered
                 and 0 < _copied_bytes(event) <= 8
@@ -698,7 +699,8 @@ class CandidateHost:
             pass
         job.forwards += 1
         try:
-            with guards.watching("forward"):
+            scalars = [tensor for tensor in tensor_leaves(inputs) if tensor.dim() == 0]
+            with guards.watching("forward", scalar_arguments=scalars):
                 output = model(*inputs)
                 if guards.expect_filled_memory and not _filling_unwritten_memory():
                     guards.violations.add(

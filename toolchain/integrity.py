@@ -33,20 +33,23 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import torch
+import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 # aten ops a kernel's host code may use: allocation, views, layout copies, fills and metadata. Not
 # `_local_scalar_dense` (`.item()`, `float(x)`) in general: reading a tensor's values into Python is how host
-# code computes. A few such reads per phase are glue (SCALAR_READS_PER_PHASE): real answers read a 0-d
-# argument (`eps.item()`, `start.item()`) to pass it to a kernel as a scalar; reading a tensor's values one
-# by one is computing on the host.
-SCALAR_READS_PER_PHASE = 16
+# code computes. Reading a 0-d *argument* is glue (`eps.item()`, `start.item()`: real answers pass such an
+# argument to a kernel as a scalar; `TorchComputeMonitor.scalar_arguments`); a value of any other tensor is
+# not. Ops whose every tensor input the candidate's host code built from Python values in the same phase
+# (`torch.prod(torch.tensor(shape))`: size arithmetic) are glue too: no input's data reaches them.
+SCALAR_READS_PER_PHASE = 16  # the device record's allowance of one-scalar device-to-host copies
 GLUE_OPS = frozenset({
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
     "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "fill_", "zero_", "scalar_tensor", "arange",
@@ -57,6 +60,12 @@ GLUE_OPS = frozenset({
     "sym_storage_offset", "set_", "resize_", "record_stream", "_has_compatible_shallow_copy_type", "dim", "size",
     "stride", "storage_offset", "is_contiguous", "numel",
 })  # fmt: skip
+# Ops that make a tensor from Python values alone (`torch.tensor(list)`, `torch.arange(n)`): a host-made
+# tensor, whose data no input reached. Only small ones count (a shape's sizes, a few constants): a larger one
+# made from Python values carries data that came from somewhere (`torch.tensor(x.tolist())`).
+HOST_VALUES_MAX = 8
+HOST_VALUE_OPS = frozenset({"lift_fresh", "lift_fresh_copy", "scalar_tensor", "arange", "full", "zeros", "ones",
+                            "empty", "linspace", "logspace", "eye", "tensor"})  # fmt: skip
 # What building a module may do beyond glue: the random fills that parameter initialisation uses.
 INIT_OPS = frozenset({
     "uniform_", "normal_", "bernoulli_", "random_", "exponential_", "geometric_", "log_normal_", "cauchy_",
@@ -83,7 +92,13 @@ class Violations:
 class TorchComputeMonitor(TorchDispatchMode):
     """Records aten ops outside the allowance while candidate code runs (`start` ... `stop`)."""
 
-    SNAPSHOT_MUTABLE = ("active", "what", "construction", "scalar_reads")  # fields that change while it works
+    SNAPSHOT_MUTABLE = (
+        "active",
+        "what",
+        "construction",
+        "scalar_arguments",
+        "constants",
+    )  # change while it works
 
     def __init__(self, violations: Violations, allowed: Iterable[str] = ()) -> None:
         super().__init__()
@@ -92,30 +107,49 @@ class TorchComputeMonitor(TorchDispatchMode):
         self.active = False
         self.what = ""  # the phase, for the message: "forward", "building ModelNew", ...
         self.construction = False
-        self.scalar_reads = 0  # `_local_scalar_dense` calls in this phase
+        self.scalar_arguments: set[int] = set()  # ids of the phase's 0-d tensor arguments
+        self.constants: dict[int, weakref.ref[torch.Tensor]] = {}  # host-made tensors of this phase, by id
 
-    def start(self, what: str, construction: bool = False) -> None:
+    def start(self, what: str, construction: bool = False, scalar_arguments: Iterable[Any] = ()) -> None:
+        """`scalar_arguments`: the phase's 0-d tensor arguments, whose values host code may read."""
         self.what, self.construction, self.active = what, construction, True
-        self.scalar_reads = 0
+        self.scalar_arguments = {tensor.data_ptr() for tensor in scalar_arguments if tensor.dim() == 0}
+        self.constants = {}
 
     def stop(self) -> None:
         self.active = False
+        self.constants = {}
+
+    def _host_made(self, tensor: torch.Tensor) -> bool:
+        ref = self.constants.get(id(tensor))
+        return ref is not None and ref() is tensor
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        if self.active:
-            name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
-            allowed = self.allowed | INIT_OPS if self.construction else self.allowed
-            if name == "_local_scalar_dense":
-                self.scalar_reads += 1
-                if self.scalar_reads > SCALAR_READS_PER_PHASE:
-                    self.violations.add("torch_compute", f"more than {SCALAR_READS_PER_PHASE} tensor values read "
-                                        f"into Python (.item()) while {self.what}: computing on the host")  # fmt: skip
-            elif name.rstrip("_") not in allowed and name not in allowed:
-                kind = "glue and parameter initialisation are" if self.construction else "glue is"
-                self.violations.add(
-                    "torch_compute", f"aten.{name} called while {self.what} (only {kind} allowed)"
-                )
-        return func(*args, **(kwargs or {}))
+        if not self.active:
+            return func(*args, **(kwargs or {}))
+        name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
+        tensors = [
+            leaf for leaf in pytree.tree_leaves((args, kwargs or {})) if isinstance(leaf, torch.Tensor)
+        ]
+        host_made = bool(tensors) and all(self._host_made(tensor) for tensor in tensors)
+        allowed = self.allowed | INIT_OPS if self.construction else self.allowed
+        if name == "_local_scalar_dense":
+            read = tensors[0] if tensors else None
+            argument = read is not None and read.dim() == 0 and read.data_ptr() in self.scalar_arguments
+            if not (host_made or argument):
+                self.violations.add("torch_compute", f"a tensor's value read into Python (.item()) while "
+                                    f"{self.what}: only a 0-d argument's value may be")  # fmt: skip
+        elif name.rstrip("_") not in allowed and name not in allowed and not host_made:
+            kind = "glue and parameter initialisation are" if self.construction else "glue is"
+            self.violations.add(
+                "torch_compute", f"aten.{name} called while {self.what} (only {kind} allowed)"
+            )
+        output = func(*args, **(kwargs or {}))
+        if host_made or name in HOST_VALUE_OPS:  # what host-made values alone produce is host-made too
+            for leaf in pytree.tree_leaves(output):
+                if isinstance(leaf, torch.Tensor) and leaf.numel() <= HOST_VALUES_MAX:
+                    self.constants[id(leaf)] = weakref.ref(leaf)
+        return output
 
 
 def _members(namespace: Any, everything: bool) -> dict[str, Any]:
