@@ -99,6 +99,29 @@ def function_layout(source: str, name: str) -> FunctionLayout:
     return FunctionLayout(reference, test, entry, tests, tuple(called))
 
 
+def test_imports(task: Any) -> tuple[str, ...]:
+    """The module-level import statements of a function task's test, except those of the task's own file.
+
+    TritonBench's evaluator runs the answer and the test as one file, so a name the test imports (`torch`,
+    `math`, `Tensor`) is in the answer's globals by the time the test calls it; the candidate's worker runs
+    these statements in the candidate's module after importing it, to the same effect."""
+    if not getattr(task, "entry", None):
+        return ()
+    layout = function_layout(task.source, task.entry)
+    own = set(layout.entries or (layout.entry,)) | {task.name.rsplit("/", 1)[-1]}
+    statements = []
+    for node in ast.parse(layout.test).body:
+        if isinstance(node, ast.Import) and not any(alias.name.split(".")[0] in own for alias in node.names):
+            statements.append(ast.unparse(node))
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and (node.module or "").split(".")[0] not in own
+        ):
+            statements.append(ast.unparse(node))
+    return tuple(statements)
+
+
 def function_entries(task: Any) -> tuple[str, ...]:
     """The functions a candidate for `task` must define (none for a module task)."""
     if not getattr(task, "entry", None):

@@ -38,7 +38,7 @@ from kernelvault.contracts import (
 )
 from kernelvault.hip import source_hash
 from toolchain.extract import extract_code
-from toolchain.function_tasks import function_entries
+from toolchain.function_tasks import function_entries, test_imports
 from toolchain.hip_build import (
     DEFAULT_CPU_HIP_ARCH,
     HipBuildCache,
@@ -479,6 +479,7 @@ class Verifier:
             "allow_tf32": task.allow_tf32,
             "entry": task.entry,  # a function task: the function the candidate defines (None: ModelNew)
             "entries": list(function_entries(task)),  # ... and every other one its test calls
+            "test_imports": list(test_imports(task)),  # in scope for the candidate, as in TritonBench's file
             "trials": self.config.trials,
             "timed": timed,
             "repetitions": self.config.repetitions,
