@@ -218,7 +218,9 @@ def test_size_arithmetic_on_a_tensor_made_from_a_shape_is_glue(
     assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
 
 
-def test_names_the_test_imports_are_in_scope_for_the_answer(tasks: dict[str, Task], verifier: Verifier) -> None:
+def test_names_the_test_imports_are_in_scope_for_the_answer(
+    tasks: dict[str, Task], verifier: Verifier
+) -> None:
     """TritonBench runs answer and test as one file: an answer that uses `torch` without importing it works
     there once the test's `import torch` has run. The test's imports run in the candidate's module here."""
     task = tasks["halve"]
