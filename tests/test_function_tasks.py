@@ -228,3 +228,16 @@ def test_names_the_test_imports_are_in_scope_for_the_answer(
     assert "import torch\n" not in no_torch and "torch.empty_like" in no_torch
     verdict = verifier.verify(task, Candidate(task.task_id, "triton", no_torch, "model:fixture"))
     assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
+
+
+def test_dtype_arithmetic_is_glue(tasks: dict[str, Task], verifier: Verifier) -> None:
+    """`torch.promote_types(input.dtype, other.dtype)`, in real answers, dispatches an aten op that reads no
+    tensor: metadata, like a shape."""
+    task = tasks["halve"]
+    typed = HALVE.split("# Example usage")[0].replace(
+        "    out = torch.empty_like(input)\n",
+        "    out = torch.empty_like(input).to(torch.promote_types(input.dtype, torch.float32))\n",
+    )
+    assert "promote_types" in typed
+    verdict = verifier.verify(task, Candidate(task.task_id, "triton", typed, "model:fixture"))
+    assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)

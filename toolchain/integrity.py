@@ -59,6 +59,7 @@ GLUE_OPS = frozenset({
     "lift_fresh_copy", "is_same_size", "sym_size", "sym_stride", "sym_numel",
     "sym_storage_offset", "set_", "resize_", "record_stream", "_has_compatible_shallow_copy_type", "dim", "size",
     "stride", "storage_offset", "is_contiguous", "numel",
+    "promote_types", "result_type", "can_cast",  # dtype arithmetic (seen in real answers: no tensor data)
 })  # fmt: skip
 # Ops that make a tensor from Python values alone (`torch.tensor(list)`, `torch.arange(n)`): a host-made
 # tensor, whose data no input reached. Only small ones count (a shape's sizes, a few constants): a larger one
