@@ -152,6 +152,14 @@ print(halve(x))
 """
 
 
+HALVE_FUNCTION = HALVE.split("# Example usage")[0]  # without the lines that run it at import
+
+
+def _assert_correct(verifier: Verifier, task: Task, code: str) -> None:
+    verdict = verifier.verify(task, Candidate(task.task_id, "triton", code, "model:fixture"))
+    assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
+
+
 def test_a_test_that_imports_its_own_file_and_an_answer_that_runs_itself_at_import(
     tasks: dict[str, Task], verifier: Verifier
 ) -> None:
@@ -182,8 +190,7 @@ def test_reading_a_scalar_argument_with_item_is_glue(tasks: dict[str, Task], ver
     adversarial file integrity_reject__relu__item_loop.py reads every value that way, and is refused)."""
     assert "factor = factor.item()" in SCALE_BY and "* factor" in SCALE_BY
     task = tasks["scale_by"]
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", SCALE_BY, "model:fixture"))
-    assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
+    _assert_correct(verifier, task, SCALE_BY)
 
 
 def test_a_test_that_calls_several_reference_functions_asks_for_all_of_them(
@@ -194,10 +201,9 @@ def test_a_test_that_calls_several_reference_functions_asks_for_all_of_them(
     layout = function_layout(tasks["double_then_negate"].source, "double_then_negate")
     assert layout.entries == ("double", "negate") and layout.entry == "double"
     task = tasks["double_then_negate"]
-    both = HALVE.split("# Example usage")[0].replace("halve", "double").replace("* 0.5", "* 2.0")
+    both = HALVE_FUNCTION.replace("halve", "double").replace("* 0.5", "* 2.0")
     both += "\n\n" + both.split("\n\n\n", 1)[1].replace("double", "negate").replace("* 2.0", "* -1.0")
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", both, "model:fixture"))
-    assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
+    _assert_correct(verifier, task, both)
     only_one = both.split("@triton.jit\ndef negate_kernel")[0]
     verdict = verifier.verify(task, Candidate(task.task_id, "triton", only_one, "model:fixture"))
     assert verdict.failure_kind == "static_reject" and "function negate" in (verdict.failure_message or "")
@@ -209,13 +215,12 @@ def test_size_arithmetic_on_a_tensor_made_from_a_shape_is_glue(
     """`torch.prod(torch.tensor(batch_dims))`, seen in real answers, computes a size, not the task: an op on
     tensors the candidate built from Python values alone is glue (a few values at most)."""
     task = tasks["halve"]
-    sized = HALVE.split("# Example usage")[0].replace(
+    sized = HALVE_FUNCTION.replace(
         "    out = torch.empty_like(input)\n",
         "    n = int(torch.prod(torch.tensor(input.shape)))\n    out = torch.empty_like(input)\n",
     )
     assert "torch.prod" in sized
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", sized, "model:fixture"))
-    assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
+    _assert_correct(verifier, task, sized)
 
 
 def test_names_the_test_imports_are_in_scope_for_the_answer(
@@ -224,20 +229,18 @@ def test_names_the_test_imports_are_in_scope_for_the_answer(
     """TritonBench runs answer and test as one file: an answer that uses `torch` without importing it works
     there once the test's `import torch` has run. The test's imports run in the candidate's module here."""
     task = tasks["halve"]
-    no_torch = HALVE.split("# Example usage")[0].replace("import torch\n", "", 1)
+    no_torch = HALVE_FUNCTION.replace("import torch\n", "", 1)
     assert "import torch\n" not in no_torch and "torch.empty_like" in no_torch
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", no_torch, "model:fixture"))
-    assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
+    _assert_correct(verifier, task, no_torch)
 
 
 def test_dtype_arithmetic_is_glue(tasks: dict[str, Task], verifier: Verifier) -> None:
     """`torch.promote_types(input.dtype, other.dtype)`, in real answers, dispatches an aten op that reads no
     tensor: metadata, like a shape."""
     task = tasks["halve"]
-    typed = HALVE.split("# Example usage")[0].replace(
+    typed = HALVE_FUNCTION.replace(
         "    out = torch.empty_like(input)\n",
         "    out = torch.empty_like(input).to(torch.promote_types(input.dtype, torch.float32))\n",
     )
     assert "promote_types" in typed
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", typed, "model:fixture"))
-    assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
+    _assert_correct(verifier, task, typed)

@@ -54,7 +54,6 @@ from toolchain.function_tasks import (
     tensor_leaves,
 )
 from toolchain.integrity import (
-    SCALAR_READS_PER_PHASE,
     PatchSnapshot,
     ProcessGuards,
     TorchComputeMonitor,
@@ -479,16 +478,17 @@ class DeviceRecord:
                 continue
             # A device-to-host copy of one scalar (`.item()` of a 0-d argument, which the monitor checks) is glue,
             # up to an allowance over the whole record; a copy whose size is not recorded is not.
-            if (
-                "memcpy" in lowered
-                and 0 < _copied_bytes(event) <= 8
-                and scalar_reads < SCALAR_READS_PER_PHASE
-            ):
+            if "memcpy" in lowered and 0 < _copied_bytes(event) <= 8 and scalar_reads < DEVICE_SCALAR_COPIES:
                 scalar_reads += 1
                 continue
             if name not in found:
                 found.append(name)
         return found
+
+
+# How many one-scalar device-to-host copies (at most 8 bytes each) a whole record allows: `.item()` of a 0-d
+# argument, which the dispatch monitor admits and refuses for any other tensor.
+DEVICE_SCALAR_COPIES = 16
 
 
 def _copied_bytes(event: Any) -> int:

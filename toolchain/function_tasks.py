@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import inspect
 import re
 import sys
@@ -52,7 +53,7 @@ class FunctionLayout:
     test: str  # the source after it: the test function and the line that runs it
     entry: str  # the task's function (named like the task where the test calls one so named)
     test_functions: tuple[str, ...]  # the `test_*` functions, run by the test's own code or by us
-    entries: tuple[str, ...] = ()  # every reference function the test calls (a forward and a backward, say)
+    entries: tuple[str, ...]  # every reference function the test calls (a forward and a backward, say)
 
 
 def _called_names(tree: ast.AST) -> set[str]:
@@ -63,6 +64,7 @@ def _called_names(tree: ast.AST) -> set[str]:
     }
 
 
+@functools.lru_cache(maxsize=512)  # a verification asks for its task's layout several times; parse it once
 def function_layout(source: str, name: str) -> FunctionLayout:
     """The reference part, the test part and the entry function of a function task, or FunctionTaskError.
 
@@ -108,7 +110,7 @@ def test_imports(task: Any) -> tuple[str, ...]:
     if not getattr(task, "entry", None):
         return ()
     layout = function_layout(task.source, task.entry)
-    own = set(layout.entries or (layout.entry,)) | {task.name.rsplit("/", 1)[-1]}
+    own = set(layout.entries) | {task.name.rsplit("/", 1)[-1]}
     statements = []
     for node in ast.parse(layout.test).body:
         if isinstance(node, ast.Import) and not any(alias.name.split(".")[0] in own for alias in node.names):
@@ -126,8 +128,7 @@ def function_entries(task: Any) -> tuple[str, ...]:
     """The functions a candidate for `task` must define (none for a module task)."""
     if not getattr(task, "entry", None):
         return ()
-    layout = function_layout(task.source, task.entry)
-    return layout.entries or (layout.entry,)
+    return function_layout(task.source, task.entry).entries
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -177,15 +178,11 @@ def clone_value(value: Any) -> Any:
 
 
 def tensor_leaves(value: Any) -> list[Any]:
+    """The tensors in a nest of lists, tuples and dicts, in order."""
     import torch
+    import torch.utils._pytree as pytree
 
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, dict):
-        return [leaf for item in value.values() for leaf in tensor_leaves(item)]
-    if isinstance(value, (list, tuple)):
-        return [leaf for item in value for leaf in tensor_leaves(item)]
-    return []
+    return [leaf for leaf in pytree.tree_leaves(value) if isinstance(leaf, torch.Tensor)]
 
 
 def judged_result(returned: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, list[Any]]:
@@ -277,7 +274,7 @@ def record_calls(
         return record
 
     scope = dict(namespace)
-    for name in layout.entries or (layout.entry,):
+    for name in layout.entries:
         scope[name] = recorder(name)
     scope["__name__"] = "__kv_test__"  # a test guarded by `if __name__ == "__main__"` does not run twice
     torch.manual_seed(seed)

@@ -49,7 +49,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 # argument to a kernel as a scalar; `TorchComputeMonitor.scalar_arguments`); a value of any other tensor is
 # not. Ops whose every tensor input the candidate's host code built from Python values in the same phase
 # (`torch.prod(torch.tensor(shape))`: size arithmetic) are glue too: no input's data reaches them.
-SCALAR_READS_PER_PHASE = 16  # the device record's allowance of one-scalar device-to-host copies
 GLUE_OPS = frozenset({
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
     "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "fill_", "zero_", "scalar_tensor", "arange",
@@ -108,7 +107,7 @@ class TorchComputeMonitor(TorchDispatchMode):
         self.active = False
         self.what = ""  # the phase, for the message: "forward", "building ModelNew", ...
         self.construction = False
-        self.scalar_arguments: set[int] = set()  # ids of the phase's 0-d tensor arguments
+        self.scalar_arguments: set[int] = set()  # data pointers of the phase's 0-d tensor arguments
         self.constants: dict[int, weakref.ref[torch.Tensor]] = {}  # host-made tensors of this phase, by id
 
     def start(self, what: str, construction: bool = False, scalar_arguments: Iterable[Any] = ()) -> None:
@@ -129,13 +128,15 @@ class TorchComputeMonitor(TorchDispatchMode):
         if not self.active:
             return func(*args, **(kwargs or {}))
         name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
-        tensors = [
-            leaf for leaf in pytree.tree_leaves((args, kwargs or {})) if isinstance(leaf, torch.Tensor)
-        ]
-        host_made = bool(tensors) and all(self._host_made(tensor) for tensor in tensors)
+        host_made = False
+        if self.constants:  # only then can an op's inputs all be host-made: no flattening on the common path
+            tensors = [
+                leaf for leaf in pytree.tree_leaves((args, kwargs or {})) if isinstance(leaf, torch.Tensor)
+            ]
+            host_made = bool(tensors) and all(self._host_made(tensor) for tensor in tensors)
         allowed = self.allowed | INIT_OPS if self.construction else self.allowed
         if name == "_local_scalar_dense":
-            read = tensors[0] if tensors else None
+            read = args[0] if args and isinstance(args[0], torch.Tensor) else None
             argument = read is not None and read.dim() == 0 and read.data_ptr() in self.scalar_arguments
             if not (host_made or argument):
                 self.violations.add("torch_compute", f"a tensor's value read into Python (.item()) while "

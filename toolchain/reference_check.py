@@ -47,26 +47,28 @@ def check_case(harness: Any, case: dict[str, Any]) -> list[str]:
 
     from toolchain.function_tasks import clone_value, same_values
 
+    function_task = getattr(harness, "layout", None) is not None
     with torch.no_grad():
         harness.apply(case["overrides"])
         init = harness.init_inputs()
         model = harness.reference(init, seed=0)
-        inputs, other_inputs = harness.inputs(seed=1), harness.inputs(seed=2)
+        inputs = harness.inputs(seed=1)
         first = model(*clone_value(inputs))
         # the global RNG has moved on: randomness inside forward shows up here
         again = model(*clone_value(inputs))
-        other = model(*other_inputs)
+        if function_task:
+            # What the calls return. A function task's inputs are its test author's (literals, `out=`
+            # buffers left uninitialised), so whether an output follows them says nothing: not checked.
+            first, again = [one[0] for one in first], [two[0] for two in again]
+            other, follows_inputs = first, False
+        else:
+            other_inputs = harness.inputs(seed=2)
+            other = model(*other_inputs)
+            # where the inputs do not change with the seed, an output cannot either
+            follows_inputs = not same_values(inputs, other_inputs)
     problems = []
     name = case["name"]
     leaves, again_leaves, other_leaves = _leaves(first), _leaves(again), _leaves(other)
-    # Where the inputs do not change with the seed (a test's literal tensors), an output cannot either.
-    fixed = [same_values(inputs, other_inputs)] * len(leaves)
-    if getattr(harness, "layout", None) is not None:
-        # A function task: what the calls return. Its test's inputs are its author's (literals, `out=`
-        # buffers left uninitialised), so whether an output follows them says nothing: not checked.
-        leaves, again_leaves = _leaves([one[0] for one in first]), _leaves([two[0] for two in again])
-        fixed = [True] * len(leaves)
-        other_leaves = leaves
     for index, (out, out_again, out_other) in enumerate(zip(leaves, again_leaves, other_leaves, strict=True)):
         where = f"{name} output {index}" if len(leaves) > 1 else name
         if not isinstance(out, torch.Tensor):
@@ -85,7 +87,7 @@ def check_case(harness: Any, case: dict[str, Any]) -> list[str]:
             problems.append(f"{where}: output is constant ({float(values.flatten()[0]):g} everywhere)")
         if not torch.equal(out, out_again):
             problems.append(f"{where}: not deterministic (two runs on the same inputs differ)")
-        if not fixed[index] and out.shape == out_other.shape and torch.equal(out, out_other):
+        if follows_inputs and out.shape == out_other.shape and torch.equal(out, out_other):
             problems.append(
                 f"{where}: output does not depend on the inputs (same result for two input seeds)"
             )

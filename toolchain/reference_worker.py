@@ -107,8 +107,7 @@ class FunctionHarness:
         return []
 
     def reference(self, init_inputs: list[Any], seed: int) -> torch.nn.Module:
-        names = self.layout.entries or (self.layout.entry,)
-        functions = {name: getattr(self.task, name) for name in names}
+        functions = {name: getattr(self.task, name) for name in self.layout.entries}
         return function_module(functions, self.device).to(self.device).eval()
 
     def inputs(self, seed: int) -> list[Any]:
