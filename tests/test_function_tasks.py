@@ -244,3 +244,45 @@ def test_dtype_arithmetic_is_glue(tasks: dict[str, Task], verifier: Verifier) ->
     )
     assert "promote_types" in typed
     _assert_correct(verifier, task, typed)
+
+
+PERF_CHECKOUT = ROOT / "tests" / "fixtures" / "tritonbench_perf"
+NEGATE = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def negate_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(y_ptr + offsets, -tl.load(x_ptr + offsets, mask=mask), mask=mask)
+
+
+def negate(input):
+    out = torch.empty_like(input)
+    negate_kernel[(triton.cdiv(input.numel(), 1024),)](input, out, input.numel(), BLOCK=1024)
+    return out
+"""
+
+
+def test_a_checkout_s_perf_program_gives_the_task_larger_inputs_checked_before_they_are_timed(
+    verifier: Verifier,
+) -> None:
+    """TritonBench's perf_T program travels in the task; its inputs (4,096 elements and more) are a
+    correctness case too, so an answer right on the test's five elements and wrong beyond one block of
+    1,024 is a mismatch on them, never a timed result."""
+    task = load_tasks(PERF_CHECKOUT / "data" / "TritonBench_T_v1").tasks[0]
+    assert "KERNELVAULT_PERFORMANCE_INPUTS" in task.source
+    assert [case.name for case in task.correctness_cases] == ["c0:test calls", "c1:performance inputs"]
+    assert [case.name for case in task.performance_cases] == ["p0:performance inputs"]
+
+    verdict = verifier.verify(task, Candidate(task.task_id, "triton", NEGATE, "test"))
+    assert verdict.correct, verdict.failure_message
+    assert {check.case for check in verdict.checks} == {"c0:test calls", "c1:performance inputs"}
+
+    one_block = NEGATE.replace("(triton.cdiv(input.numel(), 1024),)", "(1,)")
+    verdict = verifier.verify(task, Candidate(task.task_id, "triton", one_block, "test"))
+    assert verdict.failure_kind == "mismatch"
+    assert "c1:performance inputs" in verdict.failure_message

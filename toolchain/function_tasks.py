@@ -19,6 +19,14 @@ How such a task is checked, in the same protocol as a module task (`toolchain.ju
   functions with the same names (a test may call several: a forward and a backward); its worker wraps them
   the same way, so the integrity layer (torch doing
   the work, launches observed, cached results), the judge and timing are those of the module form.
+- **Performance inputs.** A test's calls are small (TritonBench-T's are a few elements), so timing them
+  measures launch overhead. Where a suite ships larger inputs (TritonBench's `perf_T` programs), the
+  loader embeds the program in the task as `KERNELVAULT_PERFORMANCE_INPUTS`, a string after the test
+  (`with_performance_program`), so the task row carries its own inputs wherever it goes. Its calls are
+  recorded like the test's (`record_performance_calls`) and form one correctness case and the performance
+  case: correctness first, so that a candidate right on the tiny calls and wrong on large ones is a
+  `mismatch` and never reaches timing. On a GPU the largest input set of at most
+  `PERFORMANCE_BYTES_MAX` is used; on the CPU (the interpreter) the smallest.
 - **`cuda` in a test on a CPU machine.** TritonBench's tests write `device='cuda'`. Where the worker runs
   on the CPU (the interpreter path), `DeviceRedirect` maps every accelerator device that a torch call
   names to the CPU, for the test and for the candidate's call alike; on a GPU nothing is redirected.
@@ -41,6 +49,9 @@ from dataclasses import dataclass
 from typing import Any
 
 _SEPARATOR = re.compile(r"^#{20,}[ \t]*$", re.MULTILINE)
+PERFORMANCE_NAME = "KERNELVAULT_PERFORMANCE_INPUTS"  # a perf program embedded after the test (a string)
+PERFORMANCE_INPUTS_OVERRIDE = "inputs"  # a case override: {"inputs": "performance"} uses that program
+PERFORMANCE_BYTES_MAX = 256 << 20  # the largest performance input set timed on a GPU (all its tensors)
 
 
 class FunctionTaskError(ValueError):
@@ -54,6 +65,7 @@ class FunctionLayout:
     entry: str  # the task's function (named like the task where the test calls one so named)
     test_functions: tuple[str, ...]  # the `test_*` functions, run by the test's own code or by us
     entries: tuple[str, ...]  # every reference function the test calls (a forward and a backward, say)
+    performance: str | None = None  # the embedded performance-input program, where the task has one
 
 
 def _called_names(tree: ast.AST) -> set[str]:
@@ -98,7 +110,27 @@ def function_layout(source: str, name: str) -> FunctionLayout:
         )
     stem = name.rsplit("/", 1)[-1]
     entry = stem if stem in called else called[0]
-    return FunctionLayout(reference, test, entry, tests, tuple(called))
+    return FunctionLayout(reference, test, entry, tests, tuple(called), _embedded_program(test_tree))
+
+
+def _embedded_program(test_tree: ast.Module) -> str | None:
+    for node in test_tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and [getattr(target, "id", None) for target in node.targets] == [PERFORMANCE_NAME]
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
+            return node.value.value
+    return None
+
+
+def with_performance_program(source: str, program: str, origin: str) -> str:
+    """`source` with a performance-input program appended after its test (see the module docstring)."""
+    return (
+        f"{source.rstrip()}\n\n\n# KernelVault: this task's performance inputs, from {origin}\n"
+        f"{PERFORMANCE_NAME} = {program!r}\n"
+    )
 
 
 def test_imports(task: Any) -> tuple[str, ...]:
@@ -303,3 +335,99 @@ def record_calls(
     if not calls:
         raise FunctionTaskError(f"the test made no call of {layout.entry}")
     return calls
+
+
+def _perf_support_modules(program: str, scope: dict[str, Any]) -> dict[str, types.ModuleType]:
+    """What a TritonBench perf program imports: `performance_utils` (its base class, here a stand-in that
+    only keeps what the inputs need) and `TorchBench_v1.<task>` (the reference module: here `scope`, whose
+    entries record)."""
+
+    class Performance_Metrics:  # noqa: N801 - the name the program imports
+        def __init__(self, op_name: str, dtype: Any = None, is_backward: bool = False, **kwargs: Any) -> None:
+            self.op_name, self.dtype, self.is_backward, self.kwargs = op_name, dtype, is_backward, kwargs
+            self.input_tensors: list[Any] = []
+
+    class do_bench_config:  # noqa: N801
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+    utils = types.ModuleType("performance_utils")
+    utils.Performance_Metrics, utils.do_bench_config = Performance_Metrics, do_bench_config
+    modules = {"performance_utils": utils}
+    for node in ast.walk(ast.parse(program)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            package, _, child = node.module.partition(".")
+            if package == "TorchBench_v1" and child:
+                modules.setdefault(package, types.ModuleType(package)).__path__ = []  # type: ignore[attr-defined]
+                module = types.ModuleType(node.module)
+                module.__dict__.update(scope)
+                modules[node.module] = module
+    return modules
+
+
+def record_performance_calls(
+    layout: FunctionLayout, namespace: dict[str, Any], seed: int, device: Any
+) -> list[list[Any]]:
+    """The calls a task's embedded perf program makes on one of its input sets (the module docstring says
+    which), each `[name, args, kwargs]`; recorded without running the reference (its result is computed
+    where the case needs it)."""
+    import torch
+
+    if not layout.performance:
+        raise FunctionTaskError("the task has no performance inputs")
+    calls: list[list[Any]] = []
+
+    def recorder(name: str) -> Callable[..., Any]:
+        def record(*args: Any, **kwargs: Any) -> Any:
+            calls.append([name, clone_value(list(args)), clone_value(dict(kwargs))])
+            raise _Recorded
+
+        return record
+
+    scope = dict(namespace)
+    for name in layout.entries:
+        scope[name] = recorder(name)
+    modules = _perf_support_modules(layout.performance, scope)
+    saved = {name: sys.modules.get(name) for name in modules}
+    sys.modules.update(modules)
+    on_cpu = getattr(device, "type", device) == "cpu"
+    program_scope: dict[str, Any] = {"__name__": "__kv_performance__", "__file__": "<performance>"}
+    try:
+        exec(compile(layout.performance, "<performance>", "exec"), program_scope)  # noqa: S102 - the task's own
+        metrics = program_scope["performance_metrics"]()
+        torch.manual_seed(seed)
+        # drawn where they run: on a GPU, a factory call without a device lands there (fast, no host copy)
+        with device_redirect(device) if on_cpu else torch.device(device):
+            metrics.get_input_tensors()
+            sets = list(metrics.input_tensors)
+            if not sets:
+                raise FunctionTaskError("the performance program made no inputs")
+            sizes = [sum(t.numel() * t.element_size() for t in tensor_leaves(item)) for item in sets]
+            fitting = [index for index, size in enumerate(sizes) if size <= PERFORMANCE_BYTES_MAX]
+            if on_cpu:
+                chosen = min(range(len(sets)), key=sizes.__getitem__)
+            else:
+                chosen = (
+                    max(fitting, key=sizes.__getitem__)
+                    if fitting
+                    else min(range(len(sets)), key=sizes.__getitem__)
+                )
+            item = metrics.to_cuda(sets[chosen])
+            del sets, metrics.input_tensors
+            try:
+                metrics.call_op(item)
+            except _Recorded:
+                pass
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+    if not calls:
+        raise FunctionTaskError(f"the performance program made no call of {layout.entry}")
+    return calls
+
+
+class _Recorded(Exception):  # noqa: N818 - not an error: stops a perf program's op after its first call
+    """Raised by the recorder so that the perf program's op stops at its first call of an entry."""

@@ -24,11 +24,13 @@ import torch
 
 from toolchain.candidate_worker import load_module, one_line_error, sync_device
 from toolchain.function_tasks import (
+    PERFORMANCE_INPUTS_OVERRIDE,
     FunctionLayout,
     clone_value,
     function_layout,
     function_module,
     record_calls,
+    record_performance_calls,
     same_values,
     tensor_leaves,
 )
@@ -98,10 +100,13 @@ class FunctionHarness:
         self.task = module
         self.layout = layout
         self.device = device
+        self.performance_inputs = False  # the case's inputs: the test's calls, or the perf program's
 
     def apply(self, overrides: dict[str, Any]) -> None:
-        if overrides:
-            raise ValueError(f"a function task has no size globals to override: {sorted(overrides)}")
+        unknown = sorted(set(overrides) - {PERFORMANCE_INPUTS_OVERRIDE})
+        if unknown:
+            raise ValueError(f"a function task has no size globals to override: {unknown}")
+        self.performance_inputs = overrides.get(PERFORMANCE_INPUTS_OVERRIDE) == "performance"
 
     def init_inputs(self) -> list[Any]:
         return []
@@ -111,6 +116,8 @@ class FunctionHarness:
         return function_module(functions, self.device).to(self.device).eval()
 
     def inputs(self, seed: int) -> list[Any]:
+        if self.performance_inputs:
+            return record_performance_calls(self.layout, vars(self.task), seed, self.device)
         return record_calls(self.layout, vars(self.task), seed, self.device)
 
 

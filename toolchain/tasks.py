@@ -16,7 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from kernelvault.contracts import Task, TaskCase, content_hash
-from toolchain.function_tasks import FunctionTaskError, function_layout
+from toolchain.function_tasks import (
+    PERFORMANCE_INPUTS_OVERRIDE,
+    FunctionTaskError,
+    function_layout,
+    with_performance_program,
+)
 from toolchain.source_tree import parse as parse_source
 
 BUNDLED_TASKS = Path(__file__).resolve().parents[1] / "tasks"
@@ -139,15 +144,29 @@ def _function_task(source: str, name: str, origin: str) -> Task:
         raise TaskFormatError(
             f"neither a module task (Model, get_inputs, get_init_inputs) nor a function task: {error}"
         ) from None
+    correctness = [TaskCase(name="c0:test calls", kind="correctness", overrides={})]
+    performance = TaskCase(name="p0:test calls", kind="performance", overrides={})
+    if layout.performance:  # checked on the performance inputs before they are timed (function_tasks)
+        larger = {PERFORMANCE_INPUTS_OVERRIDE: "performance"}
+        correctness.append(TaskCase(name="c1:performance inputs", kind="correctness", overrides=larger))
+        performance = TaskCase(name="p0:performance inputs", kind="performance", overrides=larger)
     return Task(
         task_id=content_hash(source),
         name=name,
         source=source,
         origin=origin,
-        correctness_cases=(TaskCase(name="c0:test calls", kind="correctness", overrides={}),),
-        performance_cases=(TaskCase(name="p0:test calls", kind="performance", overrides={}),),
+        correctness_cases=tuple(correctness),
+        performance_cases=(performance,),
         entry=layout.entry,
     )
+
+
+def _tritonbench_performance(path: Path) -> Path | None:
+    """TritonBench's perf_T program for a TritonBench-T task file (`<checkout>/data/TritonBench_T_v1/x.py`
+    has `<checkout>/performance_metrics/perf_T/golden_metrics/x_perf.py`), where the checkout has one."""
+    checkout = path.resolve().parent.parent.parent
+    program = checkout / "performance_metrics" / "perf_T" / "golden_metrics" / f"{path.stem}_perf.py"
+    return program if program.is_file() else None
 
 
 def load_task_file(path: Path, name: str | None = None, origin: str | None = None) -> Task:
@@ -179,7 +198,12 @@ def _read_files(paths: Iterable[Path], root: Path, origin: str) -> Iterable[tupl
     for path in paths:
         name = path.relative_to(root).with_suffix("").as_posix()
         try:
-            yield name, origin, path.read_text(encoding="utf-8")
+            source = path.read_text(encoding="utf-8")
+            program = _tritonbench_performance(path)
+            if program is not None:
+                relative = program.relative_to(path.resolve().parent.parent.parent).as_posix()
+                source = with_performance_program(source, program.read_text(encoding="utf-8"), relative)
+            yield name, origin, source
         except (OSError, UnicodeDecodeError) as error:
             yield name, origin, f"# unreadable: {error}\n"
 
