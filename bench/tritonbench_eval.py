@@ -1,0 +1,247 @@
+"""TritonBench's own evaluator (`EVAL/eval_T`) over models' answers, one verdict line per answer.
+
+The side-by-side of issue #19 sets these verdicts beside KernelVault's on the same answers and device
+(`bench/side_by_side.py` joins them). This runs TritonBench's code, imported from the checkout:
+
+- `0_call_acc.py`: `get_corresponding_files` (an answer's task, found by its description), `clear_code`
+  (its extraction of the answer's code), `get_test` (the test after the file's separator) and
+  `run_script_on_gpu` (answer + separator + test written to one file and run; **call** = exit status 0).
+- `1_exe_acc.py`'s criterion, **exe** = the run's stdout equals the gold file's stdout. TritonBench runs the
+  gold file again for every answer; here it runs once per task (the same file, the same comparison).
+
+Two deviations, both needed to run it unattended, both on every answer alike:
+- TritonBench's `subprocess.run` has no time limit; here it gets `--timeout-s` (a run past it fails call).
+- A postlude after the test saves `test_results` (seeded: `torch.manual_seed(0)` before the test runs, the
+  same in the gold run) so that **results** (our addition, not TritonBench's) says whether the answer's
+  test results equal the gold file's within `--atol`/`--rtol`. Most TritonBench-T tests print nothing, so
+  exe alone cannot tell a wrong answer from a right one; results can. The prelude and postlude do not
+  change an answer's exit status or stdout.
+
+    python bench/tritonbench_eval.py --checkout TritonBench --answers TritonBench/LLM_generated/Bench_T_general_purpose \
+        --out tb.jsonl [--procs 16] [--deadline-s 540]
+
+Resumable: answers already in --out are skipped. Per line: file (answers file), line, model, task (the
+task file TritonBench matched, or null with `error`), call, exe, results, seconds, stderr_tail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+PRELUDE = "import torch as _kv_torch\n_kv_torch.manual_seed(0)\n"
+POSTLUDE = """
+
+import os as _kv_os
+try:
+    _kv_torch.save(test_results, _kv_os.environ["KV_RESULTS_PATH"])
+except Exception:
+    pass
+"""
+_module: ModuleType | None = None
+_timeout_s = 180.0
+
+
+def _load_call_acc(checkout: Path, timeout_s: float) -> ModuleType:
+    """TritonBench's 0_call_acc.py with its paths (written for its authors' machine) pointed at the checkout,
+    this interpreter, and a time limit on its runs."""
+    source = (checkout / "EVAL" / "eval_T" / "0_call_acc.py").read_text()
+    if sys.version_info < (3, 12):  # one of its print lines nests quotes in an f-string (Python 3.12 syntax)
+        source = source.replace(
+            'path.split("/")[-1].replace(".jsonl", "")', "path.split('/')[-1].replace('.jsonl', '')"
+        )
+    module = ModuleType("tb_call_acc")
+    exec(compile(source, str(checkout / "EVAL" / "eval_T" / "0_call_acc.py"), "exec"), module.__dict__)  # noqa: S102
+    module.statis_path = str(checkout / "data" / "TritonBench_T_v1.jsonl")  # a JSON list despite its name
+    module.py_folder = str(checkout / "data" / "TritonBench_T_v1")
+    module.py_interpreter = sys.executable
+
+    def run_with_limit(*args: Any, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        try:
+            return subprocess.run(*args, timeout=timeout_s, **kwargs)  # noqa: PLW1510
+        except subprocess.TimeoutExpired as error:
+            return subprocess.CompletedProcess(error.cmd, 124, "", f"timed out after {timeout_s:.0f} s")
+
+    module.subprocess = type("subprocess", (), {"run": staticmethod(run_with_limit)})
+    return module
+
+
+def _init(checkout: str, timeout_s: float) -> None:
+    global _module, _timeout_s
+    _module = _load_call_acc(Path(checkout), timeout_s)
+    _timeout_s = timeout_s
+
+
+def _run(code: str, test: str, file_name: str, folder: str) -> dict[str, Any]:
+    """One answer through TritonBench's run_script_on_gpu; its printed stdout/stderr parsed back."""
+    assert _module is not None
+    results_path = Path(folder) / (file_name + ".pt")
+    os.environ["KV_RESULTS_PATH"] = str(results_path)
+    printed = io.StringIO()
+    started = time.monotonic()
+    with contextlib.redirect_stdout(printed):
+        success, _ = _module.run_script_on_gpu(code, PRELUDE + test + POSTLUDE, file_name, folder, 0)
+    text = printed.getvalue()
+    out_marker, err_marker = (
+        f"=== Output for {file_name} on GPU 0 ===\n",
+        f"=== Errors for {file_name} on GPU 0 ===\n",
+    )
+    stdout = text.split(out_marker, 1)[-1].split(err_marker, 1)[0]
+    stderr = text.split(err_marker, 1)[-1]
+    return {"call": bool(success), "stdout": stdout, "stderr_tail": stderr.strip()[-400:],
+            "results_path": str(results_path) if results_path.exists() else None,
+            "seconds": round(time.monotonic() - started, 2)}  # fmt: skip
+
+
+def _gold(checkout: str, file_name: str, folder: str) -> dict[str, Any]:
+    """The gold file run the same way (its reference code in the answer's place)."""
+    source = (Path(checkout) / "data" / "TritonBench_T_v1" / file_name).read_text()
+    assert _module is not None
+    [test] = _module.get_test(_module.py_folder, [file_name])
+    reference = source.split("#" * 146)[0]
+    return _run(reference, test, file_name, folder)
+
+
+def same_results(first: Any, second: Any, atol: float, rtol: float) -> bool:
+    import torch
+
+    if isinstance(first, torch.Tensor) or isinstance(second, torch.Tensor):
+        if not (isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor)):
+            return False
+        if first.shape != second.shape:
+            return False
+        if first.is_complex() or second.is_complex():
+            first, second = (
+                torch.view_as_real(first.resolve_conj()),
+                torch.view_as_real(second.resolve_conj()),
+            )
+        return bool(
+            torch.allclose(first.double().cpu(), second.double().cpu(), atol=atol, rtol=rtol, equal_nan=True)
+        )
+    if isinstance(first, dict) and isinstance(second, dict):
+        return first.keys() == second.keys() and all(
+            same_results(first[k], second[k], atol, rtol) for k in first
+        )
+    if isinstance(first, (list, tuple)) and isinstance(second, (list, tuple)):
+        return len(first) == len(second) and all(
+            same_results(a, b, atol, rtol) for a, b in zip(first, second, strict=True)
+        )
+    if isinstance(first, float) and isinstance(second, float):
+        return abs(first - second) <= atol + rtol * abs(second) or (first != first and second != second)
+    return bool(first == second)
+
+
+def _load(path: str | None) -> Any:
+    import torch
+
+    if path is None:
+        return None
+    try:
+        return torch.load(path, weights_only=False, map_location="cpu")
+    except Exception:  # noqa: BLE001 - an unreadable save is no result
+        return None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--checkout", type=Path, required=True)
+    parser.add_argument("--answers", type=Path, required=True, help="a JSONL file or a folder of them")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--procs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--timeout-s", type=float, default=180.0)
+    parser.add_argument("--deadline-s", type=float, default=0, help="submit nothing new after this (0: none)")
+    parser.add_argument("--atol", type=float, default=1e-2)
+    parser.add_argument("--rtol", type=float, default=1e-2)
+    parser.add_argument("--limit", type=int, default=0, help="at most this many answers per file (0: all)")
+    args = parser.parse_args()
+    started = time.monotonic()
+    module = _load_call_acc(args.checkout, args.timeout_s)
+    files = sorted(args.answers.glob("*.jsonl")) if args.answers.is_dir() else [args.answers]
+    done = set()
+    if args.out.exists():
+        done = {(row["file"], row["line"]) for row in map(json.loads, args.out.read_text().splitlines())}
+    work: list[dict[str, Any]] = []
+    for path in files:
+        model = path.stem.removeprefix("output_")
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines[: args.limit or None]):
+            if (path.name, number) in done or not line.strip():
+                continue
+            item = json.loads(line)
+            row: dict[str, Any] = {"file": path.name, "line": number, "model": model, "task": None}
+            try:
+                instruction = item[next(iter(item))]  # TritonBench reads the first key's value
+                [row["task"]] = module.get_corresponding_files([instruction])
+                [test] = module.get_test(module.py_folder, [row["task"]])
+            except Exception as error:  # noqa: BLE001 - TritonBench cannot place this answer
+                row["error"] = f"TritonBench cannot match it: {type(error).__name__}: {error}"[:300]
+                work.append({"row": row})
+                continue
+            work.append({"row": row, "code": module.clear_code(item["predict"]), "test": test})
+    print(f"{len(work)} answers to run ({len(done)} already in {args.out})", flush=True)
+    scratch = Path(tempfile.mkdtemp(prefix="tb-eval-"))
+    gold: dict[str, Future[dict[str, Any]]] = {}
+    with ProcessPoolExecutor(args.procs, initializer=_init, initargs=(str(args.checkout), args.timeout_s)) as pool, \
+            args.out.open("a") as out:  # fmt: skip
+        pending: dict[Future[dict[str, Any]], dict[str, Any]] = {}
+        queue = list(work)
+        written = 0
+
+        def finish(future: Future[dict[str, Any]], item: dict[str, Any]) -> None:
+            nonlocal written
+            row, result = item["row"], future.result()
+            expected = gold[row["task"]].result()
+            row.update(call=result["call"], seconds=result["seconds"], stderr_tail=result["stderr_tail"])
+            row["exe"] = result["call"] and result["stdout"] == expected["stdout"]
+            answer, reference = _load(result["results_path"]), _load(expected["results_path"])
+            row["results"] = bool(
+                result["call"] and answer is not None and reference is not None
+                and same_results(answer, reference, args.atol, args.rtol)
+            )  # fmt: skip
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+            written += 1
+
+        while queue or pending:
+            while queue and len(pending) < args.procs * 2:
+                if args.deadline_s and time.monotonic() - started > args.deadline_s:
+                    print(f"deadline: {len(queue)} answers left for the next run", flush=True)
+                    queue.clear()
+                    break
+                item = queue.pop(0)
+                row = item["row"]
+                if row["task"] is None:
+                    row.update(call=False, exe=False, results=False)
+                    out.write(json.dumps(row) + "\n")
+                    continue
+                if row["task"] not in gold:
+                    folder = scratch / "gold"
+                    folder.mkdir(exist_ok=True)
+                    gold[row["task"]] = pool.submit(_gold, str(args.checkout), row["task"], str(folder))
+                folder = scratch / f"{row['model']}-{row['line']}"
+                folder.mkdir(exist_ok=True)
+                pending[pool.submit(_run, item["code"], item["test"], row["task"], str(folder))] = item
+            if not pending:
+                break
+            finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            for future in finished:
+                finish(future, pending.pop(future))
+        print(f"{written} answers written to {args.out} in {time.monotonic() - started:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
