@@ -20,6 +20,10 @@ Two deviations, both needed to run it unattended, both on every answer alike:
     python bench/tritonbench_eval.py --checkout TritonBench --answers TritonBench/LLM_generated/Bench_T_general_purpose \
         --out tb.jsonl [--procs 16] [--deadline-s 540]
 
+`--cpu` runs the same files on a machine without a GPU (a preview, not the side-by-side the issue asks for):
+a `sitecustomize` maps every `cuda` device a torch call names to the CPU (KernelVault's own CPU path does
+the same, `toolchain.function_tasks.device_redirect`) and Triton runs under its interpreter.
+
 Resumable: answers already in --out are skipped. Per line: file (answers file), line, model, task (the
 task file TritonBench matched, or null with `error`), call, exe, results, seconds, stderr_tail.
 """
@@ -75,6 +79,25 @@ def _load_call_acc(checkout: Path, timeout_s: float) -> ModuleType:
 
     module.subprocess = type("subprocess", (), {"run": staticmethod(run_with_limit)})
     return module
+
+
+CPU_SHIM = """
+import os
+if os.environ.get("KV_TB_CPU") == "1":
+    from toolchain.function_tasks import device_redirect
+    device_redirect("cpu").__enter__()  # for the whole run: the test's device='cuda' lands on the CPU
+"""
+
+
+def _use_cpu(scratch: Path) -> None:
+    """Environment for --cpu, inherited by TritonBench's runs (it copies os.environ)."""
+    shim = scratch / "cpu-shim"
+    shim.mkdir(exist_ok=True)
+    (shim / "sitecustomize.py").write_text(CPU_SHIM)
+    root = Path(__file__).resolve().parents[1]
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(shim), str(root), os.environ.get("PYTHONPATH", "")])
+    os.environ["KV_TB_CPU"] = "1"
+    os.environ["TRITON_INTERPRET"] = "1"
 
 
 def _init(checkout: str, timeout_s: float) -> None:
@@ -165,6 +188,9 @@ def main() -> int:
     parser.add_argument("--deadline-s", type=float, default=0, help="submit nothing new after this (0: none)")
     parser.add_argument("--atol", type=float, default=1e-2)
     parser.add_argument("--rtol", type=float, default=1e-2)
+    parser.add_argument(
+        "--cpu", action="store_true", help="run on the CPU (device mapped, Triton interpreted)"
+    )
     parser.add_argument("--limit", type=int, default=0, help="at most this many answers per file (0: all)")
     args = parser.parse_args()
     started = time.monotonic()
@@ -193,6 +219,8 @@ def main() -> int:
             work.append({"row": row, "code": module.clear_code(item["predict"]), "test": test})
     print(f"{len(work)} answers to run ({len(done)} already in {args.out})", flush=True)
     scratch = Path(tempfile.mkdtemp(prefix="tb-eval-"))
+    if args.cpu:
+        _use_cpu(scratch)
     gold: dict[str, Future[dict[str, Any]]] = {}
     with ProcessPoolExecutor(args.procs, initializer=_init, initargs=(str(args.checkout), args.timeout_s)) as pool, \
             args.out.open("a") as out:  # fmt: skip

@@ -1,0 +1,61 @@
+"""Function tasks on a real GPU (marked `gpu`; run by bench/gpu_session.sh on the H200, never in CI).
+
+The CPU suite (tests/test_function_tasks.py) checks these verdicts under Triton's interpreter, where
+nothing is timed and no device copy is watched. Here the same fixtures run on the device: the answers'
+verdicts, the perf_T inputs chosen for the GPU (the largest set) and timed, and a scalar argument read
+with `.item()`, which is a device-to-host copy the device record must allow (`DEVICE_SCALAR_COPIES`).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU"),
+]
+
+from kernelvault.contracts import Candidate  # noqa: E402
+from tests.test_function_tasks import (  # noqa: E402
+    NEGATE,
+    PERF_CHECKOUT,
+    SCALE_BY,
+    TASKS,
+    _answers,
+)
+from toolchain.tasks import load_tasks  # noqa: E402
+from toolchain.verify import Verifier, VerifyConfig  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def verifier() -> Verifier:
+    return Verifier(VerifyConfig(platform="cuda", timeout_s=120))
+
+
+def test_real_answers_get_the_same_verdicts_on_the_device(verifier: Verifier) -> None:
+    task = next(task for task in load_tasks(TASKS).tasks if task.name == "scaled_add")
+    good, torch_wrapper, broken = (
+        verifier.verify(task, Candidate(task.task_id, "triton", answer, "model:fixture-model"))
+        for answer in _answers()
+    )
+    assert good.correct is True, good.failure_message
+    assert good.speedup is not None and good.speedup > 0  # timed on the test's calls (no perf program here)
+    assert (torch_wrapper.failure_kind, torch_wrapper.correct) == ("integrity_reject", False)
+    assert broken.failure_kind == "compile_error"
+
+
+def test_a_scalar_argument_read_with_item_is_allowed_by_the_device_record(verifier: Verifier) -> None:
+    task = next(task for task in load_tasks(TASKS).tasks if task.name == "scale_by")
+    verdict = verifier.verify(task, Candidate(task.task_id, "triton", SCALE_BY, "model:fixture"))
+    assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
+
+
+def test_perf_inputs_are_the_largest_set_and_are_timed(verifier: Verifier) -> None:
+    task = load_tasks(PERF_CHECKOUT / "data" / "TritonBench_T_v1").tasks[0]
+    verdict = verifier.verify(task, Candidate(task.task_id, "triton", NEGATE, "test"))
+    assert verdict.correct is True, verdict.failure_message
+    assert [timing.case for timing in verdict.timings] == ["p0:performance inputs"]
+    one_block = NEGATE.replace("(triton.cdiv(input.numel(), 1024),)", "(1,)")
+    verdict = verifier.verify(task, Candidate(task.task_id, "triton", one_block, "test"))
+    assert verdict.failure_kind == "mismatch" and "c1:performance inputs" in (verdict.failure_message or "")
