@@ -134,6 +134,8 @@ def _load_tasks(spec: str | None):  # noqa: ANN202
         raise UsageError(str(error)) from None
     for where, why in loaded.errors:
         print(f"skipped task {where}: {why}", file=sys.stderr)
+    for where, note in loaded.notes:
+        print(f"note, task {where}: {note}", file=sys.stderr)
     if not loaded.tasks:
         raise UsageError(f"no valid tasks in {spec or 'the bundled suite'}")
     return loaded

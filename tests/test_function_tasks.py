@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -286,3 +287,23 @@ def test_a_checkout_s_perf_program_gives_the_task_larger_inputs_checked_before_t
     verdict = verifier.verify(task, Candidate(task.task_id, "triton", one_block, "test"))
     assert verdict.failure_kind == "mismatch"
     assert "c1:performance inputs" in verdict.failure_message
+
+
+def test_a_perf_program_that_cannot_run_is_named_and_the_task_keeps_its_test_calls(tmp_path: Path) -> None:
+    """TritonBench's `tril_mm_and_scale_perf.py` uses a name it never defines: the task loads, timed on its
+    test's calls, and the loader says why its perf program was not used."""
+    checkout = tmp_path / "TritonBench"
+    shutil.copytree(PERF_CHECKOUT, checkout)
+    program = checkout / "performance_metrics" / "perf_T" / "golden_metrics" / "negate_perf.py"
+    program.write_text(program.read_text().replace("size = 2 ** i", "size = 2 ** undefined_width"))
+    loaded = load_tasks(checkout / "data" / "TritonBench_T_v1")
+    [task] = loaded.tasks
+    assert [case.name for case in task.performance_cases] == ["p0:test calls"]
+    assert "KERNELVAULT_PERFORMANCE_INPUTS" not in task.source
+    assert loaded.notes == [
+        (
+            "negate",
+            "performance_metrics/perf_T/golden_metrics/negate_perf.py not used (undefined name(s) "
+            "undefined_width); timed on the test's calls",
+        )
+    ]

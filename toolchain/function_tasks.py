@@ -125,6 +125,35 @@ def _embedded_program(test_tree: ast.Module) -> str | None:
     return None
 
 
+def performance_program_problem(program: str) -> str | None:
+    """Why a perf program cannot run, where its text shows it (not valid Python, a name no scope defines:
+    TritonBench's `tril_mm_and_scale_perf.py` uses an undefined `p`), else None."""
+    import builtins
+    import symtable
+
+    try:
+        top = symtable.symtable(program, "<performance>", "exec")
+    except SyntaxError as error:
+        return f"not valid Python: {error.msg} (line {error.lineno})"
+    defined = {
+        symbol.get_name()
+        for symbol in top.get_symbols()
+        if symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace()
+    } | {"__file__", "__name__"}
+    undefined: set[str] = set()
+    tables = [top]
+    while tables:
+        table = tables.pop()
+        tables.extend(table.get_children())
+        undefined |= {
+            symbol.get_name()
+            for symbol in table.get_symbols()
+            if symbol.is_global() and symbol.is_referenced() and not symbol.is_declared_global()
+            and symbol.get_name() not in defined and not hasattr(builtins, symbol.get_name())
+        }  # fmt: skip
+    return f"undefined name(s) {', '.join(sorted(undefined))}" if undefined else None
+
+
 def with_performance_program(source: str, program: str, origin: str) -> str:
     """`source` with a performance-input program appended after its test (see the module docstring)."""
     return (

@@ -20,6 +20,7 @@ from toolchain.function_tasks import (
     PERFORMANCE_INPUTS_OVERRIDE,
     FunctionTaskError,
     function_layout,
+    performance_program_problem,
     with_performance_program,
 )
 from toolchain.source_tree import parse as parse_source
@@ -43,6 +44,7 @@ class TaskFormatError(ValueError):
 class LoadedTasks:
     tasks: list[Task] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)  # (where, one-line reason)
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (where, what was loaded with a caveat)
 
 
 def _module_globals(tree: ast.Module) -> dict[str, ast.expr]:
@@ -177,9 +179,11 @@ def load_task_file(path: Path, name: str | None = None, origin: str | None = Non
     return parse_task(source, name or path.stem, origin or f"file:{path}")
 
 
-def _collect(items: Iterable[tuple[str, str, str]]) -> LoadedTasks:
+def _collect(
+    items: Iterable[tuple[str, str, str]], notes: list[tuple[str, str]] | None = None
+) -> LoadedTasks:
     """items: (name, origin, source); parse each and keep errors beside the tasks."""
-    loaded = LoadedTasks()
+    loaded = LoadedTasks(notes=notes if notes is not None else [])
     seen: set[str] = set()
     for name, origin, source in items:
         try:
@@ -194,7 +198,9 @@ def _collect(items: Iterable[tuple[str, str, str]]) -> LoadedTasks:
     return loaded
 
 
-def _read_files(paths: Iterable[Path], root: Path, origin: str) -> Iterable[tuple[str, str, str]]:
+def _read_files(
+    paths: Iterable[Path], root: Path, origin: str, notes: list[tuple[str, str]]
+) -> Iterable[tuple[str, str, str]]:
     for path in paths:
         name = path.relative_to(root).with_suffix("").as_posix()
         try:
@@ -202,7 +208,12 @@ def _read_files(paths: Iterable[Path], root: Path, origin: str) -> Iterable[tupl
             program = _tritonbench_performance(path)
             if program is not None:
                 relative = program.relative_to(path.resolve().parent.parent.parent).as_posix()
-                source = with_performance_program(source, program.read_text(encoding="utf-8"), relative)
+                text = program.read_text(encoding="utf-8")
+                problem = performance_program_problem(text)
+                if problem:  # TritonBench's own scripts have bugs: the task keeps its test's calls for timing
+                    notes.append((name, f"{relative} not used ({problem}); timed on the test's calls"))
+                else:
+                    source = with_performance_program(source, text, relative)
             yield name, origin, source
         except (OSError, UnicodeDecodeError) as error:
             yield name, origin, f"# unreadable: {error}\n"
@@ -216,10 +227,12 @@ def load_folder(folder: Path) -> LoadedTasks:
     )
     if level_dirs:
         files = [path for level in level_dirs for path in sorted(level.glob("*.py"), key=_kernelbench_order)]
-        return _collect(_read_files(files, folder, f"kernelbench:{folder}"))
+        notes: list[tuple[str, str]] = []
+        return _collect(_read_files(files, folder, f"kernelbench:{folder}", notes), notes)
     files = sorted(path for path in folder.glob("*.py") if not path.name.startswith("_"))
     origin = "bundled" if folder.resolve() == BUNDLED_TASKS else f"folder:{folder}"
-    return _collect(_read_files(files, folder, origin))
+    notes: list[tuple[str, str]] = []
+    return _collect(_read_files(files, folder, origin, notes), notes)
 
 
 def _kernelbench_order(path: Path) -> tuple[int, str]:
