@@ -32,6 +32,7 @@ from toolchain.function_tasks import (
     same_values,
     tensor_leaves,
 )
+from toolchain.kernel_tasks import untimed_autotuning
 from toolchain.tensor_files import read_tensors, write_tensors
 from toolchain.timing import time_on_device
 
@@ -100,7 +101,9 @@ class FunctionHarness:
         self.device = device
 
     def apply(self, overrides: dict[str, Any]) -> None:
-        if overrides:
+        # A kernel task's case names which of its tests it records (`toolchain.kernel_tasks`).
+        self.which = str(overrides.get("tests", "correctness")) if self.layout.kernels else "correctness"
+        if set(overrides) - ({"tests"} if self.layout.kernels else set()):
             raise ValueError(f"a function task has no size globals to override: {sorted(overrides)}")
 
     def init_inputs(self) -> list[Any]:
@@ -111,7 +114,9 @@ class FunctionHarness:
         return function_module(functions, self.device).to(self.device).eval()
 
     def inputs(self, seed: int) -> list[Any]:
-        return record_calls(self.layout, vars(self.task), seed, self.device)
+        return record_calls(
+            self.layout, vars(self.task), seed, self.device, getattr(self, "which", "correctness")
+        )
 
 
 class ReferenceHost:
@@ -159,6 +164,8 @@ class ReferenceHost:
                     layout = function_layout(source.decode(), entry)
                     reference_path = task_path.with_name("reference.py")
                     reference_path.write_text(layout.reference)
+                    if device.type == "cpu":  # a gold Triton kernel runs under the interpreter there
+                        untimed_autotuning()
                     module = load_module(reference_path, f"kv_task_{key[:16]}")
                     harness: TaskHarness | FunctionHarness = FunctionHarness(module, layout, device)
                 else:

@@ -139,14 +139,30 @@ def _function_task(source: str, name: str, origin: str) -> Task:
         raise TaskFormatError(
             f"neither a module task (Model, get_inputs, get_init_inputs) nor a function task: {error}"
         ) from None
+    if layout.kernels:  # ROCmBench: the correctness tests' launches, and test_performance's where it has one
+        correctness = TaskCase(
+            name="c0:test launches", kind="correctness", overrides={"tests": "correctness"}
+        )
+        timed = (
+            "performance"
+            if any(t.startswith("test_performance") for t in layout.test_functions)
+            else "correctness"
+        )
+        performance = TaskCase(
+            name=f"p0:{timed} test launches", kind="performance", overrides={"tests": timed}
+        )
+    else:
+        correctness = TaskCase(name="c0:test calls", kind="correctness", overrides={})
+        performance = TaskCase(name="p0:test calls", kind="performance", overrides={})
     return Task(
         task_id=content_hash(source),
         name=name,
         source=source,
         origin=origin,
-        correctness_cases=(TaskCase(name="c0:test calls", kind="correctness", overrides={}),),
-        performance_cases=(TaskCase(name="p0:test calls", kind="performance", overrides={}),),
+        correctness_cases=(correctness,),
+        performance_cases=(performance,),
         entry=layout.entry,
+        kernel_entry=layout.kernels,
     )
 
 
