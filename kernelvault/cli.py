@@ -282,13 +282,15 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
 def cmd_tasks_list(args: argparse.Namespace) -> int:
     loaded = _load_tasks(args.path)
     for task in loaded.tasks:
-        form = f"function {task.entry}" if task.entry else "module"
+        form = f"{task.form} {task.entry}" if task.entry else "module"
         print(f"{task.task_id}  {task.category or '-':<14} {form:<28} {task.name}")
     refused = f", {len(loaded.errors)} refused (reasons above)" if loaded.errors else ""
-    forms = sum(1 for task in loaded.tasks if task.entry)
-    print(
-        f"{len(loaded.tasks)} task(s) loaded ({forms} function, {len(loaded.tasks) - forms} module){refused}"
-    )
+    counts = {
+        form: sum(1 for task in loaded.tasks if task.form == form)
+        for form in ("kernel", "function", "module")
+    }
+    shown = ", ".join(f"{count} {form}" for form, count in counts.items() if count or form != "kernel")
+    print(f"{len(loaded.tasks)} task(s) loaded ({shown}){refused}")
     return 0
 
 

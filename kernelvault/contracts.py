@@ -77,10 +77,13 @@ class Task:
     # A function task (`toolchain.function_tasks`): the reference function a candidate defines under the
     # same name. None: a module task (class Model; a candidate defines ModelNew).
     entry: str | None = None
+    # True: the entries are Triton kernels the task's test launches as `name[grid](...)` (ROCmBench's layout,
+    # `toolchain.kernel_tasks`); a candidate defines kernels of those names.
+    kernel_entry: bool = False
 
     @property
     def form(self) -> str:
-        return "function" if self.entry else "module"
+        return "kernel" if self.kernel_entry else "function" if self.entry else "module"
 
 
 @dataclass(frozen=True)

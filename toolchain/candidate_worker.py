@@ -60,6 +60,7 @@ from toolchain.integrity import (
     Violations,
     patch_targets,
 )
+from toolchain.kernel_tasks import require_kernels, untimed_autotuning
 from toolchain.tensor_files import read_tensors, write_tensors
 from toolchain.timing import time_on_device
 
@@ -573,6 +574,8 @@ class CandidateHost:
         torch.backends.cuda.matmul.allow_tf32 = allow_tf32
         torch.backends.cudnn.allow_tf32 = allow_tf32
         torch.set_grad_enabled(False)
+        if device.type == "cpu":
+            untimed_autotuning()  # the interpreter has no driver to time configs with (`kernel_tasks`)
         job = CandidateJob(request, device)
         self.job = job
         # Temporary files of this job (Triton's .ptx for ptxas, the candidate's own) go to its folder.
@@ -614,11 +617,16 @@ class CandidateHost:
         entry = request.get("entry")
         if entry:  # a function task: the candidate's functions, made into the module the harness runs
             names = list(request.get("entries") or [entry])
-            missing = [name for name in names if not callable(getattr(module, name, None))]
+            kernels = bool(request.get("kernel_entries"))  # a kernel object has `[grid]`, not `__call__`
+            missing = [name for name in names if not (hasattr(module, name) if kernels
+                                                      else callable(getattr(module, name, None)))]  # fmt: skip
             if missing:
                 return {"failure_kind": "static_reject",
                         "failure_message": f"the candidate defines no function {', '.join(missing)}"}  # fmt: skip
             functions = {name: getattr(module, name) for name in names}
+            refused = require_kernels(functions) if kernels else None
+            if refused:  # something else under a kernel's name: nothing of it runs
+                return {"failure_kind": "static_reject", "failure_message": refused}
             job.functions = functions
             job.model_class = lambda: function_module(functions, device)
             return {"ok": True}

@@ -491,7 +491,7 @@ class WorkerLane:
                                                           "HIP_VISIBLE_DEVICES": self.device}  # fmt: skip
             plan = WorkerPlan(self.python, isolation_of(job), job.get("work_root"), tuple(job.get("read_only_paths", ())),
                               gpu=job.get("platform") in ("cuda", "rocm"))  # fmt: skip
-            if kind == "reference":
+            if kind == "reference" and self.device != "cpu":  # on the CPU a gold Triton kernel needs it
                 env = {key: value for key, value in env.items() if key != "TRITON_INTERPRET"}
             worker = PersistentWorker(kind, {**env, **device_env}, limits, plan,
                                       self.restart_every if kind != "reference" else max(self.restart_every, 50))  # fmt: skip

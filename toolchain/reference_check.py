@@ -45,7 +45,7 @@ def check_case(harness: Any, case: dict[str, Any]) -> list[str]:
     """Problems with one case of one reference (runs inside the worker)."""
     import torch
 
-    from toolchain.function_tasks import clone_value, same_values
+    from toolchain.function_tasks import clone_value, same_values, tensor_leaves
 
     function_task = getattr(harness, "layout", None) is not None
     with torch.no_grad():
@@ -56,6 +56,19 @@ def check_case(harness: Any, case: dict[str, Any]) -> list[str]:
         first = model(*clone_value(inputs))
         # the global RNG has moved on: randomness inside forward shows up here
         again = model(*clone_value(inputs))
+        if function_task and harness.layout.kernels:
+            # A kernel task's launches are judged by their tensor arguments after them (`kernel_tasks`): those
+            # must be the same on a second run, and some launch must write one of them.
+            after, after_again = [one[1] for one in first], [two[1] for two in again]
+            if not same_values(after, after_again):
+                return [
+                    f"{case['name']}: not deterministic (two runs of the same launches leave different values)"
+                ]
+            if same_values(after, tensor_leaves(inputs)):
+                return [
+                    f"{case['name']}: the launches write none of their tensor arguments (nothing to judge)"
+                ]
+            return []
         if function_task:
             # What the calls return. A function task's inputs are its test author's (literals, `out=`
             # buffers left uninitialised), so whether an output follows them says nothing: not checked.
@@ -138,7 +151,8 @@ def check_task(
         workdir.chmod(0o755)
         jail = folder_jail(resolve_isolation(os.environ.get("KV_ISOLATION", "auto"), python), workdir)
         run = run_sandboxed([python, "-m", "toolchain.reference_check", str(workdir / "job.json")], workdir,
-                            SandboxLimits(timeout_s, None, cpu_threads=2), {"PYTHONPATH": project_root}, jail=jail)  # fmt: skip
+                            SandboxLimits(timeout_s, None, cpu_threads=2), {"PYTHONPATH": project_root, "TRITON_INTERPRET": "1"},
+                            jail=jail)  # fmt: skip
         result_path = workdir / "result.json"
         if not result_path.exists():
             why = "timed out" if run.timed_out else f"crashed ({run.signal_name or run.returncode})"

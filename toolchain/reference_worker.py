@@ -34,6 +34,7 @@ from toolchain.function_tasks import (
     same_values,
     tensor_leaves,
 )
+from toolchain.kernel_tasks import untimed_autotuning
 from toolchain.tensor_files import read_tensors, write_tensors
 from toolchain.timing import time_on_device
 
@@ -101,11 +102,16 @@ class FunctionHarness:
         self.layout = layout
         self.device = device
         self.performance_inputs = False  # the case's inputs: the test's calls, or the perf program's
+        self.which = "correctness"  # a kernel task's tests to record (`toolchain.kernel_tasks`)
 
     def apply(self, overrides: dict[str, Any]) -> None:
-        unknown = sorted(set(overrides) - {PERFORMANCE_INPUTS_OVERRIDE})
+        # A kernel task's case names which of its tests it records (`toolchain.kernel_tasks`); a function
+        # task's, whether its inputs are the test's calls or its perf program's.
+        known = {"tests"} if self.layout.kernels else {PERFORMANCE_INPUTS_OVERRIDE}
+        unknown = sorted(set(overrides) - known)
         if unknown:
             raise ValueError(f"a function task has no size globals to override: {unknown}")
+        self.which = str(overrides.get("tests", "correctness")) if self.layout.kernels else "correctness"
         self.performance_inputs = overrides.get(PERFORMANCE_INPUTS_OVERRIDE) == "performance"
 
     def init_inputs(self) -> list[Any]:
@@ -118,7 +124,7 @@ class FunctionHarness:
     def inputs(self, seed: int) -> list[Any]:
         if self.performance_inputs:
             return record_performance_calls(self.layout, vars(self.task), seed, self.device)
-        return record_calls(self.layout, vars(self.task), seed, self.device)
+        return record_calls(self.layout, vars(self.task), seed, self.device, self.which)
 
 
 class ReferenceHost:
@@ -166,6 +172,8 @@ class ReferenceHost:
                     layout = function_layout(source.decode(), entry)
                     reference_path = task_path.with_name("reference.py")
                     reference_path.write_text(layout.reference)
+                    if device.type == "cpu":  # a gold Triton kernel runs under the interpreter there
+                        untimed_autotuning()
                     module = load_module(reference_path, f"kv_task_{key[:16]}")
                     harness: TaskHarness | FunctionHarness = FunctionHarness(module, layout, device)
                 else:

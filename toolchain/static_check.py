@@ -49,20 +49,30 @@ def _pytorch_fallback(tree: ast.Module) -> str | None:
     return None
 
 
-def check_triton_candidate(code: str, entries: tuple[str, ...] = ()) -> StaticResult:
-    """`entries`: a function task's functions, which the candidate defines instead of ModelNew."""
+def check_triton_candidate(code: str, entries: tuple[str, ...] = (), kernels: bool = False) -> StaticResult:
+    """`entries`: a function task's functions, which the candidate defines instead of ModelNew; with
+    `kernels`, Triton kernels the task's test launches as `name[grid](...)` (`toolchain.kernel_tasks`)."""
     try:
         tree = parse_source(code)
     except SyntaxError as error:
         return StaticResult("compile_error", f"SyntaxError: {error.msg} (line {error.lineno})")
 
     if entries:
-        defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+        defined = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
         missing = [entry for entry in entries if entry not in defined]
         if missing:
+            what = "@triton.jit kernel" if kernels else "function"
             return StaticResult(
-                "static_reject", f"the code defines no module-level function {', '.join(missing)}"
+                "static_reject", f"the code defines no module-level {what} {', '.join(missing)}"
             )
+        plain = [
+            entry
+            for entry in entries
+            if kernels and not any(map(is_triton_jit, defined[entry].decorator_list))
+        ]
+        if plain:
+            return StaticResult("static_reject", f"{', '.join(plain)} must be a @triton.jit kernel: the task's test "
+                                f"launches it as {plain[0]}[grid](...)")  # fmt: skip
     elif not any(isinstance(node, ast.ClassDef) and node.name == "ModelNew" for node in tree.body):
         return StaticResult("static_reject", "the code defines no module-level class ModelNew")
 

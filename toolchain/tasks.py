@@ -146,12 +146,28 @@ def _function_task(source: str, name: str, origin: str) -> Task:
         raise TaskFormatError(
             f"neither a module task (Model, get_inputs, get_init_inputs) nor a function task: {error}"
         ) from None
-    correctness = [TaskCase(name="c0:test calls", kind="correctness", overrides={})]
-    performance = TaskCase(name="p0:test calls", kind="performance", overrides={})
-    if layout.performance:  # checked on the performance inputs before they are timed (function_tasks)
-        larger = {PERFORMANCE_INPUTS_OVERRIDE: "performance"}
-        correctness.append(TaskCase(name="c1:performance inputs", kind="correctness", overrides=larger))
-        performance = TaskCase(name="p0:performance inputs", kind="performance", overrides=larger)
+    if layout.kernels:  # ROCmBench: the correctness tests' launches, and test_performance's where it has one
+        correctness = [
+            TaskCase(name="c0:test launches", kind="correctness", overrides={"tests": "correctness"})
+        ]
+        if any(test.startswith("test_performance") for test in layout.test_functions):
+            # checked before they are timed, as a function task's performance inputs are (below)
+            timed = {"tests": "performance"}
+            correctness.append(
+                TaskCase(name="c1:performance test launches", kind="correctness", overrides=timed)
+            )
+            performance = TaskCase(name="p0:performance test launches", kind="performance", overrides=timed)
+        else:
+            performance = TaskCase(
+                name="p0:correctness test launches", kind="performance", overrides={"tests": "correctness"}
+            )
+    else:
+        correctness = [TaskCase(name="c0:test calls", kind="correctness", overrides={})]
+        performance = TaskCase(name="p0:test calls", kind="performance", overrides={})
+        if layout.performance:  # checked on the performance inputs before they are timed (function_tasks)
+            larger = {PERFORMANCE_INPUTS_OVERRIDE: "performance"}
+            correctness.append(TaskCase(name="c1:performance inputs", kind="correctness", overrides=larger))
+            performance = TaskCase(name="p0:performance inputs", kind="performance", overrides=larger)
     return Task(
         task_id=content_hash(source),
         name=name,
@@ -160,6 +176,7 @@ def _function_task(source: str, name: str, origin: str) -> Task:
         correctness_cases=tuple(correctness),
         performance_cases=(performance,),
         entry=layout.entry,
+        kernel_entry=layout.kernels,
     )
 
 

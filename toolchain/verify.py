@@ -349,7 +349,7 @@ class Verifier:
         if candidate.target == "hip":
             return self._verify_hip(stages, task, code, workdir)
         started = time.perf_counter()
-        static = check_triton_candidate(code, function_entries(task))
+        static = check_triton_candidate(code, function_entries(task), kernels=task.kernel_entry)
         if static.failure_kind is not None:
             stages.add("static", "failed", time.perf_counter() - started, static.message)
             return self._finish(
@@ -479,6 +479,7 @@ class Verifier:
             "allow_tf32": task.allow_tf32,
             "entry": task.entry,  # a function task: the function the candidate defines (None: ModelNew)
             "entries": list(function_entries(task)),  # ... and every other one its test calls
+            "kernel_entries": task.kernel_entry,  # ... as Triton kernels the test launches (`kernel_tasks`)
             "test_imports": list(test_imports(task)),  # in scope for the candidate, as in TritonBench's file
             "trials": self.config.trials,
             "timed": timed,
