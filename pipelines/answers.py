@@ -7,7 +7,13 @@ Two line layouts, told apart per line:
 - TritonBench (`LLM_generated/*.jsonl`): `instruction` (the prompt), `predict` (the raw answer), `label`.
   The model is the file's name (`output_gpt-4o_rag.jsonl` -> `gpt-4o_rag`). The task is found from the
   instruction: TritonBench-T names the function in `Wrapper Entry Information: NAME(`; otherwise a task
-  whose name appears in it as `NAME.py`.
+  whose name appears in it as `NAME.py`. A few TritonBench-T instructions name no function (their entry
+  information starts `input (Tensor): ...`): those are matched as TritonBench's own evaluator matches every
+  answer (`EVAL/eval_T/0_call_acc.py`, `get_corresponding_files`): the text between `Functional
+  Description: ` and `Wrapper Entry Information:`, newlines removed, must occur in exactly one task's
+  `description` in the suite's statistics file, the JSON array beside the task folder
+  (`data/TritonBench_T_v1.json`, which the evaluator reads; the checkout ships it as `.jsonl`, one JSON
+  array all the same), whose `file` names the task.
 - Plain: `task` (a task name), `model`, `answer`, optional `sample` (an int).
 
 The candidate's text is the raw answer: the verifier's parse stage extracts the code, as for an agent's
@@ -122,8 +128,42 @@ def read_answers(path: Path) -> AnswerFiles:
     return AnswerFiles(records, skipped, len(files), digest.hexdigest())
 
 
+def functional_description(instruction: str) -> str:
+    """TritonBench's key for an instruction: its functional description, newlines removed ('' if none)."""
+    if "Functional Description: " not in instruction or "Wrapper Entry Information:" not in instruction:
+        return ""
+    text = instruction.split("Functional Description: ")[-1].split("Wrapper Entry Information:")[0]
+    return text.replace("\n", "")
+
+
+def task_descriptions(tasks: Sequence[Task]) -> list[tuple[str, Task]]:
+    """(description, task) from the statistics file beside each task folder (`FOLDER.json` or `.jsonl`, a
+    JSON array of objects with `file` and `description`); none where there is no such file."""
+    folders: dict[Path, dict[str, Task]] = {}
+    for task in tasks:
+        if task.origin.startswith("folder:"):
+            folders.setdefault(Path(task.origin.removeprefix("folder:")), {})[task.name] = task
+    found: list[tuple[str, Task]] = []
+    for folder, by_name in folders.items():
+        for path in (folder.with_name(folder.name + ".json"), folder.with_name(folder.name + ".jsonl")):
+            try:
+                items = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            for item in items if isinstance(items, list) else ():
+                if not isinstance(item, dict):
+                    continue
+                file, description = item.get("file"), item.get("description")
+                task = by_name.get(file.removesuffix(".py")) if isinstance(file, str) else None
+                if task is not None and isinstance(description, str):
+                    found.append((description.replace("\n", ""), task))
+            break
+    return found
+
+
 class _TaskIndex:
-    """Task lookup by full name, by the last part of a path-like name, and by function entry name.
+    """Task lookup by full name, by the last part of a path-like name, by function entry name, and by
+    TritonBench's functional description.
 
     A name two tasks share (`level1/relu`, `level2/relu` by their last part) matches neither: picking one
     would verify answers against a reference they were not written for."""
@@ -138,6 +178,19 @@ class _TaskIndex:
             entry = getattr(task, "entry", None)  # function tasks name their entry point
             if entry:
                 self.by_entry.setdefault(entry, []).append(task)
+        self.descriptions = task_descriptions(tasks)
+
+    def by_description(self, instruction: str) -> Task | str | None:
+        """The one task whose description holds the instruction's functional description (TritonBench's rule)."""
+        key = functional_description(instruction)
+        if not key.strip() or not self.descriptions:
+            return None
+        found = list(
+            {task.task_id: task for description, task in self.descriptions if key in description}.values()
+        )
+        if len(found) > 1:
+            return f"its functional description occurs in {len(found)} tasks' descriptions ({', '.join(t.name for t in found[:3])})"
+        return found[0] if found else "its functional description occurs in no task's description"
 
     def _one(self, table: dict[str, list[Task]], key: str) -> Task | str | None:
         found = table.get(key, [])
@@ -150,6 +203,17 @@ class _TaskIndex:
         return self._one(self.by_name, name) or self._one(self.by_short, name.rsplit("/", 1)[-1])
 
     def by_instruction(self, instruction: str) -> Task | str | None:
+        by_entry = self._by_entry_name(instruction)
+        if isinstance(by_entry, Task):
+            return by_entry
+        by_description = self.by_description(instruction)
+        if isinstance(by_description, Task):
+            return by_description
+        if by_entry and by_description and self.descriptions:
+            return f"{by_entry}, and {by_description}"
+        return by_entry or by_description
+
+    def _by_entry_name(self, instruction: str) -> Task | str | None:
         entry = _ENTRY.search(instruction)
         if entry:
             name = entry.group(1)
@@ -198,7 +262,10 @@ class AnswerCandidates:
                 missing = f"no task named {record.task_name!r}"
             else:
                 found = index.by_instruction(record.instruction or "")
-                missing = "no task named in the instruction (Wrapper Entry Information: NAME( or NAME.py)"
+                missing = (
+                    "no task named in the instruction (Wrapper Entry Information: NAME(, NAME.py, or a "
+                    "functional description found in the suite's statistics file)"
+                )
             if not isinstance(found, Task):
                 self.skipped.append((record.where, found or missing))
                 continue
