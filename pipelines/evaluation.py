@@ -199,9 +199,14 @@ def run_evaluation(
             warn(contamination_banner(contamination, config.training_corpus, len(loaded.tasks)))
     if config.answers is not None:
         return _evaluate_answers(config, loaded, contamination, verifier, run_dir, progress, new_run, warn)
+    from agents.prompting import UnsupportedPrompt, check_prompts
     from pipelines.agent_job import run_agent_job
 
     assert config.agent is not None, "an evaluation needs an agent or answers"
+    try:
+        check_prompts(loaded.tasks, config.target)
+    except UnsupportedPrompt as error:
+        raise EvalInputError(str(error)) from None
     summary = run_agent_job(loaded, verifier, run_dir, config.target, config.agent, progress=progress,
                             new_run=new_run)  # fmt: skip
     settings = EvalSettings(
