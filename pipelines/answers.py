@@ -13,14 +13,18 @@ Two line layouts, told apart per line:
   Description: ` and `Wrapper Entry Information:`, newlines removed, must occur in exactly one task's
   `description` in the suite's statistics file, the JSON array beside the task folder
   (`data/TritonBench_T_v1.json`, which the evaluator reads; the checkout ships it as `.jsonl`, one JSON
-  array all the same), whose `file` names the task.
+  array all the same), whose `file` names the task. TritonBench-G's instructions name neither function nor
+  file: its evaluator (`EVAL/eval_G/0_call_acc.py`, `get_file_order`) finds the task whose `output` (the gold
+  operator) in `data/TritonBench_G_v1.json` contains the answer line's `label`; so does this, where exactly
+  one task's does.
 - Plain: `task` (a task name), `model`, `answer`, optional `sample` (an int).
 
 The candidate's text is the raw answer: the verifier's parse stage extracts the code, as for an agent's
 turn. Several answers to one task are a group of samples, numbered 0, 1, ... per task in file then line
 order, so a resumed run sees the same attempt keys. What this does NOT do: judge whether an answer was
 written for this suite's version of a task (a TritonBench answer matched by its entry name is verified
-against whatever reference the loaded task has), or read the `label` (the reference solution).
+against whatever reference the loaded task has), or verify the `label` (the reference solution): it is read
+only to find a TritonBench-G answer's task.
 
 Input is untrusted: a line that is not JSON, lacks a field or matches no task is not an error; it is
 listed in `skipped` as (`file:line`, reason) and the rest is read.
@@ -54,6 +58,7 @@ class AnswerRecord:
     task_name: str | None = None  # plain layout
     instruction: str | None = None  # TritonBench layout
     sample: int | None = None
+    label: str | None = None  # TritonBench layout: the gold code, which finds a TritonBench-G task
 
 
 def model_of_file(path: Path) -> str:
@@ -70,7 +75,8 @@ def _record(data: Any, where: str, file_model: str) -> AnswerRecord | str:
         instruction, predict = data.get("instruction"), data.get("predict")
         if not isinstance(instruction, str) or not isinstance(predict, str):
             return "TritonBench layout needs string fields 'instruction' and 'predict'"
-        return AnswerRecord(where, file_model, predict, instruction=instruction)
+        label = data.get("label") if isinstance(data.get("label"), str) else None
+        return AnswerRecord(where, file_model, predict, instruction=instruction, label=label)
     task, model, answer, sample = data.get("task"), data.get("model"), data.get("answer"), data.get("sample")
     if not all(isinstance(value, str) and value for value in (task, model)) or not isinstance(answer, str):
         return "plain layout needs string fields 'task', 'model' and 'answer' (or TritonBench's 'instruction', 'predict')"
@@ -136,14 +142,16 @@ def functional_description(instruction: str) -> str:
     return text.replace("\n", "")
 
 
-def task_descriptions(tasks: Sequence[Task]) -> list[tuple[str, Task]]:
-    """(description, task) from the statistics file beside each task folder (`FOLDER.json` or `.jsonl`, a
-    JSON array of objects with `file` and `description`); none where there is no such file."""
+def task_statistics(tasks: Sequence[Task], field: str) -> list[tuple[str, Task | str]]:
+    """(text, task) from the statistics file beside each task folder (`FOLDER.json` or `.jsonl`, a JSON array
+    of objects with `file` and `field`: `description` for TritonBench-T, `output` for -G); newlines removed
+    from a description. An item whose file is not a loaded task (refused by the loader) gives the file's
+    name instead of a task, so that an answer matched to it says so. None where there is no such file."""
     folders: dict[Path, dict[str, Task]] = {}
     for task in tasks:
         if task.origin.startswith("folder:"):
             folders.setdefault(Path(task.origin.removeprefix("folder:")), {})[task.name] = task
-    found: list[tuple[str, Task]] = []
+    found: list[tuple[str, Task | str]] = []
     for folder, by_name in folders.items():
         for path in (folder.with_name(folder.name + ".json"), folder.with_name(folder.name + ".jsonl")):
             try:
@@ -153,12 +161,33 @@ def task_descriptions(tasks: Sequence[Task]) -> list[tuple[str, Task]]:
             for item in items if isinstance(items, list) else ():
                 if not isinstance(item, dict):
                     continue
-                file, description = item.get("file"), item.get("description")
-                task = by_name.get(file.removesuffix(".py")) if isinstance(file, str) else None
-                if task is not None and isinstance(description, str):
-                    found.append((description.replace("\n", ""), task))
+                file, text = item.get("file"), item.get(field)
+                if not isinstance(file, str) or not isinstance(text, str):
+                    continue
+                task = by_name.get(file.removesuffix(".py"), file)
+                found.append((text.replace("\n", "") if field == "description" else text, task))
             break
     return found
+
+
+def _matches(statistics: list[tuple[str, Task | str]], key: str) -> list[Task | str]:
+    """The tasks (or names of files that did not load) whose text contains `key`, each once."""
+    found: dict[str, Task | str] = {}
+    for text, task in statistics:
+        if key in text:
+            found.setdefault(task.task_id if isinstance(task, Task) else task, task)
+    return list(found.values())
+
+
+def _one_match(found: list[Task | str], what: str) -> Task | str:
+    names = [task.name if isinstance(task, Task) else task for task in found]
+    if len(found) > 1:
+        return f"{what} occurs in {len(found)} tasks' statistics ({', '.join(names[:3])})"
+    if not found:
+        return f"{what} occurs in no task's statistics"
+    if isinstance(found[0], str):
+        return f"{what} belongs to {found[0]}, which is not a loaded task (see the loader's refusals)"
+    return found[0]
 
 
 class _TaskIndex:
@@ -178,19 +207,15 @@ class _TaskIndex:
             entry = getattr(task, "entry", None)  # function tasks name their entry point
             if entry:
                 self.by_entry.setdefault(entry, []).append(task)
-        self.descriptions = task_descriptions(tasks)
+        self.descriptions = task_statistics(tasks, "description")
+        self.outputs = task_statistics(tasks, "output")
 
     def by_description(self, instruction: str) -> Task | str | None:
         """The one task whose description holds the instruction's functional description (TritonBench's rule)."""
         key = functional_description(instruction)
         if not key.strip() or not self.descriptions:
             return None
-        found = list(
-            {task.task_id: task for description, task in self.descriptions if key in description}.values()
-        )
-        if len(found) > 1:
-            return f"its functional description occurs in {len(found)} tasks' descriptions ({', '.join(t.name for t in found[:3])})"
-        return found[0] if found else "its functional description occurs in no task's description"
+        return _one_match(_matches(self.descriptions, key), "its functional description")
 
     def _one(self, table: dict[str, list[Task]], key: str) -> Task | str | None:
         found = table.get(key, [])
@@ -202,16 +227,27 @@ class _TaskIndex:
         """The task called `name` (full name first, then last part), a reason it is ambiguous, or None."""
         return self._one(self.by_name, name) or self._one(self.by_short, name.rsplit("/", 1)[-1])
 
-    def by_instruction(self, instruction: str) -> Task | str | None:
-        by_entry = self._by_entry_name(instruction)
-        if isinstance(by_entry, Task):
-            return by_entry
-        by_description = self.by_description(instruction)
-        if isinstance(by_description, Task):
-            return by_description
-        if by_entry and by_description and self.descriptions:
-            return f"{by_entry}, and {by_description}"
-        return by_entry or by_description
+    def by_label(self, label: str) -> Task | str | None:
+        """The one task whose gold operator contains the answer's label (TritonBench-G's rule)."""
+        key = label.replace("<|im_end|>", "").replace("<|EOT|>", "")
+        if not key.strip() or not self.outputs:
+            return None
+        return _one_match(_matches(self.outputs, key), "its label")
+
+    def by_instruction(self, instruction: str, label: str | None = None) -> Task | str | None:
+        """Entry name, then functional description, then label; the reasons of those that were tried."""
+        reasons = []
+        for lookup in (
+            lambda: self._by_entry_name(instruction),
+            lambda: self.by_description(instruction),
+            lambda: self.by_label(label or ""),
+        ):
+            found = lookup()
+            if isinstance(found, Task):
+                return found
+            if found:
+                reasons.append(found)
+        return ", and ".join(reasons) or None
 
     def _by_entry_name(self, instruction: str) -> Task | str | None:
         entry = _ENTRY.search(instruction)
@@ -261,10 +297,10 @@ class AnswerCandidates:
                 found = index.by_task_name(record.task_name)
                 missing = f"no task named {record.task_name!r}"
             else:
-                found = index.by_instruction(record.instruction or "")
+                found = index.by_instruction(record.instruction or "", record.label)
                 missing = (
-                    "no task named in the instruction (Wrapper Entry Information: NAME(, NAME.py, or a "
-                    "functional description found in the suite's statistics file)"
+                    "no task named in the instruction (Wrapper Entry Information: NAME(, NAME.py), and no "
+                    "statistics file beside the task folder to match its description or label"
                 )
             if not isinstance(found, Task):
                 self.skipped.append((record.where, found or missing))

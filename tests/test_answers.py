@@ -157,16 +157,55 @@ def test_an_instruction_that_names_no_function_is_matched_by_its_description_as_
     assert [a.task.name for a in source.attempts(tasks)] == ["scaled_add", "halve"]
     reasons = dict(source.skipped)
     assert reasons["output_gpt-4o.jsonl:3"] == (
-        "no task for entry 'input', and its functional description occurs in 2 tasks' descriptions "
+        "no task for entry 'input', and its functional description occurs in 2 tasks' statistics "
         "(scaled_add, halve)"
     )  # the description must single out one task, as in TritonBench's evaluator
     assert reasons["output_gpt-4o.jsonl:4"] == (
-        "no task for entry 'input', and its functional description occurs in no task's description"
+        "no task for entry 'input', and its functional description occurs in no task's statistics"
     )
     (tmp_path / "data" / "TritonBench_T_v1.jsonl").unlink()  # no statistics file: the entry name alone
     source = AnswerCandidates(path, "triton")
     assert list(source.attempts(tasks)) == []
     assert dict(source.skipped)["output_gpt-4o.jsonl:1"] == "no task for entry 'input'"
+
+
+def test_a_tritonbench_g_answer_is_matched_by_its_label_in_the_gold_code_as_tritonbench_does(
+    tmp_path: Path,
+) -> None:
+    """TritonBench-G's instructions name no function or file; its evaluator finds the task whose gold code
+    (`output` in data/TritonBench_G_v1.json) contains the answer's `label`. A label whose gold file the
+    loader refused says so."""
+    fixture = ROOT / "tests" / "fixtures" / "tritonbench" / "data" / "TritonBench_T_v1" / "scaled_add.py"
+    folder = tmp_path / "data" / "TritonBench_G_v1"
+    folder.mkdir(parents=True)
+    (folder / "fused_op.py").write_text(fixture.read_text())
+    (folder / "broken_op.py").write_text("print('no reference here')\n")
+    statistics = [
+        {"file": "fused_op.py", "output": "import torch\n\ndef scaled_add(x, y):\n    return x + y\n"},
+        {"file": "broken_op.py", "output": "import torch\n\nclass Broken:\n    pass\n"},
+    ]
+    (tmp_path / "data" / "TritonBench_G_v1.json").write_text(json.dumps(statistics))
+    loaded = load_tasks(folder)
+    assert [task.name for task in loaded.tasks] == ["fused_op"] and len(loaded.errors) == 1
+    instruction = "You are a expert in writing Triton operators.\n    The Triton code adds two tensors.\n"
+    lines = [
+        {
+            "instruction": instruction,
+            "predict": "x",
+            "label": "def scaled_add(x, y):\n    return x + y<|im_end|>",
+        },
+        {"instruction": instruction, "predict": "x", "label": "class Broken:"},
+        {"instruction": instruction, "predict": "x", "label": "def nothing_like_it():"},
+    ]
+    path = tmp_path / "output_gpt-4o_comp.jsonl"
+    path.write_text("".join(json.dumps(item) + "\n" for item in lines))
+    source = AnswerCandidates(path, "triton")
+    assert [a.task.name for a in source.attempts(loaded.tasks)] == ["fused_op"]
+    assert dict(source.skipped) == {
+        "output_gpt-4o_comp.jsonl:2": "its label belongs to broken_op.py, which is not a loaded task (see the "
+        "loader's refusals)",
+        "output_gpt-4o_comp.jsonl:3": "its label occurs in no task's statistics",
+    }
 
 
 @pytest.mark.skipif("entry" not in Task.__dataclass_fields__, reason="tasks have no entry names yet")
