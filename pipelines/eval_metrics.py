@@ -433,7 +433,8 @@ def compute_eval_metrics(rows: Sequence[dict[str, Any]], settings: EvalSettings,
         mean_reward=_mean(rewards), mean_return=_mean(returns),
         failures=dict(Counter(row["failure_kind"] for row in rows if row["failure_kind"]).most_common()),
         prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-        tokens_per_correct=(prompt_tokens + completion_tokens) / correct_attempts if correct_attempts else None,
+        tokens_per_correct=(prompt_tokens + completion_tokens) / correct_attempts
+        if correct_attempts and settings.source != "answers" else None,  # answers already written: no count
         cost_usd=cost, cost_per_correct_usd=cost / correct_attempts if cost is not None and correct_attempts else None,
         first_correct_histogram=histogram, per_task=per_task, per_category=per_category,
         lower_bounds=tuple(lower_bounds), notes=tuple(notes),
