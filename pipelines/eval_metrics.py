@@ -364,6 +364,10 @@ def compute_eval_metrics(rows: Sequence[dict[str, Any]], settings: EvalSettings,
         )  # fmt: skip
         for k in pass_k_values(settings.samples)
     }
+    short = sum(len(group) < settings.samples for group in by_task.values())
+    if short and settings.samples > 1:
+        notes.append(f"{short} judged task(s) have fewer than {settings.samples} samples: Pass@k and Corr@k of "
+                     "samples leave a task out of each k above its sample count")  # fmt: skip
     call_groups = [_mean([o.compiled for o in group]) for group in by_task.values()]
     call_accuracy = _mean([v for v in call_groups if v is not None])
     if unjudged:

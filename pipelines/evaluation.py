@@ -54,6 +54,7 @@ from toolchain.tasks import LoadedTasks, TaskFormatError, load_tasks
 if TYPE_CHECKING:  # imported where used: the agents extra is optional, datasketch/scipy slow to import
     from corpus.dedup import Contamination
     from pipelines.agent_job import AgentJobConfig
+    from pipelines.candidates import Attempt
     from pipelines.corpus_job import RunSummary
     from toolchain.verify import Verifier
 
@@ -274,7 +275,7 @@ def _evaluate_answers(config: EvalConfig, loaded: LoadedTasks, contamination: tu
                       skipped_answers=tuple(source.skipped))  # fmt: skip
 
 
-def _not_written(run_dir: Path, run_id: str, attempts: list) -> dict[str, dict[str, str]]:  # noqa: ANN001
+def _not_written(run_dir: Path, run_id: str, attempts: Sequence[Attempt]) -> dict[str, dict[str, str]]:
     """model -> task id -> the message of an attempt that failed on our side (in the ledger, never a row)."""
     from corpus.ledger import RunLedger, attempt_key
 
