@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from agents.prompting import feedback_templates
+from agents.prompting import FUNCTION_VARIANT, feedback_templates
 from kernelvault.contracts import Verdict
 
 FEEDBACK_LOG_LIMIT = 1500  # characters of compiler/runtime log; long logs bury the first error
@@ -18,14 +18,16 @@ def _trim(text: str, limit: int) -> str:
     return f"{text[:half]}\n… [cut] …\n{text[-half:]}"
 
 
-def feedback_message(verdict: Verdict, turn: int, max_turns: int) -> str:
-    """The feedback for the verdict of turn `turn` (1-based) of `max_turns`."""
+def feedback_message(verdict: Verdict, turn: int, max_turns: int, form: str = "module") -> str:
+    """The feedback for the verdict of turn `turn` (1-based) of `max_turns`, for a task of `form`
+    ("module" or "function": a function task's own template where feedback.md has one)."""
     templates = feedback_templates()
     if verdict.correct is True:
         kind = "correct_fast" if (verdict.speedup or 0.0) >= 1.0 else "correct_slow"
     else:
         kind = verdict.failure_kind or "runtime_error"
-    template = templates.get(kind) or templates.get("runtime_error", "{failure_message}")
+    variant = templates.get(kind + FUNCTION_VARIANT) if form == "function" else None
+    template = variant or templates.get(kind) or templates.get("runtime_error", "{failure_message}")
     failed = [check for check in verdict.checks if not check.passed]
     stage_log = next((stage.log for stage in verdict.stages if stage.outcome == "failed"), "")
     environment = verdict.environment

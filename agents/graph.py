@@ -119,7 +119,7 @@ class KernelAgent:
 
     async def _reflect(self, state: AgentState) -> dict[str, Any]:
         turns = state["turns"]
-        message = feedback_message(turns[-1].verdict, len(turns), state["max_turns"])
+        message = feedback_message(turns[-1].verdict, len(turns), state["max_turns"], state["task"].form)
         return {"messages": [*state["messages"], {"role": "user", "content": message}]}
 
     async def run(self, task: Task, sample_index: int = 0) -> Trajectory:

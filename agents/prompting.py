@@ -3,14 +3,32 @@
 The files live in `agents/prompt_files/`: a system prompt per language and GPU family
 (`system_{target}_{amd|nvidia}.md`), one few-shot exchange per language (`fewshot_{target}.md`,
 sections `### reference` and `### answer`), and the feedback templates (`feedback.md`, one `## kind`
-section per verdict). The cpu platform proves compilation for AMD CDNA, so it gets the AMD prompts.
+section per verdict, and `## kind (function tasks)` where a function task needs other words). The cpu
+platform proves compilation for AMD CDNA, so it gets the AMD prompts.
+
+Two task forms (`Task.form`), told apart from the reference's source (`task_prompt` is given only the
+source by the release's sft/rl configs and by rl/, so every prompt for one task agrees):
+
+- module (`class Model`): the candidate defines `class ModelNew`.
+- function (TritonBench-T's layout, `toolchain.function_tasks`): the reference function(s), then a test
+  that calls them. The candidate defines the same functions (`function_entries`: the ones the test calls)
+  with the same names and signatures, launching its own Triton kernels. The system prompt's paragraphs about
+  `ModelNew` are replaced by the function form's, and the module few-shot exchange is left out (it would
+  teach `ModelNew`). HIP candidates for function tasks are refused by the toolchain (they define
+  `ModelNew`), so asking for one raises `UnsupportedPrompt` instead of spending model requests.
 """
 
 from __future__ import annotations
 
+import ast
 import re
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kernelvault.contracts import Task
 
 PROMPT_FILES = Path(__file__).resolve().parent / "prompt_files"
 
@@ -35,6 +53,52 @@ _TARGET_INSTRUCTIONS = {
 }
 
 
+_FUNCTION_INSTRUCTIONS = (
+    "Write a Python module that defines {functions} with the same names and signatures as the reference "
+    "({signatures}), computing the same results with one or more `@triton.jit` kernels defined at module "
+    "level and launched from {those}. The test above shows the calls it will make: each call is judged by what "
+    "it returns and by the tensor arguments it leaves behind (an `out=` tensor must hold the result). Do not "
+    "call the PyTorch operators that do the work; allocation, views and `.contiguous()` are fine. Handle any "
+    "input size with masks. Do not wrap them in an `nn.Module` class, and leave out the test and any `__main__` "
+    "block."
+)
+
+# The function form's words for the system prompt's lines about ModelNew (see `system_prompt`).
+_FUNCTION_INTRO = (
+    "You are given a PyTorch reference *function* (one or more functions, then a test that calls them) and "
+    "you write the same function(s), with the same names and signatures, which compute the same results, "
+    "faster, with your own `@triton.jit` kernels."
+)
+_FUNCTION_FORMAT = (
+    "- One or two sentences on the approach, then exactly ONE ```python fenced block with the complete module: "
+    "imports, kernels, and the reference's function(s) under their own names (no `nn.Module` class, no test). "
+    "No other code blocks.\n- The test's calls are the inputs: each call is judged by what it returns and by the tensor "
+    "arguments it leaves (write an `out=` argument when one is given; otherwise leave the inputs unchanged)."
+)
+
+
+class UnsupportedPrompt(ValueError):
+    """A task and target the toolchain does not verify (one-line reason)."""
+
+
+def function_signatures(reference_source: str) -> tuple[tuple[str, str], ...]:
+    """(name, `name(arguments)`) of each function a candidate for a function task defines; () for a module
+    task or a source that is neither (its verification says why)."""
+    from toolchain.function_tasks import function_entries
+    from toolchain.tasks import TaskFormatError, parse_task
+
+    try:
+        task = parse_task(reference_source, "task", "prompt")
+    except TaskFormatError:
+        return ()
+    entries = function_entries(task)
+    if not entries:
+        return ()
+    tree = ast.parse(reference_source)
+    defined = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    return tuple((name, f"{name}({ast.unparse(defined[name].args)})") for name in entries if name in defined)
+
+
 def gpu_family(platform: str) -> str:
     return "nvidia" if platform == "cuda" else "amd"
 
@@ -44,17 +108,52 @@ def _read(name: str) -> str:
     return (PROMPT_FILES / name).read_text(encoding="utf-8").strip()
 
 
-def system_prompt(target: str, platform: str) -> str:
-    """The system prompt for a language on the GPU family the platform verifies for."""
+def system_prompt(target: str, platform: str, form: str = "module") -> str:
+    """The system prompt for a language on the GPU family the platform verifies for, in a task form.
+
+    For a function task the file's opening sentence about `ModelNew` and its answer-format lines about
+    `ModelNew`/`Model` are replaced by the function form's; every other line (how kernels are judged, the
+    GPU facts) is the same."""
     path = PROMPT_FILES / f"system_{target}_{gpu_family(platform)}.md"
-    return _read(path.name) if path.exists() else SYSTEM_PROMPT
+    text = _read(path.name) if path.exists() else SYSTEM_PROMPT
+    if form != "function":
+        return text
+    lines = []
+    for line in text.splitlines():
+        if "Model" not in line:
+            lines.append(line.replace("a forward that launches", "a function that launches"))
+        elif line.startswith("You are"):
+            lines.append(re.sub(r"You are given a PyTorch reference program.*$", _FUNCTION_INTRO, line))
+        elif line.startswith("- One or two sentences"):
+            lines.append(_FUNCTION_FORMAT)
+        # other lines about ModelNew's constructor and parameters do not apply to a function
+    return "\n".join(lines)
 
 
 def task_prompt(reference_source: str, target: str) -> str:
-    """The first user turn for a task."""
-    instructions = _TARGET_INSTRUCTIONS[target]
+    """The first user turn for a task (a function task's when the source is one; see the module docstring)."""
+    signatures = function_signatures(reference_source)
+    if not signatures:
+        instructions = _TARGET_INSTRUCTIONS[target]
+        return (
+            f"Here is a PyTorch reference program:\n\n```python\n{reference_source.rstrip()}\n```\n\n"
+            f"{instructions}\n\nAnswer with the complete module in one ```python code block."
+        )
+    names = [name for name, _ in signatures]
+    if target != "triton":
+        raise UnsupportedPrompt(
+            f"a function task ({', '.join(names)}) takes Triton candidates only: the toolchain refuses {target} "
+            "candidates for function tasks (they define ModelNew); use --target triton"
+        )
+    functions = " and ".join(f"`{name}`" for name in names)
+    instructions = _FUNCTION_INSTRUCTIONS.format(
+        functions=f"the function{'s' if len(names) > 1 else ''} {functions}",
+        signatures=", ".join(f"`{signature}`" for _, signature in signatures),
+        those="them" if len(names) > 1 else "it",
+    )
     return (
-        f"Here is a PyTorch reference program:\n\n```python\n{reference_source.rstrip()}\n```\n\n"
+        "Here is a PyTorch reference function with the test that calls it (the reference above the `#` line, "
+        f"the test below):\n\n```python\n{reference_source.rstrip()}\n```\n\n"
         f"{instructions}\n\nAnswer with the complete module in one ```python code block."
     )
 
@@ -77,19 +176,37 @@ def few_shot(target: str) -> tuple[str, str] | None:
     return reference, match.group(2).strip()
 
 
+def check_prompts(tasks: Sequence[Task], target: str) -> None:
+    """Raise UnsupportedPrompt, naming them, when some tasks cannot be asked for in `target` (HIP for a
+    function task): an agent run refuses before its first model request rather than spend them."""
+    refused = [task.name for task in tasks if task.entry and target != "triton"]
+    if refused:
+        listed = ", ".join(refused[:5]) + (f" and {len(refused) - 5} more" if len(refused) > 5 else "")
+        raise UnsupportedPrompt(
+            f"{len(refused)} function task(s) ({listed}) take Triton candidates only: the toolchain refuses "
+            f"{target} candidates for function tasks (they define ModelNew); use --target triton or other tasks"
+        )
+
+
 def initial_messages(reference_source: str, target: str, platform: str) -> list[dict[str, str]]:
-    """System prompt, the few-shot exchange, then the task."""
-    messages = [{"role": "system", "content": system_prompt(target, platform)}]
-    example = few_shot(target)
+    """System prompt, the few-shot exchange (module tasks only), then the task."""
+    form = "function" if function_signatures(reference_source) else "module"
+    prompt = task_prompt(reference_source, target)  # raises UnsupportedPrompt before anything else is built
+    messages = [{"role": "system", "content": system_prompt(target, platform, form)}]
+    example = few_shot(target) if form == "module" else None
     if example is not None:
         messages.append({"role": "user", "content": task_prompt(example[0], target)})
         messages.append({"role": "assistant", "content": example[1]})
-    messages.append({"role": "user", "content": task_prompt(reference_source, target)})
+    messages.append({"role": "user", "content": prompt})
     return messages
+
+
+FUNCTION_VARIANT = " (function tasks)"
 
 
 @cache
 def feedback_templates() -> dict[str, str]:
+    """Section title -> template: `kind`, and `kind (function tasks)` where a function task's differs."""
     text = _read("feedback.md")
-    sections = re.split(r"^## +(\w+)\s*$", text, flags=re.MULTILINE)
+    sections = re.split(r"^## +(\w+(?: \(function tasks\))?)\s*$", text, flags=re.MULTILINE)
     return {name: body.strip() for name, body in zip(sections[1::2], sections[2::2], strict=True)}

@@ -214,6 +214,13 @@ def cmd_corpus(args: argparse.Namespace) -> int:
               "never run, so `correct` is null and the reward is at most 0.4 (compile credit only); run on a "
               "ROCm or CUDA GPU for correctness and speed")  # fmt: skip
     out_dir = Path(args.out) if args.out else DEFAULT_OUT / args.target
+    if endpoint is not None:
+        from agents.prompting import UnsupportedPrompt, check_prompts
+
+        try:
+            check_prompts(loaded.tasks, args.target)
+        except UnsupportedPrompt as error:
+            raise UsageError(str(error)) from None
     try:
         if answers is not None:
             require_jail_for_model_output(verifier, args.allow_unjailed)  # answers are model output too

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.client import EndpointConfig, ModelClient, ProviderError, RunBudget, SamplingSettings
 from agents.graph import KernelAgent, Trajectory
-from agents.prompting import PROMPT_FILES
+from agents.prompting import PROMPT_FILES, check_prompts
 from corpus.ledger import AttemptInfo, attempt_key
 from corpus.schema import attempt_row
 from corpus.shards import ShardWriter
@@ -107,6 +107,7 @@ def run_agent_job(
     """`executor`: "local" (a VerifierPool of this machine's lanes) or "ray" (a RayVerifierPool: one actor
     per GPU of the cluster at `address`). `on_pool` receives the pool (bench/gpu_busy.py reads its timeline)."""
     require_jail_for_model_output(verifier, config.allow_unjailed)  # raises before any model call
+    check_prompts(loaded.tasks, target)  # likewise: HIP for a function task is refused by the toolchain
     started = time.monotonic()
     platform = verifier.choice.platform
     identity = job_identity(loaded, agent_source_identity(config), verifier, target)

@@ -7,14 +7,24 @@ Two line layouts, told apart per line:
 - TritonBench (`LLM_generated/*.jsonl`): `instruction` (the prompt), `predict` (the raw answer), `label`.
   The model is the file's name (`output_gpt-4o_rag.jsonl` -> `gpt-4o_rag`). The task is found from the
   instruction: TritonBench-T names the function in `Wrapper Entry Information: NAME(`; otherwise a task
-  whose name appears in it as `NAME.py`.
+  whose name appears in it as `NAME.py`. A few TritonBench-T instructions name no function (their entry
+  information starts `input (Tensor): ...`): those are matched as TritonBench's own evaluator matches every
+  answer (`EVAL/eval_T/0_call_acc.py`, `get_corresponding_files`): the text between `Functional
+  Description: ` and `Wrapper Entry Information:`, newlines removed, must occur in exactly one task's
+  `description` in the suite's statistics file, the JSON array beside the task folder
+  (`data/TritonBench_T_v1.json`, which the evaluator reads; the checkout ships it as `.jsonl`, one JSON
+  array all the same), whose `file` names the task. TritonBench-G's instructions name neither function nor
+  file: its evaluator (`EVAL/eval_G/0_call_acc.py`, `get_file_order`) finds the task whose `output` (the gold
+  operator) in `data/TritonBench_G_v1.json` contains the answer line's `label`; so does this, where exactly
+  one task's does.
 - Plain: `task` (a task name), `model`, `answer`, optional `sample` (an int).
 
 The candidate's text is the raw answer: the verifier's parse stage extracts the code, as for an agent's
 turn. Several answers to one task are a group of samples, numbered 0, 1, ... per task in file then line
 order, so a resumed run sees the same attempt keys. What this does NOT do: judge whether an answer was
 written for this suite's version of a task (a TritonBench answer matched by its entry name is verified
-against whatever reference the loaded task has), or read the `label` (the reference solution).
+against whatever reference the loaded task has), or verify the `label` (the reference solution): it is read
+only to find a TritonBench-G answer's task.
 
 Input is untrusted: a line that is not JSON, lacks a field or matches no task is not an error; it is
 listed in `skipped` as (`file:line`, reason) and the rest is read.
@@ -48,6 +58,7 @@ class AnswerRecord:
     task_name: str | None = None  # plain layout
     instruction: str | None = None  # TritonBench layout
     sample: int | None = None
+    label: str | None = None  # TritonBench layout: the gold code, which finds a TritonBench-G task
 
 
 def model_of_file(path: Path) -> str:
@@ -64,7 +75,8 @@ def _record(data: Any, where: str, file_model: str) -> AnswerRecord | str:
         instruction, predict = data.get("instruction"), data.get("predict")
         if not isinstance(instruction, str) or not isinstance(predict, str):
             return "TritonBench layout needs string fields 'instruction' and 'predict'"
-        return AnswerRecord(where, file_model, predict, instruction=instruction)
+        label = data.get("label") if isinstance(data.get("label"), str) else None
+        return AnswerRecord(where, file_model, predict, instruction=instruction, label=label)
     task, model, answer, sample = data.get("task"), data.get("model"), data.get("answer"), data.get("sample")
     if not all(isinstance(value, str) and value for value in (task, model)) or not isinstance(answer, str):
         return "plain layout needs string fields 'task', 'model' and 'answer' (or TritonBench's 'instruction', 'predict')"
@@ -122,8 +134,65 @@ def read_answers(path: Path) -> AnswerFiles:
     return AnswerFiles(records, skipped, len(files), digest.hexdigest())
 
 
+def functional_description(instruction: str) -> str:
+    """TritonBench's key for an instruction: its functional description, newlines removed ('' if none)."""
+    if "Functional Description: " not in instruction or "Wrapper Entry Information:" not in instruction:
+        return ""
+    text = instruction.split("Functional Description: ")[-1].split("Wrapper Entry Information:")[0]
+    return text.replace("\n", "")
+
+
+def task_statistics(tasks: Sequence[Task], field: str) -> list[tuple[str, Task | str]]:
+    """(text, task) from the statistics file beside each task folder (`FOLDER.json` or `.jsonl`, a JSON array
+    of objects with `file` and `field`: `description` for TritonBench-T, `output` for -G); newlines removed
+    from a description. An item whose file is not a loaded task (refused by the loader) gives the file's
+    name instead of a task, so that an answer matched to it says so. None where there is no such file."""
+    folders: dict[Path, dict[str, Task]] = {}
+    for task in tasks:
+        if task.origin.startswith("folder:"):
+            folders.setdefault(Path(task.origin.removeprefix("folder:")), {})[task.name] = task
+    found: list[tuple[str, Task | str]] = []
+    for folder, by_name in folders.items():
+        for path in (folder.with_name(folder.name + ".json"), folder.with_name(folder.name + ".jsonl")):
+            try:
+                items = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            for item in items if isinstance(items, list) else ():
+                if not isinstance(item, dict):
+                    continue
+                file, text = item.get("file"), item.get(field)
+                if not isinstance(file, str) or not isinstance(text, str):
+                    continue
+                task = by_name.get(file.removesuffix(".py"), file)
+                found.append((text.replace("\n", "") if field == "description" else text, task))
+            break
+    return found
+
+
+def _matches(statistics: list[tuple[str, Task | str]], key: str) -> list[Task | str]:
+    """The tasks (or names of files that did not load) whose text contains `key`, each once."""
+    found: dict[str, Task | str] = {}
+    for text, task in statistics:
+        if key in text:
+            found.setdefault(task.task_id if isinstance(task, Task) else task, task)
+    return list(found.values())
+
+
+def _one_match(found: list[Task | str], what: str) -> Task | str:
+    names = [task.name if isinstance(task, Task) else task for task in found]
+    if len(found) > 1:
+        return f"{what} occurs in {len(found)} tasks' statistics ({', '.join(names[:3])})"
+    if not found:
+        return f"{what} occurs in no task's statistics"
+    if isinstance(found[0], str):
+        return f"{what} belongs to {found[0]}, which is not a loaded task (see the loader's refusals)"
+    return found[0]
+
+
 class _TaskIndex:
-    """Task lookup by full name, by the last part of a path-like name, and by function entry name.
+    """Task lookup by full name, by the last part of a path-like name, by function entry name, and by
+    TritonBench's functional description.
 
     A name two tasks share (`level1/relu`, `level2/relu` by their last part) matches neither: picking one
     would verify answers against a reference they were not written for."""
@@ -138,6 +207,15 @@ class _TaskIndex:
             entry = getattr(task, "entry", None)  # function tasks name their entry point
             if entry:
                 self.by_entry.setdefault(entry, []).append(task)
+        self.descriptions = task_statistics(tasks, "description")
+        self.outputs = task_statistics(tasks, "output")
+
+    def by_description(self, instruction: str) -> Task | str | None:
+        """The one task whose description holds the instruction's functional description (TritonBench's rule)."""
+        key = functional_description(instruction)
+        if not key.strip() or not self.descriptions:
+            return None
+        return _one_match(_matches(self.descriptions, key), "its functional description")
 
     def _one(self, table: dict[str, list[Task]], key: str) -> Task | str | None:
         found = table.get(key, [])
@@ -149,7 +227,29 @@ class _TaskIndex:
         """The task called `name` (full name first, then last part), a reason it is ambiguous, or None."""
         return self._one(self.by_name, name) or self._one(self.by_short, name.rsplit("/", 1)[-1])
 
-    def by_instruction(self, instruction: str) -> Task | str | None:
+    def by_label(self, label: str) -> Task | str | None:
+        """The one task whose gold operator contains the answer's label (TritonBench-G's rule)."""
+        key = label.replace("<|im_end|>", "").replace("<|EOT|>", "")
+        if not key.strip() or not self.outputs:
+            return None
+        return _one_match(_matches(self.outputs, key), "its label")
+
+    def by_instruction(self, instruction: str, label: str | None = None) -> Task | str | None:
+        """Entry name, then functional description, then label; the reasons of those that were tried."""
+        reasons = []
+        for lookup in (
+            lambda: self._by_entry_name(instruction),
+            lambda: self.by_description(instruction),
+            lambda: self.by_label(label or ""),
+        ):
+            found = lookup()
+            if isinstance(found, Task):
+                return found
+            if found:
+                reasons.append(found)
+        return ", and ".join(reasons) or None
+
+    def _by_entry_name(self, instruction: str) -> Task | str | None:
         entry = _ENTRY.search(instruction)
         if entry:
             name = entry.group(1)
@@ -197,8 +297,11 @@ class AnswerCandidates:
                 found = index.by_task_name(record.task_name)
                 missing = f"no task named {record.task_name!r}"
             else:
-                found = index.by_instruction(record.instruction or "")
-                missing = "no task named in the instruction (Wrapper Entry Information: NAME( or NAME.py)"
+                found = index.by_instruction(record.instruction or "", record.label)
+                missing = (
+                    "no task named in the instruction (Wrapper Entry Information: NAME(, NAME.py), and no "
+                    "statistics file beside the task folder to match its description or label"
+                )
             if not isinstance(found, Task):
                 self.skipped.append((record.where, found or missing))
                 continue

@@ -14,6 +14,23 @@ are in docs/evaluation.md; in short:
   the samples of a task, then over tasks.
 - fast_p: the share of trajectories whose fastest correct kernel is faster than the reference by more
   than p (speedup > p), averaged like Corr@k; fast_0 is the share of trajectories solved at all.
+- Sample Corr@k (GEAK): the published AMD work's Corr@k on TritonBench-G and ROCmBench, k over *samples*:
+  the unbiased estimator 1 - C(n-c, k)/C(n, k) per task, c the samples (trajectories) that ended with a
+  correct kernel at any attempt, averaged over the judged tasks. It is GEAK-eval's own computation
+  (`geak_eval/run.py`: per file, n = the passes, c = the passes whose exec_status is 1, `PassK` =
+  1 - prod(1 - k/arange(n-c+1, n+1)), the same estimator in product form; mean over files), so `pass_at_k`
+  serves both. Two departures, both stated: GEAK-eval skips k >= n, which leaves Corr@3 of 3 samples
+  undefined; here k = n is reported (it is then the share of tasks with any correct sample, which is what
+  "Corr@3" is read as). And its loop over several k does not reset its sums between k values; ours does.
+  With one attempt per sample (`--answers`) it equals Pass@k.
+- Call accuracy: the share of samples whose code compiled (`compiled` in a row: the module imported, the
+  kernel built and the interface bound), averaged per task then over judged tasks: TritonBench's and
+  GEAK-eval's call accuracy, read as KernelVault's compile stage.
+
+Tasks that could not be judged are counted out of every denominator and listed with their reason
+(`unjudged`): every attempt failed on our side (`infrastructure_error`, e.g. a reference that is not
+deterministic), or no sample was recorded (an answer file with no answer matching the task; provider
+errors in an agent run). `judged_tasks` is the denominator of the per-task means.
 
 Nothing claims more than was measured. A correct kernel whose speed was not measured (the cpu platform
 never times) is neither fast nor slow: fast_p for p > 0 is None when no correct kernel was timed, and a
@@ -41,7 +58,7 @@ UNCATEGORISED = "uncategorised"
 ROW_COLUMNS = (
     "run_id", "task_id", "task_name", "task_category", "task_origin", "sample_index", "turn", "compiled", "correct",
     "failure_kind", "speedup", "reward", "trajectory_return", "prompt_tokens", "completion_tokens",
-    "platform", "model", "target", "sampling",
+    "platform", "model", "target", "sampling", "failure_message",
 )  # fmt: skip
 
 
@@ -77,6 +94,7 @@ class EvalSettings:
     tasks: tuple[SuiteTask, ...]  # every task of the suite, so that unrecorded trajectories are counted
     prices: Prices = field(default_factory=Prices)
     contaminated: frozenset[str] = frozenset()  # task ids that overlap the model's training corpus
+    source: str = "agent"  # "agent" (model at an endpoint) or "answers" (answers already written)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -89,6 +107,7 @@ class EvalSettings:
             model=data["model"], suite=data["suite"], target=data["target"], samples=int(data["samples"]),
             turns=int(data["turns"]), tasks=tuple(SuiteTask(**task) for task in data["tasks"]),
             prices=Prices(**data.get("prices", {})), contaminated=frozenset(data.get("contaminated", ())),
+            source=data.get("source", "agent"),
         )  # fmt: skip
 
 
@@ -102,6 +121,8 @@ class TrajectoryOutcome:
     best_speedup: float | None  # fastest measured speedup among the correct attempts
     correct_untimed: bool  # solved, but no correct attempt has a measured speedup
     trajectory_return: float | None
+    compiled: bool = False  # some attempt compiled (call accuracy)
+    unjudged: str | None = None  # every attempt failed on our side: the first one's message
 
 
 @dataclass(frozen=True)
@@ -163,12 +184,18 @@ class EvalMetrics:
     contaminated_tasks: tuple[str, ...]  # names
     speedups: tuple[float, ...] = ()  # the fastest measured speedup of each solved trajectory (plots)
     rewards: tuple[float, ...] = ()  # the reward of every attempt (plots)
+    sample_corr_at: dict[int, float | None] = field(default_factory=dict)  # k -> GEAK's Corr@k over samples
+    call_accuracy: float | None = None  # share of samples that compiled, per task then over judged tasks
+    judged_tasks: int = 0  # the denominator of the per-task means
+    unjudged: tuple[tuple[str, str], ...] = ()  # (task name, reason) of suite tasks counted out
 
     def headline(self) -> dict[str, float | None]:
         """The metrics by their published names: compile_rate, pass@k, corr@k, fast_p, …"""
         values: dict[str, float | None] = {"compile_rate": self.compile_rate}
         values |= {f"pass@{k}": v for k, v in self.pass_at.items()}
         values |= {f"corr@{k}": v for k, v in self.corr_at.items()}
+        values |= {f"sample_corr@{k}": v for k, v in self.sample_corr_at.items()}
+        values["call_accuracy"] = self.call_accuracy
         values |= {fast_name(p): v for p, v in self.fast.items()}
         values |= {
             "geomean_speedup": self.geomean_speedup, "mean_reward": self.mean_reward,
@@ -179,7 +206,7 @@ class EvalMetrics:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        for raw in ("speedups", "rewards", "pass_at", "corr_at", "fast"):
+        for raw in ("speedups", "rewards", "pass_at", "corr_at", "fast", "sample_corr_at"):
             data.pop(raw)
         data["metrics"] = self.headline()
         return data
@@ -234,9 +261,18 @@ def trajectory_outcomes(rows: Sequence[dict[str, Any]]) -> list[TrajectoryOutcom
             task_id=task_id, sample_index=sample, attempts=len(attempts),
             first_correct=correct[0] + 1 if correct else None, first_attempt=first_attempt,
             best_speedup=max(speedups) if speedups else None, correct_untimed=bool(correct) and not speedups,
-            trajectory_return=first["trajectory_return"],
+            trajectory_return=first["trajectory_return"], compiled=any(row["compiled"] is True for row in attempts),
+            unjudged=_unjudged_reason(attempts),
         ))  # fmt: skip
     return outcomes
+
+
+def _unjudged_reason(attempts: list[dict[str, Any]]) -> str | None:
+    """Why a trajectory could not be judged (every attempt an `infrastructure_error`), or None."""
+    if not attempts or any(row["failure_kind"] != "infrastructure_error" for row in attempts):
+        return None
+    message = (attempts[0].get("failure_message") or "").strip().splitlines()
+    return f"infrastructure_error: {message[0][:200]}" if message else "infrastructure_error"
 
 
 def table_rows(table: pa.Table) -> list[dict[str, Any]]:
@@ -248,14 +284,32 @@ def table_rows(table: pa.Table) -> list[dict[str, Any]]:
     return [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
 
 
-def compute_eval_metrics(rows: Sequence[dict[str, Any]], settings: EvalSettings) -> EvalMetrics:
-    """Every metric of one evaluation run. `rows` are that run's attempt rows (see `table_rows`)."""
+def compute_eval_metrics(rows: Sequence[dict[str, Any]], settings: EvalSettings,
+                         not_written: dict[str, str] | None = None) -> EvalMetrics:  # fmt: skip
+    """Every metric of one evaluation run. `rows` are that run's attempt rows (see `table_rows`).
+
+    `not_written`: task id -> why, for attempts that failed on our side and were never written as rows
+    (the corpus job keeps them in its ledger to retry); it names the reason a task with no row is counted out.
+    """
     suite_ids = {task.task_id for task in settings.tasks}
     rows = [row for row in rows if row["task_id"] in suite_ids]
     outcomes = trajectory_outcomes(rows)
     by_task: dict[str, list[TrajectoryOutcome]] = defaultdict(list)
+    unjudged_reasons: dict[str, str] = {}
     for outcome in outcomes:
-        by_task[outcome.task_id].append(outcome)
+        if outcome.unjudged is None:
+            by_task[outcome.task_id].append(outcome)
+        else:
+            unjudged_reasons.setdefault(outcome.task_id, outcome.unjudged)
+    never_recorded = (
+        "no answer of this model matched the task" if settings.source == "answers"
+        else "no trajectory recorded (provider errors: rerun to resume)"
+    )  # fmt: skip
+    unjudged = tuple(
+        (task.name, unjudged_reasons.get(task.task_id) or (not_written or {}).get(task.task_id) or never_recorded)
+        for task in settings.tasks
+        if task.task_id not in by_task
+    )  # fmt: skip
     turns = settings.turns
     lower_bounds: list[str] = []
     notes: list[str] = []
@@ -298,6 +352,28 @@ def compute_eval_metrics(rows: Sequence[dict[str, Any]], settings: EvalSettings)
         for k in range(1, turns + 1)
     }
 
+    # GEAK's Corr@k: k over samples, a sample correct when its trajectory reached a correct kernel
+    sample_corr_at = {
+        k: per_task_mean(
+            lambda group, k=k: (
+                pass_at_k(len(group), sum(o.first_correct is not None for o in group), k)
+                if len(group) >= k
+                else None
+            ),
+            f"sample_corr@{k}",
+        )  # fmt: skip
+        for k in pass_k_values(settings.samples)
+    }
+    short = sum(len(group) < settings.samples for group in by_task.values())
+    if short and settings.samples > 1:
+        notes.append(f"{short} judged task(s) have fewer than {settings.samples} samples: Pass@k and Corr@k of "
+                     "samples leave a task out of each k above its sample count")  # fmt: skip
+    call_groups = [_mean([o.compiled for o in group]) for group in by_task.values()]
+    call_accuracy = _mean([v for v in call_groups if v is not None])
+    if unjudged:
+        notes.append(f"{len(unjudged)} of {len(settings.tasks)} task(s) could not be judged and are counted out of "
+                     f"every per-task mean (judged: {len(by_task)}); see `unjudged` for each reason")  # fmt: skip
+
     solved = [o for o in outcomes if o.first_correct is not None]
     timed = [o.best_speedup for o in solved if o.best_speedup is not None]
     untimed = sum(o.correct_untimed for o in solved)
@@ -328,7 +404,7 @@ def compute_eval_metrics(rows: Sequence[dict[str, Any]], settings: EvalSettings)
 
     expected = len(settings.tasks) * settings.samples
     missing = max(0, expected - len(outcomes))
-    if missing:
+    if missing and settings.source != "answers":
         notes.append(f"{missing} of {expected} trajectories were not recorded (provider errors): the metrics "
                      "cover the recorded ones; rerun the same command to resume")  # fmt: skip
 
@@ -361,12 +437,14 @@ def compute_eval_metrics(rows: Sequence[dict[str, Any]], settings: EvalSettings)
         mean_reward=_mean(rewards), mean_return=_mean(returns),
         failures=dict(Counter(row["failure_kind"] for row in rows if row["failure_kind"]).most_common()),
         prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-        tokens_per_correct=(prompt_tokens + completion_tokens) / correct_attempts if correct_attempts else None,
+        tokens_per_correct=(prompt_tokens + completion_tokens) / correct_attempts
+        if correct_attempts and settings.source != "answers" else None,  # answers already written: no count
         cost_usd=cost, cost_per_correct_usd=cost / correct_attempts if cost is not None and correct_attempts else None,
         first_correct_histogram=histogram, per_task=per_task, per_category=per_category,
         lower_bounds=tuple(lower_bounds), notes=tuple(notes),
         contaminated_tasks=tuple(names[t] for t in sorted(settings.contaminated) if t in names),
-        speedups=tuple(timed), rewards=tuple(rewards),
+        speedups=tuple(timed), rewards=tuple(rewards), sample_corr_at=sample_corr_at, call_accuracy=call_accuracy,
+        judged_tasks=len(by_task), unjudged=unjudged,
     )  # fmt: skip
 
 
@@ -437,8 +515,10 @@ def metric_rows(runs: Sequence[EvalMetrics]) -> list[tuple[str, list[str]]]:
         ("tasks × samples × turns", [f"{m.tasks} × {m.samples} × {m.turns}" for m in runs]),
         ("trajectories (missing)", [f"{m.trajectories} ({m.missing_trajectories})" for m in runs]),
         ("attempts", [str(m.attempts) for m in runs]),
+        ("judged tasks (counted out)", [f"{m.judged_tasks} ({len(m.unjudged)})" for m in runs]),
         line("compile rate", "compile_rate", lambda m: m.compile_rate,
              lambda m: f"{percent(m.compile_rate)} ({m.compiled}/{m.attempts})"),
+        line("call accuracy", "call_accuracy", lambda m: m.call_accuracy, lambda m: percent(m.call_accuracy)),
     ]  # fmt: skip
     rows += [
         line(f"Pass@{k}", f"pass@{k}", lambda m, k=k: m.pass_at.get(k), lambda m, k=k: percent(m.pass_at[k]))
@@ -447,6 +527,12 @@ def metric_rows(runs: Sequence[EvalMetrics]) -> list[tuple[str, list[str]]]:
     rows += [
         line(f"Corr@{k}", f"corr@{k}", lambda m, k=k: m.corr_at.get(k), lambda m, k=k: percent(m.corr_at[k]))
         for k in turns
+    ]  # fmt: skip
+    sample_ks = sorted({k for m in runs for k in m.sample_corr_at})
+    rows += [
+        line(f"Corr@{k} of samples (GEAK)", f"sample_corr@{k}", lambda m, k=k: m.sample_corr_at.get(k),
+             lambda m, k=k: percent(m.sample_corr_at[k]))
+        for k in sample_ks
     ]  # fmt: skip
     rows += [
         line(f"fast_{p:g}", fast_name(p), lambda m, p=p: m.fast.get(p), lambda m, p=p: percent(m.fast[p]),
@@ -523,6 +609,32 @@ def run_metrics(run_dir: Path, settings: EvalSettings, run_id: str) -> tuple[Eva
     clean_tasks = tuple(task for task in settings.tasks if task.task_id not in settings.contaminated)
     clean = compute_eval_metrics(rows, replace(settings, tasks=clean_tasks, contaminated=frozenset()))
     return metrics, clean
+
+
+def answer_metrics(run_dir: Path, settings: EvalSettings, run_id: str, not_written: dict[str, dict[str, str]]
+                   ) -> list[tuple[EvalMetrics, EvalMetrics | None]]:  # fmt: skip
+    """(metrics, clean metrics) per model of an answers evaluation, by model name.
+
+    A model's samples per task are its answers to it; `samples` is the most any task got (a task with fewer
+    is left out of Corr@k for k above its count, as Pass@k does)."""
+    rows = [row for row in attempt_rows(Path(run_dir), settings.target) if row["run_id"] == run_id]
+    by_model: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_model.setdefault(row["model"] or "unknown", []).append(row)
+    for model in not_written:
+        by_model.setdefault(model, [])
+    results = []
+    for model, model_rows in sorted(by_model.items()):
+        counts = Counter(row["task_id"] for row in model_rows)
+        model_settings = replace(settings, model=model, samples=max(counts.values(), default=1))
+        metrics = compute_eval_metrics(model_rows, model_settings, not_written.get(model, {}))
+        clean = None
+        if settings.contaminated:
+            clean_tasks = tuple(task for task in settings.tasks if task.task_id not in settings.contaminated)
+            clean = compute_eval_metrics(model_rows, replace(model_settings, tasks=clean_tasks, contaminated=frozenset()),
+                                         not_written.get(model, {}))  # fmt: skip
+        results.append((metrics, clean))
+    return results
 
 
 def attempt_rows(run_dir: Path, target: str) -> list[dict[str, Any]]:

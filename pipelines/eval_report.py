@@ -34,6 +34,7 @@ from pipelines.eval_metrics import (
     EvalMetrics,
     EvalSettings,
     SuiteTask,
+    answer_metrics,
     attempt_rows,
     compute_eval_metrics,
     metric_rows,
@@ -81,6 +82,10 @@ def load_runs(run_dir: Path) -> list[RunView]:
     found = read_settings(run_dir)
     if found is not None:
         settings, data = found
+        if settings.source == "answers":  # one view per model whose answers were verified
+            return [view_of(run_dir, data["run_id"], metrics, clean, data.get("contamination", []),
+                            data.get("training_corpus"))
+                    for metrics, clean in answer_metrics(run_dir, settings, data["run_id"], data.get("not_written", {}))]  # fmt: skip
         metrics, clean = run_metrics(run_dir, settings, data["run_id"])
         return [view_of(run_dir, data["run_id"], metrics, clean, data.get("contamination", []),
                         data.get("training_corpus"))]  # fmt: skip
@@ -330,6 +335,11 @@ DEFINITIONS: tuple[tuple[str, str], ...] = (
     ("Pass@k", "mean over tasks of 1 − C(n−c, k) / C(n, k): n trajectories of the task, c of them correct at "
      "attempt 1"),
     ("Corr@k", "mean over tasks of the share of trajectories with a correct kernel among attempts 1..k"),
+    ("Corr@k of samples (GEAK)", "mean over judged tasks of 1 − C(n−c, k) / C(n, k): n samples (trajectories or "
+     "answers) of the task, c of them correct at any attempt; GEAK-eval's Corr@k, the published AMD figure"),
+    ("call accuracy", "mean over judged tasks of the share of samples that compiled"),
+    ("judged tasks", "tasks with a judged sample; the others (every attempt an infrastructure_error, or no "
+     "sample) are counted out of every mean and listed with their reason"),
     ("fast_p", "mean over tasks of the share of trajectories whose fastest correct kernel has speedup > p "
      "(fast_0: solved at all); not measured where nothing was timed"),
     ("geomean speedup", "exp(mean log s) over the fastest timed correct kernel of each solved trajectory"),

@@ -1,9 +1,18 @@
 """`kernelvault eval`: one model on one task suite under a fixed budget of attempts, as data and as a table.
 
-    suite (bundled, task folder, KernelBench tree, hub:REPO) ──► decontamination guard (--training-corpus)
+    suite (bundled, task folder, KernelBench tree, TritonBench-T/G or ROCmBench folder, hub:REPO)
+        ──► decontamination guard (--training-corpus)
         ──► run_agent_job: samples × up to `turns` attempts per task, every attempt a corpus row
             (RUN_DIR/data/TARGET/*.parquet, RUN_DIR/ledger.sqlite: an evaluation run is also data)
-        ──► eval_metrics ──► RUN_DIR/eval/settings.json, results.json, results.md
+            or, with --answers, run_corpus_job over answers models already wrote (one attempt per answer,
+            the answers to one task by one model its samples)
+        ──► eval_metrics (per model with --answers) ──► RUN_DIR/eval/settings.json, results.json, results.md
+
+With --answers the figures are per model, k counts samples, and each sample is one attempt: the sample
+Corr@k (GEAK-eval's definition, see `pipelines.eval_metrics`) and call accuracy are what the published AMD
+work reports for TritonBench-G and ROCmBench. Tasks that cannot be judged (every attempt failed on our
+side, such as a reference that is not deterministic; or no answer of the model matched the task) are
+counted out of the denominators and listed with their reason in results.json and on stdout.
 
 The evaluation is the agent job with a fixed budget, so it resumes like one: the same command in the
 same RUN_DIR continues the run (trajectories lost to provider errors are redone), and the metrics are
@@ -23,7 +32,7 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,6 +44,7 @@ from pipelines.eval_metrics import (
     EvalSettings,
     Prices,
     SuiteTask,
+    answer_metrics,
     format_results,
     run_metrics,
     write_settings,
@@ -44,6 +54,7 @@ from toolchain.tasks import LoadedTasks, TaskFormatError, load_tasks
 if TYPE_CHECKING:  # imported where used: the agents extra is optional, datasketch/scipy slow to import
     from corpus.dedup import Contamination
     from pipelines.agent_job import AgentJobConfig
+    from pipelines.candidates import Attempt
     from pipelines.corpus_job import RunSummary
     from toolchain.verify import Verifier
 
@@ -56,22 +67,27 @@ class EvalInputError(ValueError):
 
 @dataclass(frozen=True)
 class EvalConfig:
-    agent: AgentJobConfig  # endpoint, samples, turns (max_turns), sampling, budgets
+    agent: AgentJobConfig | None  # endpoint, samples, turns (max_turns), sampling, budgets; None with answers
     target: str = "triton"
     suite: str | None = None  # anything `load_tasks` reads; None: the bundled suite
     only_tasks: tuple[str, ...] = ()  # task names to keep (all when empty)
     prices: Prices = field(default_factory=Prices)
     training_corpus: str | None = None  # the model's training corpus, for the decontamination guard
+    answers: str | None = None  # a JSONL file or folder of answers already written (instead of an agent)
+    workers: int | None = None  # verifications at once, for answers (the agent's config has its own)
+    allow_unjailed: bool = False  # for answers: verify them where the machine has no OS jail
 
 
 @dataclass(frozen=True)
 class EvalResult:
     run_dir: Path
     run_id: str
-    metrics: EvalMetrics
+    metrics: EvalMetrics  # with answers: the first model's (every model's in per_model)
     clean_metrics: EvalMetrics | None  # the tasks that do not overlap the training corpus, when some do
     contamination: tuple[Contamination, ...]
     summary: RunSummary
+    per_model: tuple[EvalMetrics, ...] = ()  # with answers: one per model, by name
+    skipped_answers: tuple[tuple[str, str], ...] = ()  # (file:line, reason) of answers matched to no task
 
 
 def load_suite(spec: str | None, only_tasks: tuple[str, ...] = ()) -> LoadedTasks:
@@ -176,14 +192,22 @@ def run_evaluation(
     Raises EvalInputError for an unusable suite or training corpus, and corpus.ledger.ConfigurationChanged
     when run_dir holds a run with another configuration.
     """
-    from pipelines.agent_job import run_agent_job
-
     loaded = load_suite(config.suite, config.only_tasks)
     contamination: tuple[Contamination, ...] = ()
     if config.training_corpus:
         contamination = find_contamination(loaded.tasks, read_training_corpus(config.training_corpus))
         if contamination:
             warn(contamination_banner(contamination, config.training_corpus, len(loaded.tasks)))
+    if config.answers is not None:
+        return _evaluate_answers(config, loaded, contamination, verifier, run_dir, progress, new_run, warn)
+    from agents.prompting import UnsupportedPrompt, check_prompts
+    from pipelines.agent_job import run_agent_job
+
+    assert config.agent is not None, "an evaluation needs an agent or answers"
+    try:
+        check_prompts(loaded.tasks, config.target)
+    except UnsupportedPrompt as error:
+        raise EvalInputError(str(error)) from None
     summary = run_agent_job(loaded, verifier, run_dir, config.target, config.agent, progress=progress,
                             new_run=new_run)  # fmt: skip
     settings = EvalSettings(
@@ -206,6 +230,70 @@ def run_evaluation(
     return EvalResult(run_dir, summary.run_id, metrics, clean, contamination, summary)
 
 
+def _evaluate_answers(config: EvalConfig, loaded: LoadedTasks, contamination: tuple[Contamination, ...],
+                      verifier: Verifier, run_dir: Path, progress: bool, new_run: bool,
+                      warn: Callable[[str], None]) -> EvalResult:  # fmt: skip
+    """The answers in `config.answers` verified as a corpus run in run_dir, then the metrics per model."""
+    from pipelines.answers import AnswerCandidates
+    from pipelines.corpus_job import run_corpus_job
+    from toolchain.verify import require_jail_for_model_output
+
+    assert config.answers is not None
+    try:
+        source = AnswerCandidates(Path(config.answers), config.target)
+    except ValueError as error:  # a missing path, a folder without JSONL files
+        raise EvalInputError(str(error)) from None
+    attempts = list(source.attempts(loaded.tasks))
+    if not attempts:
+        raise EvalInputError(f"no answer in {config.answers} matches one of the {len(loaded.tasks)} task(s)")
+    require_jail_for_model_output(verifier, config.allow_unjailed)
+    summary = run_corpus_job(loaded, source, verifier, run_dir, config.target, workers=config.workers,
+                             progress=progress, new_run=new_run)  # fmt: skip
+    models = sorted({attempt.model or "unknown" for attempt in attempts})
+    settings = EvalSettings(
+        model=", ".join(models), suite=config.suite or "bundled", target=config.target,
+        samples=max(sum(1 for a in attempts if a.task.task_id == t.task_id) for t in loaded.tasks), turns=1,
+        tasks=tuple(SuiteTask(t.task_id, t.name, t.category) for t in loaded.tasks), prices=config.prices,
+        contaminated=frozenset(item.task_id for item in contamination), source="answers",
+    )  # fmt: skip
+    not_written = _not_written(run_dir, summary.run_id, attempts)
+    write_settings(run_dir, settings, {
+        "run_id": summary.run_id, "platform": verifier.choice.platform, "arch": verifier.choice.arch,
+        "answers": config.answers, "models": models, "training_corpus": config.training_corpus,
+        "contamination": contamination_records(contamination), "not_written": not_written,
+        "skipped_answers": [list(item) for item in source.skipped],
+        "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    })  # fmt: skip
+    per_model = answer_metrics(run_dir, settings, summary.run_id, not_written)
+    write_results(run_dir, summary.run_id, per_model[0][0], per_model[0][1], contamination, config.training_corpus,
+                  per_model=[metrics for metrics, _ in per_model], skipped_answers=source.skipped)  # fmt: skip
+    if contamination:
+        warn(contamination_banner(contamination, config.training_corpus or "", len(loaded.tasks)))
+    first, clean = per_model[0]
+    return EvalResult(run_dir, summary.run_id, first, clean, contamination, summary,
+                      per_model=tuple(metrics for metrics, _ in per_model),
+                      skipped_answers=tuple(source.skipped))  # fmt: skip
+
+
+def _not_written(run_dir: Path, run_id: str, attempts: Sequence[Attempt]) -> dict[str, dict[str, str]]:
+    """model -> task id -> the message of an attempt that failed on our side (in the ledger, never a row)."""
+    from corpus.ledger import RunLedger, attempt_key
+
+    model_of = {attempt_key(a.task.task_id, a.sample_index, a.turn): a.model or "unknown" for a in attempts}
+    ledger = RunLedger(run_dir / "ledger.sqlite")
+    try:
+        failed = ledger.failed(run_id)
+    finally:
+        ledger.close()
+    found: dict[str, dict[str, str]] = {}
+    for key, kind, message in failed:
+        first_line = (message or "").strip().splitlines()[0][:200] if (message or "").strip() else ""
+        found.setdefault(model_of.get(key, "unknown"), {}).setdefault(
+            key.split("/", 1)[0], f"{kind}: {first_line}" if first_line else kind
+        )
+    return found
+
+
 def contamination_records(contamination: tuple[Contamination, ...]) -> list[dict[str, object]]:
     return [
         {"task_id": item.task_id, "task_name": item.task_name, "training_task": item.eval_task, "kind": item.kind,
@@ -215,8 +303,13 @@ def contamination_records(contamination: tuple[Contamination, ...]) -> list[dict
 
 
 def write_results(run_dir: Path, run_id: str, metrics: EvalMetrics, clean: EvalMetrics | None,
-                  contamination: tuple[Contamination, ...], training_corpus: str | None) -> tuple[Path, Path]:  # fmt: skip
-    """RUN_DIR/eval/results.json (every figure) and results.md (the table, for a README or model card)."""
+                  contamination: tuple[Contamination, ...], training_corpus: str | None,
+                  per_model: Sequence[EvalMetrics] = (), skipped_answers: Sequence[tuple[str, str]] = (),
+                  ) -> tuple[Path, Path]:  # fmt: skip
+    """RUN_DIR/eval/results.json (every figure) and results.md (the table, for a README or model card).
+
+    With answers (`per_model`), results.json holds every model's metrics under `per_model` and the answers
+    matched to no task under `skipped_answers`; `metrics` is the first model's."""
     from pipelines.eval_report import markdown_document, view_of
 
     folder = run_dir / "eval"
@@ -228,11 +321,18 @@ def write_results(run_dir: Path, run_id: str, metrics: EvalMetrics, clean: EvalM
         "training_corpus": training_corpus,
         "contamination": contamination_records(contamination),
     }
+    if per_model:
+        payload["per_model"] = {m.model: m.to_json() for m in per_model}
+        payload["skipped_answers"] = [{"where": where, "reason": why} for where, why in skipped_answers]
     json_path = folder / "results.json"
     json_path.write_text(json.dumps(payload, indent=2, default=str))
-    view = view_of(run_dir, run_id, metrics, clean, contamination_records(contamination), training_corpus)
+    records = contamination_records(contamination)
+    views = [view_of(run_dir, run_id, m, None, records, training_corpus) for m in per_model] or [
+        view_of(run_dir, run_id, metrics, clean, records, training_corpus)
+    ]
     md_path = folder / "results.md"
-    md_path.write_text(markdown_document([view], title=f"Evaluation of {metrics.model} on {metrics.suite}"))
+    title = f"Evaluation of {', '.join(v.metrics.model for v in views)} on {metrics.suite}"
+    md_path.write_text(markdown_document(views, title=title))
     return json_path, md_path
 
 
@@ -247,7 +347,15 @@ def add_eval_parser(commands: argparse._SubParsersAction) -> None:
         "eval", help="evaluate a model on a task suite: compile rate, Pass@k, Corr@k, fast_p, cost"
     )
     parser.add_argument("--target", default="triton", choices=TARGETS)
-    parser.add_argument("--suite", help="task file, folder, KernelBench tree or hub:REPO (default: bundled)")
+    parser.add_argument("--suite", metavar="NAME_OR_PATH",
+                        help="task file, folder (TritonBench-T/G, ROCmBench), KernelBench tree or hub:REPO "
+                        "(default: bundled)")  # fmt: skip
+    parser.add_argument(
+        "--answers", metavar="FILE_OR_FOLDER",
+        help="evaluate answers models already wrote instead of a model at an endpoint: a JSONL file or folder "
+        "(TritonBench's instruction/predict lines, or task/model/answer[/sample]); figures per model, k over "
+        "samples; needs a jail or --allow-unjailed",
+    )  # fmt: skip
     parser.add_argument("--task", action="append", default=[], metavar="NAME",
                         help="evaluate only this task of the suite (repeatable)")  # fmt: skip
     parser.add_argument("--model", help="model name at the endpoint (env KV_MODEL)")
@@ -281,6 +389,19 @@ def _slug(text: str) -> str:
 def _eval_config(args: argparse.Namespace) -> EvalConfig:
     from kernelvault.cli import UsageError
 
+    if (args.price_prompt is None) != (args.price_completion is None):
+        raise UsageError("give both --price-prompt and --price-completion, or neither")
+    if any(price is not None and price < 0 for price in (args.price_prompt, args.price_completion)):
+        raise UsageError("prices cannot be negative")
+    if args.answers:
+        if args.base_url or args.model:
+            raise UsageError("--answers evaluates answers already written: it takes no --base-url or --model")
+        return EvalConfig(
+            agent=None, target=args.target, suite=args.suite, only_tasks=tuple(args.task),
+            prices=Prices(args.price_prompt, args.price_completion), training_corpus=args.training_corpus,
+            answers=args.answers, workers=args.workers, allow_unjailed=args.allow_unjailed,
+        )  # fmt: skip
+
     try:
         from agents.client import EndpointConfig, SamplingSettings
         from pipelines.agent_job import AgentJobConfig
@@ -297,10 +418,6 @@ def _eval_config(args: argparse.Namespace) -> EvalConfig:
         )
     if args.samples < 1 or args.turns < 1:
         raise UsageError("--samples and --turns must be at least 1")
-    if (args.price_prompt is None) != (args.price_completion is None):
-        raise UsageError("give both --price-prompt and --price-completion, or neither")
-    if any(price is not None and price < 0 for price in (args.price_prompt, args.price_completion)):
-        raise UsageError("prices cannot be negative")
     agent = AgentJobConfig(
         endpoint=endpoint, samples=args.samples, max_turns=args.turns, stop_on_correct=not args.keep_optimising,
         concurrency=args.concurrency, sampling=SamplingSettings(args.temperature, args.top_p, args.max_new_tokens),
@@ -320,11 +437,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     config = _eval_config(args)
     verifier = _verifier(args)
-    endpoint = config.agent.endpoint
-    run_dir = Path(args.out) if args.out else DEFAULT_OUT / f"{_slug(endpoint.model)}-{config.target}"
-    print(f"evaluating {endpoint.model} at {endpoint.base_url} on {config.suite or 'the bundled suite'}: "
-          f"{args.samples} sample(s) × up to {args.turns} attempt(s) per task, {config.target} verified on "
-          f"{verifier.choice.platform}")  # fmt: skip
+    suite = config.suite or "the bundled suite"
+    if config.agent is None:
+        run_dir = (
+            Path(args.out)
+            if args.out
+            else DEFAULT_OUT / f"answers-{_slug(Path(args.answers).stem)}-{config.target}"
+        )
+        print(f"evaluating the answers in {config.answers} on {suite}: {config.target} verified on "
+              f"{verifier.choice.platform}")  # fmt: skip
+    else:
+        endpoint = config.agent.endpoint
+        run_dir = Path(args.out) if args.out else DEFAULT_OUT / f"{_slug(endpoint.model)}-{config.target}"
+        print(f"evaluating {endpoint.model} at {endpoint.base_url} on {suite}: "
+              f"{args.samples} sample(s) × up to {args.turns} attempt(s) per task, {config.target} verified on "
+              f"{verifier.choice.platform}")  # fmt: skip
     try:
         result = run_evaluation(
             config, verifier, run_dir, progress=not args.no_progress, new_run=args.new_run
@@ -333,12 +460,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     except (ConfigurationChanged, UnjailedModelOutput) as error:
         raise UsageError(str(error)) from None
-    print(format_results([result.metrics]))
-    if result.clean_metrics is not None:
+    runs = list(result.per_model) or [result.metrics]
+    print(format_results(runs))
+    if result.clean_metrics is not None and not result.per_model:
         print(f"\nwithout the {len(result.contamination)} contaminated task(s):")
         print(format_results([result.clean_metrics]))
-    for note in result.metrics.notes:
-        print(f"note: {note}")
+    for metrics in runs:
+        prefix = f"{metrics.model}: " if result.per_model else ""
+        for note in metrics.notes:
+            print(f"note: {prefix}{note}")
+        for name, reason in metrics.unjudged:
+            print(f"counted out: {prefix}{name}: {reason}")
+    for where, why in result.skipped_answers:
+        print(f"answer not matched: {where}: {why}")
     for line in result.summary.retry_later:
         print(f"retry on resume: {line}")
     print(f"attempt rows: {(run_dir / 'data' / config.target).resolve()}")

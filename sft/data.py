@@ -237,11 +237,12 @@ def _eval_prompts(
         if row["task_id"] not in eval_ids or row["target"] not in targets:
             continue
         try:
-            prompts.append(
-                (row["target"], parse_task(row["task_source"], row["task_name"], f"dataset:{source}"))
-            )
+            task = parse_task(row["task_source"], row["task_name"], f"dataset:{source}")
         except TaskFormatError:
             continue  # a reference that no longer parses cannot be measured; the eval loss still covers it
+        if task.entry and row["target"] != "triton":
+            continue  # the toolchain takes only Triton candidates for a function task (agents.prompting)
+        prompts.append((row["target"], task))
     return sorted(prompts, key=lambda item: (item[0], item[1].name))
 
 

@@ -252,3 +252,100 @@ def test_the_main_job_with_an_endpoint_runs_hip_kernel_gen_and_names_it(tmp_path
     expected = ("hip", "qwen3-test", 0, True, None)  # turns count from 0; compiled for gfx90a, not run
     assert (row["target"], row["model"], row["turn"], row["compiled"], row["failure_kind"]) == expected
     assert "load_hip" in server.requests[0].body["messages"][0]["content"]  # the HIP prompt
+
+
+# ----------------------------------------------------------------------------------------------------
+# Function tasks (TritonBench-T's layout): the prompt asks for the reference's functions, not ModelNew.
+
+TRITONBENCH = ROOT / "tests" / "fixtures" / "tritonbench"
+FUNCTION_TASK = TRITONBENCH / "data" / "TritonBench_T_v1" / "scaled_add.py"
+
+
+def fixture_answers() -> list[str]:
+    import json
+
+    path = TRITONBENCH / "LLM_generated" / "Bench_T_general_purpose" / "output_fixture-model.jsonl"
+    return [json.loads(line)["predict"] for line in path.read_text().splitlines()]
+
+
+def test_a_function_task_is_asked_for_its_function_and_runs_through_the_graph_to_a_correct_row(
+    tmp_path: Path,
+) -> None:
+    """Turn 1 does not compile, turn 2 is correct. Every message the model sees shows the reference function
+    and the test's calls and asks for `scaled_add` with its signature; none of them mentions ModelNew (the
+    system prompt, the task, the compile-error feedback and the reflection)."""
+    good, _, broken = fixture_answers()
+    marker = "Adds 'other' scaled by 'alpha' to 'input'"
+    server = FakeOpenAI(scenarios={marker: [Answer(broken), Answer(good)]})
+    url, stop = server.start()
+    task = load_task_file(FUNCTION_TASK)
+    assert task.form == "function"
+    config = AgentJobConfig(endpoint=endpoint(url), samples=1, max_turns=3, concurrency=1)
+    try:
+        summary = run_agent_job(LoadedTasks(tasks=[task]), Verifier(VerifyConfig(platform="cpu", timeout_s=120)),
+                                tmp_path, "triton", config, progress=False)  # fmt: skip
+    finally:
+        stop()
+    rows = sorted(rows_of(tmp_path), key=lambda row: row["turn"])
+    assert [row["failure_kind"] or "correct" for row in rows] == ["compile_error", "correct"]
+    assert rows[-1]["correct"] is True and summary.attempts == 2
+    answered = [r for r in server.requests if r.status == 200]
+    last = answered[-1].body["messages"]
+    system, prompt, feedback = last[0]["content"], last[1]["content"], last[-1]["content"]
+    assert "`scaled_add(input, other, alpha=1.0, out=None)`" in prompt and "def test_scaled_add" in prompt
+    assert "@triton.jit" in system and "same names and signatures" in system
+    assert "did not compile" in feedback and "Turn 1" in feedback
+    assert len(last) == 4, "no few-shot exchange: the bundled one teaches ModelNew"
+    for request in answered:
+        assert not any("ModelNew" in message["content"] for message in request.body["messages"])
+
+
+def test_hip_for_a_function_task_is_refused_before_any_model_request(tmp_path: Path) -> None:
+    from agents.prompting import UnsupportedPrompt
+
+    server = FakeOpenAI(scenarios={})
+    url, stop = server.start()
+    config = AgentJobConfig(endpoint=endpoint(url), samples=1, max_turns=1)
+    try:
+        with pytest.raises(
+            UnsupportedPrompt, match=r"1 function task\(s\) \(scaled_add\) take Triton candidates"
+        ):
+            run_agent_job(LoadedTasks(tasks=[load_task_file(FUNCTION_TASK)]),
+                          Verifier(VerifyConfig(platform="cpu", timeout_s=60)), tmp_path, "hip", config,
+                          progress=False)  # fmt: skip
+    finally:
+        stop()
+    assert server.requests == []
+
+
+def test_function_task_feedback_and_prompts_never_ask_for_modelnew() -> None:
+    """Every feedback kind, both prompt families, and the prompt the release's sft/rl configs build from
+    a row's task source alone (corpus.release, rl/train.py): the function form throughout; module tasks
+    keep theirs."""
+    from agents.feedback import feedback_message
+    from agents.prompting import feedback_templates, system_prompt, task_prompt
+    from corpus.release import rl_rows
+    from kernelvault.contracts import FAILURE_KINDS, StageRecord, Verdict
+
+    kinds = [kind for kind in FAILURE_KINDS if kind != "provider_error"]
+    for kind in kinds:
+        verdict = Verdict("t", "triton", "", "", kind not in ("parse_error", "compile_error"), False, kind, "why",
+                          (StageRecord("check", "failed", 0.0, "log"),))  # fmt: skip
+        assert "ModelNew" not in feedback_message(verdict, 1, 3, "function"), kind
+    rejected = Verdict("t", "triton", "", "", False, False, "static_reject", "why", ())
+    assert "ModelNew" in feedback_message(rejected, 1, 3, "module")
+    assert all(
+        not name.endswith("(function tasks)") or name.split()[0] in kinds for name in feedback_templates()
+    )
+    for platform in ("cpu", "cuda"):
+        assert "ModelNew" not in system_prompt("triton", platform, "function")
+        assert "ModelNew" in system_prompt("triton", platform)
+    source = FUNCTION_TASK.read_text()
+    assert "ModelNew" not in task_prompt(source, "triton") and "`scaled_add(" in task_prompt(source, "triton")
+    assert "class ModelNew" in task_prompt((ROOT / "tasks" / "relu.py").read_text(), "triton")
+    import pyarrow as pa
+
+    table = pa.table({"task_id": ["t"], "task_name": ["scaled_add"], "task_category": [None],
+                      "task_source": [source], "target": ["triton"], "correct": [True], "speedup": [None]})  # fmt: skip
+    (row,) = rl_rows({"triton": table})
+    assert row["prompt"][1]["content"] == task_prompt(source, "triton")

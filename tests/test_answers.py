@@ -121,6 +121,93 @@ def test_an_instruction_without_an_entry_matches_a_task_named_as_a_file(
     assert [where for where, _ in source.skipped] == ["output_o1.jsonl:2"]
 
 
+def test_an_instruction_that_names_no_function_is_matched_by_its_description_as_tritonbench_does(
+    tmp_path: Path,
+) -> None:
+    """TritonBench's evaluator finds every answer's task by its functional description in the suite's
+    statistics file (`data/TritonBench_T_v1.json`; the checkout names it `.jsonl`, a JSON array all the
+    same). Instructions whose entry information starts `input (Tensor): ...` name no function: they are
+    matched that way, and an answer that still matches nothing says why in one line."""
+    fixture = ROOT / "tests" / "fixtures" / "tritonbench" / "data" / "TritonBench_T_v1"
+    folder = tmp_path / "data" / "TritonBench_T_v1"
+    folder.mkdir(parents=True)
+    for name in ("scaled_add", "halve"):
+        (folder / f"{name}.py").write_text((fixture / f"{name}.py").read_text())
+    statistics = [
+        {
+            "name": "scaled_add",
+            "file": "scaled_add.py",
+            "description": "Adds other, scaled by alpha, to input.\nSee torch.add.",
+        },
+        {"name": "halve", "file": "halve.py", "description": "Halves each element of input. Adds nothing."},
+    ]
+    (tmp_path / "data" / "TritonBench_T_v1.jsonl").write_text(json.dumps(statistics))
+    tasks = load_tasks(folder).tasks
+
+    def line(description: str) -> dict[str, str]:
+        instruction = (f"You are an expert in Trion programming.\nFunctional Description: {description}\n"
+                       "Wrapper Entry Information: input (Tensor): the input tensor. out (Tensor, optional).\n")  # fmt: skip
+        return {"instruction": instruction, "predict": "x", "label": ""}
+
+    path = tmp_path / "output_gpt-4o.jsonl"
+    lines = [line("Adds other, scaled by alpha, to input."), line("Halves each element"), line("Adds"),
+             line("Sorts the input.")]  # fmt: skip
+    path.write_text("".join(json.dumps(item) + "\n" for item in lines))
+    source = AnswerCandidates(path, "triton")
+    assert [a.task.name for a in source.attempts(tasks)] == ["scaled_add", "halve"]
+    reasons = dict(source.skipped)
+    assert reasons["output_gpt-4o.jsonl:3"] == (
+        "no task for entry 'input', and its functional description occurs in 2 tasks' statistics "
+        "(scaled_add, halve)"
+    )  # the description must single out one task, as in TritonBench's evaluator
+    assert reasons["output_gpt-4o.jsonl:4"] == (
+        "no task for entry 'input', and its functional description occurs in no task's statistics"
+    )
+    (tmp_path / "data" / "TritonBench_T_v1.jsonl").unlink()  # no statistics file: the entry name alone
+    source = AnswerCandidates(path, "triton")
+    assert list(source.attempts(tasks)) == []
+    assert dict(source.skipped)["output_gpt-4o.jsonl:1"] == "no task for entry 'input'"
+
+
+def test_a_tritonbench_g_answer_is_matched_by_its_label_in_the_gold_code_as_tritonbench_does(
+    tmp_path: Path,
+) -> None:
+    """TritonBench-G's instructions name no function or file; its evaluator finds the task whose gold code
+    (`output` in data/TritonBench_G_v1.json) contains the answer's `label`. A label whose gold file the
+    loader refused says so."""
+    fixture = ROOT / "tests" / "fixtures" / "tritonbench" / "data" / "TritonBench_T_v1" / "scaled_add.py"
+    folder = tmp_path / "data" / "TritonBench_G_v1"
+    folder.mkdir(parents=True)
+    (folder / "fused_op.py").write_text(fixture.read_text())
+    (folder / "broken_op.py").write_text("print('no reference here')\n")
+    statistics = [
+        {"file": "fused_op.py", "output": "import torch\n\ndef scaled_add(x, y):\n    return x + y\n"},
+        {"file": "broken_op.py", "output": "import torch\n\nclass Broken:\n    pass\n"},
+    ]
+    (tmp_path / "data" / "TritonBench_G_v1.json").write_text(json.dumps(statistics))
+    loaded = load_tasks(folder)
+    assert [task.name for task in loaded.tasks] == ["fused_op"] and len(loaded.errors) == 1
+    instruction = "You are a expert in writing Triton operators.\n    The Triton code adds two tensors.\n"
+    lines = [
+        {
+            "instruction": instruction,
+            "predict": "x",
+            "label": "def scaled_add(x, y):\n    return x + y<|im_end|>",
+        },
+        {"instruction": instruction, "predict": "x", "label": "class Broken:"},
+        {"instruction": instruction, "predict": "x", "label": "def nothing_like_it():"},
+    ]
+    path = tmp_path / "output_gpt-4o_comp.jsonl"
+    path.write_text("".join(json.dumps(item) + "\n" for item in lines))
+    source = AnswerCandidates(path, "triton")
+    assert [a.task.name for a in source.attempts(loaded.tasks)] == ["fused_op"]
+    assert dict(source.skipped) == {
+        "output_gpt-4o_comp.jsonl:2": "its label belongs to broken_op.py, which is not a loaded task (see the "
+        "loader's refusals)",
+        "output_gpt-4o_comp.jsonl:3": "its label occurs in no task's statistics",
+    }
+
+
 @pytest.mark.skipif("entry" not in Task.__dataclass_fields__, reason="tasks have no entry names yet")
 def test_a_tritonbench_entry_name_matches_a_function_tasks_entry(tmp_path: Path, tasks: list[Task]) -> None:
     import dataclasses
