@@ -10,7 +10,7 @@ Two task forms (`Task.form`), told apart from the reference's source (`task_prom
 source by the release's sft/rl configs and by rl/, so every prompt for one task agrees):
 
 - module (`class Model`): the candidate defines `class ModelNew`.
-- function (TritonBench-T's layout, `toolchain.function_tasks`): the reference function(s), then a test
+- function (TritonBench-T's layout, `kernelvault.toolchain.function_tasks`): the reference function(s), then a test
   that calls them. The candidate defines the same functions (`function_entries`: the ones the test calls)
   with the same names and signatures, launching its own Triton kernels. The system prompt's paragraphs about
   `ModelNew` are replaced by the function form's, and the module few-shot exchange is left out (it would
@@ -84,8 +84,8 @@ class UnsupportedPrompt(ValueError):
 def function_signatures(reference_source: str) -> tuple[tuple[str, str], ...]:
     """(name, `name(arguments)`) of each function a candidate for a function task defines; () for a module
     task or a source that is neither (its verification says why)."""
-    from toolchain.function_tasks import function_entries
-    from toolchain.tasks import TaskFormatError, parse_task
+    from kernelvault.toolchain.function_tasks import function_entries
+    from kernelvault.toolchain.tasks import TaskFormatError, parse_task
 
     try:
         task = parse_task(reference_source, "task", "prompt")

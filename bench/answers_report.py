@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from corpus.stats import load_attempts  # noqa: E402
+from kernelvault.corpus.stats import load_attempts  # noqa: E402
 
 KINDS = ("correct", "parse_error", "static_reject", "compile_error", "interface_error", "runtime_error",
          "timeout", "mismatch", "integrity_reject")  # fmt: skip

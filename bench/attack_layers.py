@@ -8,7 +8,7 @@ twice: with every layer on, and with the static wall off (`VerifyConfig(static_w
 the wall stops, which shows the layer behind it. With the H200 tables of tests/gpu/test_adversarial_on_gpu.py
 (`KV_RESULTS_DIR`), their outcomes become columns of the same table. Each row names the layer that answered:
 
-- static wall: `toolchain.static_wall` (the rule);
+- static wall: `kernelvault.toolchain.static_wall` (the rule);
 - tripwires: the dispatch monitor (`torch_compute`), the patch snapshot (`monkey_patch`), the process guards
   (`threads`, `subprocess`, `filesystem_write`), the harness's own checks (`tensor_subclass`,
   `modified_inputs`, `output_aliases_input`, `no_kernel_launched`, `fallback`);
@@ -32,11 +32,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from kernelvault.pipelines.candidates import expected_options, outcome, outcome_matches  # noqa: E402
+from kernelvault.toolchain.device_worker import WorkerLane  # noqa: E402
+from kernelvault.toolchain.tasks import load_task_file  # noqa: E402
+from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
+
 from kernelvault.contracts import Candidate  # noqa: E402
-from pipelines.candidates import expected_options, outcome, outcome_matches  # noqa: E402
-from toolchain.device_worker import WorkerLane  # noqa: E402
-from toolchain.tasks import load_task_file  # noqa: E402
-from toolchain.verify import Verifier, VerifyConfig  # noqa: E402
 
 HOSTILE = sorted((ROOT / "tests" / "adversarial" / "hostile").glob("*.py"))
 LAYERS = {

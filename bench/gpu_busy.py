@@ -1,6 +1,6 @@
 """Device busy fraction during a model-driven run, against a simulated endpoint with realistic latency.
 
-The agent job (`pipelines.agent_job.run_agent_job`) runs over the bundled tasks that have an example
+The agent job (`kernelvault.pipelines.agent_job.run_agent_job`) runs over the bundled tasks that have an example
 kernel; a real OpenAI-compatible HTTP server on localhost (`kernelvault.simulated_openai`) answers every
 request with that task's example after a latency drawn per request from a log-normal distribution
 (median `--latency-median-s`, shape `--latency-sigma`: a model answer of a few thousand tokens takes tens
@@ -30,12 +30,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agents.client import EndpointConfig, SamplingSettings  # noqa: E402
+from kernelvault.agents.client import EndpointConfig, SamplingSettings  # noqa: E402
+from kernelvault.pipelines.agent_job import AgentJobConfig, run_agent_job  # noqa: E402
+from kernelvault.pipelines.verify_pool import DeviceJob, VerifierPool  # noqa: E402
+from kernelvault.toolchain.tasks import LoadedTasks, load_task_file  # noqa: E402
+from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
+
 from kernelvault.simulated_openai import Answer, FakeOpenAI  # noqa: E402
-from pipelines.agent_job import AgentJobConfig, run_agent_job  # noqa: E402
-from pipelines.verify_pool import DeviceJob, VerifierPool  # noqa: E402
-from toolchain.tasks import LoadedTasks, load_task_file  # noqa: E402
-from toolchain.verify import Verifier, VerifyConfig  # noqa: E402
 
 
 def busy_while_queued(jobs: list[DeviceJob], lane: int) -> tuple[float, float]:

@@ -7,7 +7,7 @@
 2. Simulation (NOT measured rollouts): groups of G = 8 drawn from assumed tier probabilities (no compile /
    compiles but wrong / correct, 6 % correct throughout); a correct sample's speedup is drawn from the
    speedups measured for the bundled Triton examples on an H200 (bench/results/2026-11-29-h200-examples.md)
-   times log-normal timing noise (3 %). Rewards come from `toolchain.reward` (the one reward function).
+   times log-normal timing noise (3 %). Rewards come from `kernelvault.toolchain.reward` (the one reward function).
 3. Measured: a corpus folder of real verified attempts (`kernelvault corpus` output), grouped by task, when
    `--dataset` is given. On cpu there is no timing, so the speed term is 0 there.
 
@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rl import diagnostics  # noqa: E402
-from toolchain.reward import binary_reward, graded_reward  # noqa: E402
+from kernelvault.rl import diagnostics  # noqa: E402
+from kernelvault.toolchain.reward import binary_reward, graded_reward  # noqa: E402
 
 # Speedups of the 12 bundled Triton examples measured on an NVIDIA H200 (2026-11-29, see the results file).
 H200_EXAMPLE_SPEEDUPS = (2.94, 1.58, 0.97, 0.82, 0.84, 2.48, 0.97, 4.44, 1.44, 2.29, 1.35, 0.99)
@@ -102,7 +102,7 @@ def main() -> int:
         plotted = stats if split == TIER_SPLITS[1] else plotted
 
     if args.dataset:
-        from rl.cli import _attempt_rows
+        from kernelvault.rl.cli import _attempt_rows
 
         groups = diagnostics.groups_from_attempts(_attempt_rows(Path(args.dataset)), "attempt")
         text, stats = table(groups, args.threshold)

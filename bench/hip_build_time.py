@@ -3,7 +3,7 @@
 For every kernel that exists in both forms (examples/hip/<name>.py and examples/hip/load_inline/<name>.py)
 the same run builds it both ways from a cold cache:
 
-- native: `toolchain.hip_build.compile_hip` (one nvcc or hipcc call producing a shared library, no
+- native: `kernelvault.toolchain.hip_build.compile_hip` (one nvcc or hipcc call producing a shared library, no
   PyTorch headers), into a fresh cache directory, so nothing is reused;
 - load_inline: `torch.utils.cpp_extension.load_inline` with the candidate's own arguments, in a fresh
   process and a fresh build directory (on NVIDIA with the portability header on the include path, as
@@ -63,7 +63,7 @@ print(json.dumps({"seconds": sum(seconds), "builds": len(seconds)}))
 
 
 def hip_source(path: Path) -> str:
-    from toolchain.static_check import check_hip_candidate
+    from kernelvault.toolchain.static_check import check_hip_candidate
 
     source = check_hip_candidate(path.read_text()).hip_source
     if source is None:
@@ -72,8 +72,8 @@ def hip_source(path: Path) -> str:
 
 
 def build_native(name: str) -> float:
-    from toolchain.hip_build import HipBuildCache, compile_hip, find_hip_compiler
-    from toolchain.platforms import detect_platform
+    from kernelvault.toolchain.hip_build import HipBuildCache, compile_hip, find_hip_compiler
+    from kernelvault.toolchain.platforms import detect_platform
 
     choice = detect_platform()
     compiler = find_hip_compiler(choice.platform, choice.arch if choice.platform != "cpu" else None)
@@ -85,7 +85,7 @@ def build_native(name: str) -> float:
 
 
 def build_inline(name: str) -> float:
-    from toolchain.hip_build import HIP_INCLUDE_DIR
+    from kernelvault.toolchain.hip_build import HIP_INCLUDE_DIR
 
     with tempfile.TemporaryDirectory(prefix="kv-bench-inline-") as build_dir:
         env = {**os.environ, "TORCH_EXTENSIONS_DIR": build_dir}

@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from corpus.stats import load_attempts  # noqa: E402
+from kernelvault.corpus.stats import load_attempts  # noqa: E402
 
 
 def answer_key(model: str, text: str) -> tuple[str, str]:

@@ -5,7 +5,7 @@
 TritonBench (thunlp/TritonBench, Apache-2.0; fetch it yourself: nothing of it is committed here) ships the
 answers of GPT-4o, Claude 3.5 Sonnet, o1, DeepSeek-R1, Qwen2.5-72B and coder models as JSONL files with a
 `predict` field. Each answer's code (the same extraction the verifier uses) is run through
-`toolchain.static_wall.check_python`; the table counts answers that pass and, for the others, the first
+`kernelvault.toolchain.static_wall.check_python`; the table counts answers that pass and, for the others, the first
 rule each breaks. These answers are not in ModelNew form (that is the TritonBench issue's work), so this
 measures the wall alone: a refused answer here is either a false reject of an honest kernel or a refusal by
 design (a module that is not installed, NumPy, Inductor, Triton's internals); the second table says which.
@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from toolchain.extract import extract_code  # noqa: E402
-from toolchain.static_wall import check_python  # noqa: E402
+from kernelvault.toolchain.extract import extract_code  # noqa: E402
+from kernelvault.toolchain.static_wall import check_python  # noqa: E402
 
 
 def main() -> int:

@@ -22,7 +22,7 @@ Two deviations, both needed to run it unattended, both on every answer alike:
 
 `--cpu` runs the same files on a machine without a GPU (a preview, not the side-by-side the issue asks for):
 a `sitecustomize` maps every `cuda` device a torch call names to the CPU (KernelVault's own CPU path does
-the same, `toolchain.function_tasks.device_redirect`) and Triton runs under its interpreter.
+the same, `kernelvault.toolchain.function_tasks.device_redirect`) and Triton runs under its interpreter.
 
 Resumable: answers already in --out are skipped. Per line: file (answers file), line, model, task (the
 task file TritonBench matched, or null with `error`), call, exe, results, seconds, stderr_tail.
@@ -84,7 +84,7 @@ def _load_call_acc(checkout: Path, timeout_s: float) -> ModuleType:
 CPU_SHIM = """
 import os
 if os.environ.get("KV_TB_CPU") == "1":
-    from toolchain.function_tasks import device_redirect
+    from kernelvault.toolchain.function_tasks import device_redirect
     device_redirect("cpu").__enter__()  # for the whole run: the test's device='cuda' lands on the CPU
 """
 

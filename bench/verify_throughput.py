@@ -15,7 +15,7 @@ Modes, run one after the other in the same invocation on the same candidates:
   outputs kept per task), fed by the executor (`run_corpus_job` with a compile pool);
 - `persistent@DEVICES`: the same on the GPUs named (`0+1`: two lanes, GPUs 0 and 1), for scaling;
   `persistent@0x3`: three lanes on GPU 0 (`--lanes-per-gpu 3`: checks side by side, timings one at a time
-  through the device's gate, `toolchain.device_gate`);
+  through the device's gate, `kernelvault.toolchain.device_gate`);
 - `ray@DEVICES`: the same stages through the Ray executor (a local Ray instance; one verification actor per
   GPU named, compilation as Ray tasks): the 1 → 2 actor scaling of the Ray issue.
 Candidate sets (`--set`): `small` (honest + broken + hostile Triton examples on a few tasks, CPU-friendly),
@@ -45,11 +45,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from kernelvault.pipelines.candidates import (  # noqa: E402
+    Attempt,
+    expected_options,
+    expected_outcome,
+    outcome,
+    outcome_matches,
+)
+from kernelvault.pipelines.corpus_job import percentile  # noqa: E402
+from kernelvault.toolchain.tasks import LoadedTasks, load_task_file  # noqa: E402
+from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
+
 from kernelvault.contracts import FAILURE_KINDS, Candidate, Task  # noqa: E402
-from pipelines.candidates import Attempt, expected_options, expected_outcome, outcome, outcome_matches  # noqa: E402
-from pipelines.corpus_job import percentile  # noqa: E402
-from toolchain.tasks import LoadedTasks, load_task_file  # noqa: E402
-from toolchain.verify import Verifier, VerifyConfig  # noqa: E402
 
 SMALL_TASKS = ("relu", "vector_add", "silu", "leaky_relu")
 BEHIND_WALL = False  # --static-wall off: the adversarial files' behind-wall expectations apply
@@ -232,8 +239,8 @@ def run_fresh(verifier: Verifier, items: list[Attempt]) -> tuple[float, list[dic
 
 def run_persistent(verifier: Verifier, items: list[Attempt], devices: str, lanes: int, compile_workers: int,
                    executor: str = "local", lanes_per_gpu: int = 1) -> tuple[float, list[dict[str, Any]]]:  # fmt: skip
-    from corpus.shards import read_columns, run_shards
-    from pipelines.corpus_job import run_corpus_job
+    from kernelvault.corpus.shards import read_columns, run_shards
+    from kernelvault.pipelines.corpus_job import run_corpus_job
 
     tasks = LoadedTasks(tasks=list({a.task.task_id: a.task for a in items}.values()))
     with tempfile.TemporaryDirectory() as out:

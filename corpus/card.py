@@ -5,7 +5,7 @@ The metadata lists one config per subfolder of the release that holds `train-*.p
 (plots and the card itself are never read as data). The body says what the dataset is, how to load a
 version, which schema it uses, its statistics and plots, and the platforms the results come from.
 
-The card reports only what the rows record: statistics come from `corpus.stats`, which counts a row as
+The card reports only what the rows record: statistics come from `kernelvault.corpus.stats`, which counts a row as
 correct only when correctness was established and takes speedups only from measured timings.
 """
 
@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 from huggingface_hub import DatasetCard, DatasetCardData
-
-from corpus.schema import ATTEMPT_SCHEMA, SCHEMA_VERSION
-from corpus.stats import ConfigStats, format_table
+from kernelvault.corpus.schema import ATTEMPT_SCHEMA, SCHEMA_VERSION
+from kernelvault.corpus.stats import ConfigStats, format_table
 
 KNOWN_CONFIGS: dict[str, str] = {
     "triton": "verified attempts at Triton kernels, one row per attempt (schema below)",

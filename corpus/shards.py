@@ -19,8 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from corpus.schema import ATTEMPT_SCHEMA
+from kernelvault.corpus.schema import ATTEMPT_SCHEMA
 
 
 def _approximate_size(row: dict[str, Any]) -> int:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from kernelvault.contracts import PLATFORMS, Candidate, Task
 
 if TYPE_CHECKING:
-    from pipelines.answers import AnswerCandidates
+    from kernelvault.pipelines.answers import AnswerCandidates
 
 DEFAULT_OUT = Path("out")
 
@@ -62,7 +62,7 @@ def _add_agent_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _verifier(args: argparse.Namespace):  # noqa: ANN202 - imported lazily to keep --help fast
-    from toolchain.verify import Verifier, VerifyConfig
+    from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
     try:
         return Verifier(VerifyConfig(platform=args.platform, arch=args.arch, timeout_s=args.timeout))
@@ -80,7 +80,7 @@ def _read(path: Path, what: str) -> str:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from toolchain.tasks import TaskFormatError, parse_task
+    from kernelvault.toolchain.tasks import TaskFormatError, parse_task
 
     task_path, candidate_path = Path(args.task), Path(args.candidate)
     task_source = _read(task_path, "task")
@@ -126,7 +126,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _load_tasks(spec: str | None):  # noqa: ANN202
-    from toolchain.tasks import TaskFormatError, load_tasks
+    from kernelvault.toolchain.tasks import TaskFormatError, load_tasks
 
     try:
         loaded = load_tasks(spec)
@@ -143,7 +143,7 @@ def _load_tasks(spec: str | None):  # noqa: ANN202
 
 def _answers_source(args: argparse.Namespace, tasks: list[Task]) -> AnswerCandidates:
     """`--answers`: the answers in the JSONL file(s), matched to the tasks; says what it read and skipped."""
-    from pipelines.answers import AnswerCandidates
+    from kernelvault.pipelines.answers import AnswerCandidates
 
     if args.base_url or args.examples:
         raise UsageError("--answers verifies answers already written: it takes no --base-url or --examples")
@@ -163,15 +163,15 @@ def _answers_source(args: argparse.Namespace, tasks: list[Task]) -> AnswerCandid
 
 
 def cmd_corpus(args: argparse.Namespace) -> int:
-    from corpus.ledger import ConfigurationChanged
-    from pipelines.candidates import CandidateSource, ExampleCandidates
-    from pipelines.corpus_job import run_corpus_job
-    from pipelines.executor import check_lanes_per_gpu, parse_devices
-    from toolchain.verify import UnjailedModelOutput, require_jail_for_model_output
+    from kernelvault.corpus.ledger import ConfigurationChanged
+    from kernelvault.pipelines.candidates import CandidateSource, ExampleCandidates
+    from kernelvault.pipelines.corpus_job import run_corpus_job
+    from kernelvault.pipelines.executor import check_lanes_per_gpu, parse_devices
+    from kernelvault.toolchain.verify import UnjailedModelOutput, require_jail_for_model_output
 
     loaded = _load_tasks(args.tasks)
     if args.decontaminate:
-        from corpus.dedup import find_contaminated_tasks
+        from kernelvault.corpus.dedup import find_contaminated_tasks
 
         report = find_contaminated_tasks(loaded.tasks, _eval_tasks(args.decontaminate))
         for item in report.contaminated:
@@ -184,8 +184,8 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     answers = _answers_source(args, loaded.tasks) if args.answers else None
     if answers is None and (args.base_url or os.environ.get("OPENAI_BASE_URL")):
         try:
-            from agents.client import EndpointConfig, SamplingSettings
-            from pipelines.agent_job import AgentJobConfig, run_agent_job
+            from kernelvault.agents.client import EndpointConfig, SamplingSettings
+            from kernelvault.pipelines.agent_job import AgentJobConfig, run_agent_job
         except ImportError as error:
             raise UsageError(f"the LLM agents need the 'agents' extra ({error.name} is missing): "
                              "pip install 'kernelvault[agents]'") from None  # fmt: skip
@@ -194,7 +194,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
         except ValueError as error:
             raise UsageError(str(error)) from None
     if args.executor == "ray":
-        from pipelines.ray_executor import import_ray
+        from kernelvault.pipelines.ray_executor import import_ray
 
         try:
             import_ray()
@@ -215,7 +215,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
               "ROCm or CUDA GPU for correctness and speed")  # fmt: skip
     out_dir = Path(args.out) if args.out else DEFAULT_OUT / args.target
     if endpoint is not None:
-        from agents.prompting import UnsupportedPrompt, check_prompts
+        from kernelvault.agents.prompting import UnsupportedPrompt, check_prompts
 
         try:
             check_prompts(loaded.tasks, args.target)
@@ -267,7 +267,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_check(args: argparse.Namespace) -> int:
-    from toolchain.reference_check import check_tasks
+    from kernelvault.toolchain.reference_check import check_tasks
 
     loaded = _load_tasks(args.path)
     reports = check_tasks(loaded.tasks, include_performance=args.performance, workers=args.workers)
@@ -310,8 +310,8 @@ def _eval_tasks(spec: str | None) -> list:  # noqa: ANN202
 
 def _attempt_tables(dataset: Path) -> dict:  # noqa: ANN202
     """config -> attempts table, for a corpus folder (data/<target>/) or a release folder (<target>/)."""
-    from corpus.stats import load_attempts
     from kernelvault.contracts import TARGETS
+    from kernelvault.corpus.stats import load_attempts
 
     tables = {}
     for target in TARGETS:
@@ -327,7 +327,7 @@ def _attempt_tables(dataset: Path) -> dict:  # noqa: ANN202
 
 
 def cmd_release(args: argparse.Namespace) -> int:
-    from corpus.release import build_release
+    from kernelvault.corpus.release import build_release
 
     dataset, out = Path(args.dataset), Path(args.out)
     if out.exists() and any(out.iterdir()):
@@ -342,10 +342,10 @@ def cmd_release(args: argparse.Namespace) -> int:
 def cmd_publish(args: argparse.Namespace) -> int:
     import tempfile
 
-    from corpus.card import build_card
-    from corpus.hub import PublishError, check_repo_id, check_version, hub_from_env, publish
-    from corpus.release import build_release
-    from corpus.stats import compute_stats, per_model_stats, write_plots
+    from kernelvault.corpus.card import build_card
+    from kernelvault.corpus.hub import PublishError, check_repo_id, check_version, hub_from_env, publish
+    from kernelvault.corpus.release import build_release
+    from kernelvault.corpus.stats import compute_stats, per_model_stats, write_plots
 
     try:
         check_version(args.version)
@@ -392,7 +392,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from corpus.stats import compute_stats, format_table, write_plots
+    from kernelvault.corpus.stats import compute_stats, format_table, write_plots
 
     tables = _attempt_tables(Path(args.dataset))
     stats = [compute_stats(table, config) for config, table in tables.items()]
@@ -518,10 +518,10 @@ def build_parser() -> argparse.ArgumentParser:
     listing.set_defaults(handler=cmd_tasks_list)
 
     # Later stages register their own subcommands (their modules import heavy libraries only when run).
-    from pipelines.eval_report import add_report_parser
-    from pipelines.evaluation import add_eval_parser
-    from rl.cli import add_rl_parser
-    from sft.cli import add_sft_parser
+    from kernelvault.pipelines.eval_report import add_report_parser
+    from kernelvault.pipelines.evaluation import add_eval_parser
+    from kernelvault.rl.cli import add_rl_parser
+    from kernelvault.sft.cli import add_sft_parser
 
     add_eval_parser(commands)
     add_report_parser(commands)

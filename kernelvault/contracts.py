@@ -74,11 +74,11 @@ class Task:
     dtype: str | None = None  # informational: the dtype the task's inputs use
     provenance: str | None = None
     license: str | None = None
-    # A function task (`toolchain.function_tasks`): the reference function a candidate defines under the
+    # A function task (`kernelvault.toolchain.function_tasks`): the reference function a candidate defines under the
     # same name. None: a module task (class Model; a candidate defines ModelNew).
     entry: str | None = None
     # True: the entries are Triton kernels the task's test launches as `name[grid](...)` (ROCmBench's layout,
-    # `toolchain.kernel_tasks`); a candidate defines kernels of those names.
+    # `kernelvault.toolchain.kernel_tasks`); a candidate defines kernels of those names.
     kernel_entry: bool = False
 
     @property

@@ -14,7 +14,7 @@ pointer) or None; integer parameters take Python ints, `float`/`double` take num
 launch lands on the stream that is being timed. A `hipError_t` return that is not success raises
 RuntimeError with the runtime's message; `void` functions return None.
 
-Inside the verification worker, the library was built by the compile stage (`toolchain.hip_build`)
+Inside the verification worker, the library was built by the compile stage (`kernelvault.toolchain.hip_build`)
 and registered here before the candidate was imported; the worker refuses to compile anything else.
 Outside it (a notebook, a user's own script), `load_hip` compiles for the local GPU through the same
 build cache.
@@ -264,8 +264,8 @@ def load_hip(source: str) -> HipKernels:
 
 
 def _build_here(source: str) -> Path:
-    from toolchain.hip_build import HipBuildCache, compile_hip, find_hip_compiler
-    from toolchain.platforms import detect_platform
+    from kernelvault.toolchain.hip_build import HipBuildCache, compile_hip, find_hip_compiler
+    from kernelvault.toolchain.platforms import detect_platform
 
     choice = detect_platform()
     if choice.platform == "cpu":

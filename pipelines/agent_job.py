@@ -21,20 +21,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.client import EndpointConfig, ModelClient, ProviderError, RunBudget, SamplingSettings
-from agents.graph import KernelAgent, Trajectory
-from agents.prompting import PROMPT_FILES, check_prompts
-from corpus.ledger import AttemptInfo, attempt_key
-from corpus.schema import attempt_row
-from corpus.shards import ShardWriter
+from kernelvault.agents.client import EndpointConfig, ModelClient, ProviderError, RunBudget, SamplingSettings
+from kernelvault.agents.graph import KernelAgent, Trajectory
+from kernelvault.agents.prompting import PROMPT_FILES, check_prompts
+from kernelvault.corpus.ledger import AttemptInfo, attempt_key
+from kernelvault.corpus.schema import attempt_row
+from kernelvault.corpus.shards import ShardWriter
+from kernelvault.pipelines.corpus_job import (
+    RunSummary,
+    _progress_bar,
+    close_run,
+    default_workers,
+    job_identity,
+    open_run,
+)
+from kernelvault.pipelines.verify_pool import VerifierPool
+from kernelvault.toolchain.tasks import LoadedTasks
+from kernelvault.toolchain.verify import Verifier, require_jail_for_model_output
+
 from kernelvault.contracts import Candidate, Task
-from pipelines.corpus_job import RunSummary, _progress_bar, close_run, default_workers, job_identity, open_run
-from pipelines.verify_pool import VerifierPool
-from toolchain.tasks import LoadedTasks
-from toolchain.verify import Verifier, require_jail_for_model_output
 
 if TYPE_CHECKING:
-    from pipelines.ray_verify_pool import RayVerifierPool
+    from kernelvault.pipelines.ray_verify_pool import RayVerifierPool
 
 
 @dataclass(frozen=True)
@@ -141,8 +149,8 @@ async def _run_trajectories(work: list[tuple[Task, int]], verifier: Verifier, ta
     slots = config.verify_workers or default_workers(platform)
     pool: VerifierPool | RayVerifierPool
     if executor == "ray":
-        from pipelines.ray_executor import RayOptions
-        from pipelines.ray_verify_pool import RayVerifierPool
+        from kernelvault.pipelines.ray_executor import RayOptions
+        from kernelvault.pipelines.ray_verify_pool import RayVerifierPool
 
         pool = RayVerifierPool(verifier, slots, RayOptions(address=address))
         slots = len(pool.actors)

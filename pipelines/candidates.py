@@ -1,7 +1,7 @@
 """Candidate sources: where the main job gets the kernels it verifies.
 
 A source turns the task list into `Attempt`s (task, candidate, sample index, turn, model). Here,
-`ExampleCandidates` serves the bundled examples; `pipelines.answers.AnswerCandidates` serves answers models
+`ExampleCandidates` serves the bundled examples; `kernelvault.pipelines.answers.AnswerCandidates` serves answers models
 have already written (JSONL); the pipeline does not change with the source.
 
 Bundled examples live in `examples/<target>/`: `<task_name>.py` is an honest kernel for that task;
@@ -11,6 +11,7 @@ way its name says, so every failure kind the toolchain reports is exercised end 
 
 from __future__ import annotations
 
+import importlib.resources
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import Any, Protocol
 
 from kernelvault.contracts import FAILURE_KINDS, Candidate, Task, content_hash
 
-BUNDLED_EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+BUNDLED_EXAMPLES = Path(str(importlib.resources.files("kernelvault.examples")))  # package data
 
 
 @dataclass(frozen=True)

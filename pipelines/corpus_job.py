@@ -5,13 +5,13 @@
                                                                         run ledger (SQLite) ◄┘
 
 Resumable: the same command in the same output folder continues the run it finds there (see
-`corpus.ledger` for why nothing is lost or written twice after a kill); a different configuration is
+`kernelvault.corpus.ledger` for why nothing is lost or written twice after a kill); a different configuration is
 refused unless `new_run` is set. Attempts that fail on our side or the provider's
 (`infrastructure_error`, `provider_error`) are recorded in the ledger, not written, and retried on resume.
 
-The stages run on `pipelines.executor.LocalExecutor` (bounded queues, a process pool for the CPU stages,
-lanes of persistent sandboxed workers: `toolchain.device_worker`). A GPU gets one lane by default, or
-`lanes_per_gpu`; the lanes of one GPU check side by side and time one at a time (`toolchain.device_gate`):
+The stages run on `kernelvault.pipelines.executor.LocalExecutor` (bounded queues, a process pool for the CPU stages,
+lanes of persistent sandboxed workers: `kernelvault.toolchain.device_worker`). A GPU gets one lane by default, or
+`lanes_per_gpu`; the lanes of one GPU check side by side and time one at a time (`kernelvault.toolchain.device_gate`):
 two candidates timed at once would corrupt each other's latencies.
 """
 
@@ -33,12 +33,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from corpus.dedup import find_duplicates
-from corpus.ledger import AttemptInfo, RunLedger, attempt_key
-from corpus.shards import ShardWriter, read_columns, run_shards
-from kernelvault.contracts import Verdict
-from pipelines.candidates import Attempt, CandidateSource, expected_outcome
-from pipelines.corpus_stages import (
+from kernelvault.corpus.dedup import find_duplicates
+from kernelvault.corpus.ledger import AttemptInfo, RunLedger, attempt_key
+from kernelvault.corpus.shards import ShardWriter, read_columns, run_shards
+from kernelvault.pipelines.candidates import Attempt, CandidateSource, expected_outcome
+from kernelvault.pipelines.corpus_stages import (
     RETRIED_FAILURES,
     ShardSink,
     VerificationLane,
@@ -51,9 +50,11 @@ from pipelines.corpus_stages import (
     row_of,
     shard_attempts,
 )
-from pipelines.executor import ExecutorConfig, LocalExecutor, check_lanes_per_gpu, parse_devices
-from toolchain.tasks import LoadedTasks
-from toolchain.verify import Verifier
+from kernelvault.pipelines.executor import ExecutorConfig, LocalExecutor, check_lanes_per_gpu, parse_devices
+from kernelvault.toolchain.tasks import LoadedTasks
+from kernelvault.toolchain.verify import Verifier
+
+from kernelvault.contracts import Verdict
 
 
 @dataclass
@@ -219,7 +220,7 @@ def run_corpus_job(
     `devices`: `cpu` or GPU indices (`0,1`), `lanes_per_gpu` verification lanes each (default: `workers`
     lanes on cpu, GPU 0 otherwise); `compile_workers`: processes of the prepare stage (default: one per core);
     `persistent`: long-lived workers per lane (False: a fresh worker process per candidate, as before);
-    `executor`: `local`, or `ray` (`pipelines.ray_executor`: joins the cluster at `address`, or starts a
+    `executor`: `local`, or `ray` (`kernelvault.pipelines.ray_executor`: joins the cluster at `address`, or starts a
     local instance; on a GPU platform one lane per GPU of the cluster unless `devices` is given);
     `ray_writers`: with ray, `actors` (each verification actor writes its own shards into `out_dir`, which
     every node must then see: a shared filesystem) or `driver` (rows come back to this process's writer).
@@ -266,7 +267,7 @@ def run_corpus_job(
             raise ValueError(f"ray_writers is 'actors' or 'driver', not {ray_writers!r}")
         writing = None
         if ray_writers == "actors":
-            from pipelines.ray_executor import Landed, LaneWriting
+            from kernelvault.pipelines.ray_executor import Landed, LaneWriting
 
             def account(item: VerifiedAttempt) -> None:  # its row is in a landed shard, or it has none
                 with ledger_lock:
@@ -298,7 +299,7 @@ def _run_on_ray(lanes: tuple[str, ...], pool: int, queue_size: int | None, addre
                 devices: str | None, platform: str, verifier: Verifier, writer: ShardWriter,
                 attempts: Iterator[Attempt], prepare: Any, open_lane: Any, write: Any,
                 writing: Any = None) -> None:  # fmt: skip
-    from pipelines.ray_executor import RayExecutor, RayOptions
+    from kernelvault.pipelines.ray_executor import RayExecutor, RayOptions
 
     ray_executor = RayExecutor(ExecutorConfig(), RayOptions(address=address))
     try:

@@ -4,7 +4,7 @@
 
 `prepare_attempt` is pure CPU work (parse, static checks, HIP compile into the shared content-addressed
 cache) and may run in another process. A `VerificationLane` owns the persistent workers of one device
-(`toolchain.device_worker.WorkerLane`) and must stay on the thread that opened it.
+(`kernelvault.toolchain.device_worker.WorkerLane`) and must stay on the thread that opened it.
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from corpus.ledger import attempt_key
-from corpus.schema import attempt_row
-from corpus.shards import ShardWriter, read_columns
+from kernelvault.corpus.ledger import attempt_key
+from kernelvault.corpus.schema import attempt_row
+from kernelvault.corpus.shards import ShardWriter, read_columns
+from kernelvault.pipelines.candidates import Attempt
+from kernelvault.toolchain.device_worker import WorkerLane
+from kernelvault.toolchain.verify import Prepared, Verifier
+
 from kernelvault.contracts import Verdict
-from pipelines.candidates import Attempt
-from toolchain.device_worker import WorkerLane
-from toolchain.verify import Prepared, Verifier
 
 # Failures on our side or the provider's: recorded in the ledger, never written, retried on resume.
 RETRIED_FAILURES = frozenset({"infrastructure_error", "provider_error"})
@@ -93,7 +94,7 @@ def shard_attempts(shard: Path) -> tuple[str, ...]:
 
 
 class ShardSink:
-    """A verification actor's own writer (`pipelines.ray_executor.LaneWriting`): the rows of its verdicts go
+    """A verification actor's own writer (`kernelvault.pipelines.ray_executor.LaneWriting`): the rows of its verdicts go
     to its own shards in the run's shared folder, `train-{run_id}-{writer:05d}-{n:05d}.parquet`.
 
     A row is final when its shard is in place; the actor tells the driver (`landed`), whose ledger records
@@ -102,7 +103,7 @@ class ShardSink:
 
     def __init__(self, out_dir: Path, target: str, run_id: str, writer: int, max_rows: int,
                  flush_interval_s: float | None) -> None:  # fmt: skip
-        from pipelines.ray_executor import Landed
+        from kernelvault.pipelines.ray_executor import Landed
 
         self.run_id = run_id
         self._landed: list[Landed] = []
@@ -132,7 +133,7 @@ def landed_shards(folder: Path, run_id: str, writer: int) -> list[Any]:
 
     Its half-written temporary, if it died writing one, goes: that writer id is never used again.
     """
-    from pipelines.ray_executor import Landed
+    from kernelvault.pipelines.ray_executor import Landed
 
     for stale in Path(folder).glob(f".train-{run_id}-{writer:05d}-*.parquet.tmp"):
         stale.unlink(missing_ok=True)

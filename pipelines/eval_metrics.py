@@ -639,7 +639,7 @@ def answer_metrics(run_dir: Path, settings: EvalSettings, run_id: str, not_writt
 
 def attempt_rows(run_dir: Path, target: str) -> list[dict[str, Any]]:
     """The metric columns of every attempt row in RUN_DIR/data/TARGET (none when the folder is absent)."""
-    from corpus.stats import load_attempts
+    from kernelvault.corpus.stats import load_attempts
 
     folder = Path(run_dir) / "data" / target
     return table_rows(load_attempts(folder)) if folder.is_dir() else []

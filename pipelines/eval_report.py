@@ -29,8 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from kernelvault.contracts import TARGETS
-from pipelines.eval_metrics import (
+from kernelvault.pipelines.eval_metrics import (
     EvalMetrics,
     EvalSettings,
     SuiteTask,
@@ -42,6 +41,8 @@ from pipelines.eval_metrics import (
     read_settings,
     run_metrics,
 )
+
+from kernelvault.contracts import TARGETS
 
 PLOTS: tuple[tuple[str, str], ...] = (
     ("correctness-by-category", "Correctness by category"),

@@ -9,7 +9,7 @@
         ──► eval_metrics (per model with --answers) ──► RUN_DIR/eval/settings.json, results.json, results.md
 
 With --answers the figures are per model, k counts samples, and each sample is one attempt: the sample
-Corr@k (GEAK-eval's definition, see `pipelines.eval_metrics`) and call accuracy are what the published AMD
+Corr@k (GEAK-eval's definition, see `kernelvault.pipelines.eval_metrics`) and call accuracy are what the published AMD
 work reports for TritonBench-G and ROCmBench. Tasks that cannot be judged (every attempt failed on our
 side, such as a reference that is not deterministic; or no answer of the model matched the task) are
 counted out of the denominators and listed with their reason in results.json and on stdout.
@@ -23,7 +23,7 @@ KernelVault corpus or release folder, or any task suite) and reports overlapping
 stderr before and after the run, at the top of results.md and in the HTML report. It does not drop
 them: the headline metrics cover the whole suite, and `clean_metrics` the tasks that do not overlap.
 What it cannot see: a training set whose task references are not in it (only hashes of programs it
-never saw), or the same operator written as a different program (see `corpus.dedup`).
+never saw), or the same operator written as a different program (see `kernelvault.corpus.dedup`).
 """
 
 from __future__ import annotations
@@ -38,8 +38,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kernelvault.contracts import TARGETS, Task, content_hash
-from pipelines.eval_metrics import (
+from kernelvault.pipelines.eval_metrics import (
     EvalMetrics,
     EvalSettings,
     Prices,
@@ -49,14 +48,16 @@ from pipelines.eval_metrics import (
     run_metrics,
     write_settings,
 )
-from toolchain.tasks import LoadedTasks, TaskFormatError, load_tasks
+from kernelvault.toolchain.tasks import LoadedTasks, TaskFormatError, load_tasks
+
+from kernelvault.contracts import TARGETS, Task, content_hash
 
 if TYPE_CHECKING:  # imported where used: the agents extra is optional, datasketch/scipy slow to import
-    from corpus.dedup import Contamination
-    from pipelines.agent_job import AgentJobConfig
-    from pipelines.candidates import Attempt
-    from pipelines.corpus_job import RunSummary
-    from toolchain.verify import Verifier
+    from kernelvault.corpus.dedup import Contamination
+    from kernelvault.pipelines.agent_job import AgentJobConfig
+    from kernelvault.pipelines.candidates import Attempt
+    from kernelvault.pipelines.corpus_job import RunSummary
+    from kernelvault.toolchain.verify import Verifier
 
 DEFAULT_OUT = Path("out") / "eval"
 
@@ -153,7 +154,7 @@ def read_training_corpus(spec: str) -> TrainingCorpus:
 
 def find_contamination(tasks: list[Task], corpus: TrainingCorpus) -> tuple[Contamination, ...]:
     """Suite tasks whose reference the training corpus holds (exactly, by id, or as a near duplicate)."""
-    from corpus.dedup import Contamination, find_contaminated_tasks
+    from kernelvault.corpus.dedup import Contamination, find_contaminated_tasks
 
     found = list(find_contaminated_tasks(tasks, list(corpus.tasks)).contaminated)
     reported = {item.task_id for item in found}
@@ -200,8 +201,8 @@ def run_evaluation(
             warn(contamination_banner(contamination, config.training_corpus, len(loaded.tasks)))
     if config.answers is not None:
         return _evaluate_answers(config, loaded, contamination, verifier, run_dir, progress, new_run, warn)
-    from agents.prompting import UnsupportedPrompt, check_prompts
-    from pipelines.agent_job import run_agent_job
+    from kernelvault.agents.prompting import UnsupportedPrompt, check_prompts
+    from kernelvault.pipelines.agent_job import run_agent_job
 
     assert config.agent is not None, "an evaluation needs an agent or answers"
     try:
@@ -234,9 +235,9 @@ def _evaluate_answers(config: EvalConfig, loaded: LoadedTasks, contamination: tu
                       verifier: Verifier, run_dir: Path, progress: bool, new_run: bool,
                       warn: Callable[[str], None]) -> EvalResult:  # fmt: skip
     """The answers in `config.answers` verified as a corpus run in run_dir, then the metrics per model."""
-    from pipelines.answers import AnswerCandidates
-    from pipelines.corpus_job import run_corpus_job
-    from toolchain.verify import require_jail_for_model_output
+    from kernelvault.pipelines.answers import AnswerCandidates
+    from kernelvault.pipelines.corpus_job import run_corpus_job
+    from kernelvault.toolchain.verify import require_jail_for_model_output
 
     assert config.answers is not None
     try:
@@ -277,7 +278,7 @@ def _evaluate_answers(config: EvalConfig, loaded: LoadedTasks, contamination: tu
 
 def _not_written(run_dir: Path, run_id: str, attempts: Sequence[Attempt]) -> dict[str, dict[str, str]]:
     """model -> task id -> the message of an attempt that failed on our side (in the ledger, never a row)."""
-    from corpus.ledger import RunLedger, attempt_key
+    from kernelvault.corpus.ledger import RunLedger, attempt_key
 
     model_of = {attempt_key(a.task.task_id, a.sample_index, a.turn): a.model or "unknown" for a in attempts}
     ledger = RunLedger(run_dir / "ledger.sqlite")
@@ -310,7 +311,7 @@ def write_results(run_dir: Path, run_id: str, metrics: EvalMetrics, clean: EvalM
 
     With answers (`per_model`), results.json holds every model's metrics under `per_model` and the answers
     matched to no task under `skipped_answers`; `metrics` is the first model's."""
-    from pipelines.eval_report import markdown_document, view_of
+    from kernelvault.pipelines.eval_report import markdown_document, view_of
 
     folder = run_dir / "eval"
     folder.mkdir(parents=True, exist_ok=True)
@@ -403,8 +404,8 @@ def _eval_config(args: argparse.Namespace) -> EvalConfig:
         )  # fmt: skip
 
     try:
-        from agents.client import EndpointConfig, SamplingSettings
-        from pipelines.agent_job import AgentJobConfig
+        from kernelvault.agents.client import EndpointConfig, SamplingSettings
+        from kernelvault.pipelines.agent_job import AgentJobConfig
     except ImportError as error:
         raise UsageError(f"evaluation needs the 'agents' extra ({error.name} is missing): "
                          "pip install 'kernelvault[agents]'") from None  # fmt: skip
@@ -431,9 +432,10 @@ def _eval_config(args: argparse.Namespace) -> EvalConfig:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from corpus.ledger import ConfigurationChanged
+    from kernelvault.corpus.ledger import ConfigurationChanged
+    from kernelvault.toolchain.verify import UnjailedModelOutput
+
     from kernelvault.cli import UsageError, _verifier
-    from toolchain.verify import UnjailedModelOutput
 
     config = _eval_config(args)
     verifier = _verifier(args)

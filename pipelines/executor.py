@@ -4,7 +4,7 @@
     (iterator)   parse, static, compile                           persistent workers: N per       (this thread)
                                                                    GPU (default 1), N on cpu
 
-The stages are plain callables over picklable values (`pipelines.corpus_stages`); they do not know which
+The stages are plain callables over picklable values (`kernelvault.pipelines.corpus_stages`); they do not know which
 executor runs them, so a Ray executor can run the same ones as actors later. Back-pressure: each queue
 holds at most `queue_size` items and a full queue blocks its producer, and the pool never holds more than
 2 × `compile_workers` submissions, so the items in memory at once are bounded by those numbers plus one
@@ -180,7 +180,7 @@ def _hand_over(in_flight: set[Future[Any]], prepared: BoundedQueue[Any]) -> set[
 
 def parse_devices(devices: str, cpu_lanes: int, gpu_lanes: int = 1) -> tuple[str, ...]:
     """`cpu` → cpu_lanes interpreter lanes; `0,1` → gpu_lanes lanes per GPU (they share the GPU's gate:
-    `toolchain.device_gate`, checks side by side, one timing at a time)."""
+    `kernelvault.toolchain.device_gate`, checks side by side, one timing at a time)."""
     if devices.strip() == "cpu":
         return ("cpu",) * max(1, cpu_lanes)
     gpus = tuple(part.strip() for part in devices.split(",") if part.strip())

@@ -4,7 +4,7 @@
     (driver)    bounded in flight)                                or one per cpu lane; each     (driver:
                                                                   writes its own shards)        accounting)
 
-Same stages, same interface as `pipelines.executor.LocalExecutor.run`: `prepare` runs as a Ray task,
+Same stages, same interface as `kernelvault.pipelines.executor.LocalExecutor.run`: `prepare` runs as a Ray task,
 `open_lane(device)` runs in the constructor of a long-lived actor (`num_gpus=1` for a GPU lane, so a GPU
 times one candidate at a time). Without `LaneWriting` every result comes back to the driver, which calls
 `write` on its own thread. With it (the corpus job's default) each actor also writes its results' rows
@@ -40,7 +40,7 @@ documented behaviour but have only run on CPU lanes (interpreter platform).
 Affinity: with `affinity` (the corpus job passes the task), an idle lane takes from its node's ready
 items one of a task it ran lately, so a task's reference is built once per actor where the queue allows.
 
-Model-driven runs use `pipelines.ray_verify_pool.RayVerifierPool` instead (the agent's trajectories on
+Model-driven runs use `kernelvault.pipelines.ray_verify_pool.RayVerifierPool` instead (the agent's trajectories on
 the driver, each verification on an actor; their rows are the driver's). What it does NOT do: survive the
 driver's own death (the ledger does that: rerun the same command to resume; the shards actors landed are
 reconciled then), or fence off an actor Ray declared dead that still runs (a partitioned node): its
@@ -56,7 +56,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pipelines.executor import ExecutorConfig, ExecutorStats, Lane
+from kernelvault.pipelines.executor import ExecutorConfig, ExecutorStats, Lane
 
 MISSING_RAY = (
     "the ray executor needs the 'dist' extra (ray is not installed): pip install 'kernelvault[dist]'"

@@ -1,10 +1,10 @@
 """RayVerifierPool: the agent job's verification on a Ray cluster, one long-lived actor per GPU.
 
-The model-driven job (`pipelines.agent_job`) runs its trajectories on the driver: model requests are
+The model-driven job (`kernelvault.pipelines.agent_job`) runs its trajectories on the driver: model requests are
 async and bounded by `--concurrency` there, as locally. Each verification (`verify(task, candidate)`,
 the `VerifierPool` interface) goes to an idle verification actor: `num_gpus=1` for a GPU lane, so a GPU
 checks and times one candidate at a time; the actor runs every stage (parse, static checks, HIP build,
-check, time) in its persistent workers (`toolchain.device_worker.WorkerLane`) on its own node, so no
+check, time) in its persistent workers (`kernelvault.toolchain.device_worker.WorkerLane`) on its own node, so no
 shared filesystem is needed. Rows, shards and the run ledger stay on the driver.
 
 Faults: an actor is created with `max_restarts`; a call that fails because the actor died is tried again
@@ -22,10 +22,11 @@ import time
 from types import TracebackType
 from typing import Any
 
+from kernelvault.pipelines.ray_executor import RayOptions, actor_device, import_ray
+from kernelvault.pipelines.verify_pool import DeviceJob
+from kernelvault.toolchain.verify import Verifier
+
 from kernelvault.contracts import Candidate, Task, Verdict
-from pipelines.ray_executor import RayOptions, actor_device, import_ray
-from pipelines.verify_pool import DeviceJob
-from toolchain.verify import Verifier
 
 _RESTART_WAIT_S = 300.0  # how long a call waits for restarting actors before its attempt is lost
 
@@ -34,7 +35,7 @@ class VerifyHost:
     """The body of a verification actor: the whole verification of a candidate, in persistent workers."""
 
     def __init__(self, verifier: Verifier, device: str) -> None:
-        from toolchain.device_worker import WorkerLane
+        from kernelvault.toolchain.device_worker import WorkerLane
 
         self.verifier = verifier
         self.workers = WorkerLane(verifier.config.python, actor_device(device))

@@ -2,7 +2,7 @@
 
 The corpus job's executor owns its lanes on threads of its own. The agent job verifies from coroutines,
 through whichever thread `asyncio.to_thread` picks, and a sandboxed worker dies with the thread that
-started it (`toolchain.sandbox`), so a `WorkerLane` cannot follow the calls from thread to thread. Here
+started it (`kernelvault.toolchain.sandbox`), so a `WorkerLane` cannot follow the calls from thread to thread. Here
 each lane lives on one dedicated thread that takes jobs from a queue: the calling thread runs the CPU
 stages (parse, static checks, HIP build: `Verifier.prepare`) and waits for a lane to finish the device
 stage (`Verifier.complete`) in its long-lived worker, as the corpus job does.
@@ -18,9 +18,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from types import TracebackType
 
+from kernelvault.toolchain.device_worker import WorkerLane
+from kernelvault.toolchain.verify import Prepared, Verifier
+
 from kernelvault.contracts import Candidate, Task, Verdict
-from toolchain.device_worker import WorkerLane
-from toolchain.verify import Prepared, Verifier
 
 
 @dataclass(frozen=True)

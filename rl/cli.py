@@ -28,7 +28,7 @@ def _usage_error(message: str) -> Exception:
 
 
 def add_rl_parser(commands: argparse._SubParsersAction) -> None:
-    from rl.config import RLConfig
+    from kernelvault.rl.config import RLConfig
 
     rl = commands.add_parser(
         "rl", help="GRPO with the graded execution reward; reward diagnostics; the reward service",
@@ -98,7 +98,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
 
 
 def cmd_rl_train(args: argparse.Namespace) -> int:
-    from rl.config import ConfigError, load_config
+    from kernelvault.rl.config import ConfigError, load_config
 
     if args.config is None and not _overrides(args):
         raise _usage_error(
@@ -116,7 +116,7 @@ def cmd_rl_train(args: argparse.Namespace) -> int:
         except ImportError:
             extra = "agents" if module == "langgraph" else "train"
             raise _usage_error(f"kernelvault rl needs {module}: pip install 'kernelvault[{extra}]'") from None
-    from rl.train import summary_lines, train
+    from kernelvault.rl.train import summary_lines, train
 
     try:
         result = train(config)
@@ -128,7 +128,7 @@ def cmd_rl_train(args: argparse.Namespace) -> int:
 
 
 def cmd_rl_diagnose(args: argparse.Namespace) -> int:
-    from rl import diagnostics
+    from kernelvault.rl import diagnostics
 
     did_something = False
     try:
@@ -176,7 +176,8 @@ def cmd_rl_diagnose(args: argparse.Namespace) -> int:
 
 
 def _attempt_rows(dataset: Path) -> list[dict]:  # noqa: ANN202
-    from corpus.stats import load_attempts
+    from kernelvault.corpus.stats import load_attempts
+
     from kernelvault.contracts import TARGETS
 
     folders = (
@@ -198,8 +199,13 @@ def _attempt_rows(dataset: Path) -> list[dict]:  # noqa: ANN202
 def cmd_rl_serve(args: argparse.Namespace) -> int:
     import threading
 
-    from rl.reward_service import TOKEN_ENV, RewardService, ServiceConfig
-    from toolchain.verify import UnjailedModelOutput, Verifier, VerifyConfig, require_jail_for_model_output
+    from kernelvault.rl.reward_service import TOKEN_ENV, RewardService, ServiceConfig
+    from kernelvault.toolchain.verify import (
+        UnjailedModelOutput,
+        Verifier,
+        VerifyConfig,
+        require_jail_for_model_output,
+    )
 
     try:
         verifier = Verifier(VerifyConfig(platform=args.platform, timeout_s=args.timeout))
@@ -238,7 +244,7 @@ def _gpu_count() -> int:
 
 
 def cmd_rl_tiny_model(args: argparse.Namespace) -> int:
-    from rl.tiny_model import build_tiny_policy
+    from kernelvault.rl.tiny_model import build_tiny_policy
 
     path = build_tiny_policy(Path(args.out), args.shape)
     print(f"tiny Qwen3 ({args.shape}) and tokenizer written to {path.resolve()}")

@@ -1,20 +1,20 @@
 """TRL reward functions around the toolchain: a completion's reward is the verdict's graded reward.
 
 There is no reward arithmetic here. The toolchain's `verify` (local `Verifier.verify`, or
-`rl.reward_service.RemoteVerifier.verify` on other machines) returns a `Verdict` whose `reward` was computed
-by `toolchain.reward.graded_reward`; the binary reward shown beside it is `toolchain.reward.binary_reward`.
+`kernelvault.rl.reward_service.RemoteVerifier.verify` on other machines) returns a `Verdict` whose `reward` was computed
+by `kernelvault.toolchain.reward.graded_reward`; the binary reward shown beside it is `kernelvault.toolchain.reward.binary_reward`.
 
 - `ExecutionReward` (single turn): verifies every completion of a batch concurrently (a thread per
   verification, each running its candidate in a sandboxed worker process; at most `concurrency` at once;
   identical completions of one task are verified once) and returns the graded totals.
-- `TrajectoryReward` (multi-turn): the rollout (`rl.rollout`) already verified every turn; this returns the
+- `TrajectoryReward` (multi-turn): the rollout (`kernelvault.rl.rollout`) already verified every turn; this returns the
   discounted trajectory return it computed and logs the per-turn components.
 
 Both follow GRPOTrainer's contract (TRL 1.16): called with `prompts`, `completions`, `completion_ids` and
 every dataset column as a keyword list (`task_source`, `task_name`, …), plus `log_metric`/`log_extra`. They
 log each reward component (`reward/compile`, `reward/correct`, `reward/speed`), the verification outcome,
 and, per group of `group_size` consecutive samples, the zero-spread and usable-advantage shares under the
-graded and the binary reward (`signal/…`; see `rl.diagnostics`). TRL's own `frac_reward_zero_std` reads
+graded and the binary reward (`signal/…`; see `kernelvault.rl.diagnostics`). TRL's own `frac_reward_zero_std` reads
 per group only with `scale_rewards="group"`; `signal/graded_zero_spread` is per group whatever the scaling.
 A reward log (`rewards-rank{R}.jsonl`, one line per sample) feeds `kernelvault rl diagnose --rewards`.
 
@@ -33,10 +33,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelvault.rl.diagnostics import DEFAULT_THRESHOLD, signal_stats
+from kernelvault.toolchain.reward import binary_reward
+from kernelvault.toolchain.tasks import parse_task
+
 from kernelvault.contracts import Candidate, Task, Verdict, content_hash
-from rl.diagnostics import DEFAULT_THRESHOLD, signal_stats
-from toolchain.reward import binary_reward
-from toolchain.tasks import parse_task
 
 VerifyFunction = Callable[[Task, Candidate], Verdict]
 

@@ -1,6 +1,6 @@
 """Multi-turn rollouts: the agents' draft → verify → reflect loop, run on the policy being trained.
 
-The loop is `agents.graph.KernelAgent`, unchanged: same prompts, same feedback, same turn budget, same
+The loop is `kernelvault.agents.graph.KernelAgent`, unchanged: same prompts, same feedback, same turn budget, same
 stop-on-correct rule, same per-turn verdicts and discounted return G = r1 + 0.6·r2 + 0.36·r3. Only its client
 differs: `PolicyClient` stands in for the HTTP model client and answers from the policy at the token level,
 keeping every token the policy conditioned on, so the trainer scores exactly the sequence that was sampled:
@@ -26,7 +26,7 @@ How this departs from textbook multi-turn RL, on purpose:
 
 `trl_rollout_func` adapts this to GRPOTrainer's `rollout_func` (TRL 1.16: `(prompts, trainer) -> dict` with
 `prompt_ids`, `completion_ids`, `logprobs`, an `env_mask`, and extra fields handed to the reward functions);
-`rl.verl_agent` adapts it to a verl agent loop.
+`kernelvault.rl.verl_agent` adapts it to a verl agent loop.
 """
 
 from __future__ import annotations
@@ -39,10 +39,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.client import EndpointConfig, ModelReply, SamplingSettings
-from agents.graph import KernelAgent, Trajectory
+from kernelvault.agents.client import EndpointConfig, ModelReply, SamplingSettings
+from kernelvault.agents.graph import KernelAgent, Trajectory
+from kernelvault.toolchain.reward import DEFAULT_REWARD
+
 from kernelvault.contracts import Candidate, Task, Verdict, content_hash
-from toolchain.reward import DEFAULT_REWARD
 
 VerifyFunction = Callable[[Task, Candidate], Verdict]
 
@@ -121,7 +122,7 @@ class Segment:
 class PolicyClient:
     """Answers KernelAgent's model calls from the policy, at the token level, for one trajectory.
 
-    It has the two things KernelAgent uses of `agents.client.ModelClient`: `endpoint.model` and
+    It has the two things KernelAgent uses of `kernelvault.agents.client.ModelClient`: `endpoint.model` and
     `complete(messages, sampling)`. The first call renders the agent's opening messages; each later call
     appends the feedback turn (the last message) as a masked segment; every answer is one generated segment.
     """

@@ -9,10 +9,10 @@ fail to parse, which is what the tests expect. The tokenizer is byte-level, so a
 
 from __future__ import annotations
 
+import importlib.resources
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 # Qwen's format without the tool and thinking branches: enough for the agents' system/user/assistant turns.
 CHAT_TEMPLATE = (
@@ -44,9 +44,11 @@ SHAPES = {
 
 def _training_text() -> list[str]:
     """The project's own prompts, tasks and kernels: the text the policy will read and write."""
-    folders = [ROOT / "agents" / "prompt_files", ROOT / "tasks", ROOT / "examples"]
+    folders = [Path(str(importlib.resources.files("kernelvault.agents"))) / "prompt_files",
+               Path(str(importlib.resources.files("kernelvault.tasks"))),
+               Path(str(importlib.resources.files("kernelvault.examples")))]  # fmt: skip
     texts = [path.read_text(encoding="utf-8") for folder in folders for path in sorted(folder.rglob("*"))
-             if path.is_file() and path.suffix in (".py", ".md")]  # fmt: skip
+             if path.is_file() and path.suffix in (".py", ".md") and not path.name.startswith("_")]  # fmt: skip
     return texts or ["import torch\nimport triton\n"]
 
 

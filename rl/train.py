@@ -31,19 +31,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelvault.rl.config import ConfigError, RLConfig
+from kernelvault.rl.rewards import ExecutionReward, TrajectoryReward
+from kernelvault.rl.rollout import RolloutConfig, prompt_key, trl_rollout_func
+from kernelvault.rl.verifiers import VerdictSource, verdict_source
+from kernelvault.toolchain.tasks import TaskFormatError, parse_task
+
 from kernelvault.contracts import Task
-from rl.config import ConfigError, RLConfig
-from rl.rewards import ExecutionReward, TrajectoryReward
-from rl.rollout import RolloutConfig, prompt_key, trl_rollout_func
-from rl.verifiers import VerdictSource, verdict_source
-from toolchain.tasks import TaskFormatError, parse_task
 
 
 def _dataset_rows(config: RLConfig) -> list[dict[str, Any]]:
     """Rows with the `rl` config's columns: prompt, task_id, task_name, task_source, target."""
     if config.tasks is not None:
-        from agents.prompting import SYSTEM_PROMPT, task_prompt
-        from toolchain.tasks import load_tasks
+        from kernelvault.agents.prompting import SYSTEM_PROMPT, task_prompt
+        from kernelvault.toolchain.tasks import load_tasks
 
         try:
             loaded = load_tasks(config.tasks)

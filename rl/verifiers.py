@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from functools import cache
 
-from rl.rewards import VerifyFunction
+from kernelvault.rl.rewards import VerifyFunction
 
 
 @dataclass(frozen=True)
@@ -27,13 +27,13 @@ def verdict_source(reward_url: str | None = None, token: str | None = None, plat
     """A reward service when `reward_url` is given, else a local `Verifier` (which raises ValueError for a
     platform this machine cannot serve)."""
     if reward_url:
-        from rl.reward_service import TOKEN_ENV, RemoteVerifier
+        from kernelvault.rl.reward_service import TOKEN_ENV, RemoteVerifier
 
         remote = RemoteVerifier(reward_url, token or os.environ.get(TOKEN_ENV))
         health = remote.health()
         return VerdictSource(remote.verify, str(health.get("platform", "cpu")),
                              f"reward service {reward_url} ({health.get('device')})")  # fmt: skip
-    from toolchain.verify import Verifier, VerifyConfig, require_jail_for_model_output
+    from kernelvault.toolchain.verify import Verifier, VerifyConfig, require_jail_for_model_output
 
     verifier = Verifier(VerifyConfig(platform=platform, timeout_s=timeout_s))
     require_jail_for_model_output(

@@ -1,22 +1,22 @@
 """The multi-turn rollout as a verl agent loop, for GRPO across many GPUs and nodes.
 
-Same loop, same token layout and masks as the TRL rollout (`rl.rollout.run_trajectory`, which runs
-`agents.graph.KernelAgent`); only the generate call differs: verl's `server_manager.generate` (vLLM or
+Same loop, same token layout and masks as the TRL rollout (`kernelvault.rl.rollout.run_trajectory`, which runs
+`kernelvault.agents.graph.KernelAgent`); only the generate call differs: verl's `server_manager.generate` (vLLM or
 SGLang servers), one request id per trajectory so the server can reuse the prefix cache across turns.
 The trajectory's discounted return becomes the agent loop's `reward_score` (verl puts it on the last
 response token, and the reward manager then skips `compute_score`); per-turn rewards go to `turn_scores`.
 
 verl is imported only when `KernelVaultAgentLoop` is first looked up (this module's `__getattr__`), so
-importing `rl.verl_agent` costs nothing where verl is not installed. Register the loop in the file named
+importing `kernelvault.rl.verl_agent` costs nothing where verl is not installed. Register the loop in the file named
 by `actor_rollout_ref.rollout.agent.agent_loop_config_path` (extra keys become constructor arguments):
 
     - name: kernelvault_agent
-      _target_: rl.verl_agent.KernelVaultAgentLoop
+      _target_: kernelvault.rl.verl_agent.KernelVaultAgentLoop
       max_turns: 3
       discount: 0.6
       stop_on_correct: true
 
-Verdicts come from `rl.verifiers.verdict_source_from_env()` (KV_REWARD_URL for a reward service).
+Verdicts come from `kernelvault.rl.verifiers.verdict_source_from_env()` (KV_REWARD_URL for a reward service).
 Checked against the agent-loop interface of verl's main branch (AgentLoopBase, AgentLoopOutput, register,
 server_manager.generate → TokenOutput); verl changes it often, so pin the verl version you run.
 """
@@ -27,17 +27,16 @@ import dataclasses
 from typing import Any
 from uuid import uuid4
 
-from rl.rewards import TaskBook
-from rl.rollout import ChatTokens, GeneratedTokens, RolloutConfig, run_trajectory
-from rl.verl_score import target_of
+from kernelvault.rl.rewards import TaskBook
+from kernelvault.rl.rollout import ChatTokens, GeneratedTokens, RolloutConfig, run_trajectory
+from kernelvault.rl.verl_score import target_of
 
 _TASKS = TaskBook()
 
 
 def _build_agent_loop_class() -> type:
+    from kernelvault.rl.verifiers import verdict_source_from_env
     from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
-
-    from rl.verifiers import verdict_source_from_env
 
     @register("kernelvault_agent")
     class KernelVaultAgentLoop(AgentLoopBase):  # type: ignore[misc, valid-type]
@@ -102,7 +101,7 @@ def __getattr__(name: str) -> Any:
             try:
                 _CLASS = _build_agent_loop_class()
             except ImportError as error:
-                raise ImportError(f"rl.verl_agent.KernelVaultAgentLoop needs verl ({error}); "
+                raise ImportError(f"kernelvault.rl.verl_agent.KernelVaultAgentLoop needs verl ({error}); "
                                   "pip install verl on the training cluster") from error  # fmt: skip
         return _CLASS
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

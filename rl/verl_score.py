@@ -5,13 +5,13 @@ verl calls a custom reward function by file path and name (`custom_reward_functi
 It imports nothing from verl. Rows come from the release's `rl_verl` config: `reward_model.ground_truth` is the
 task's reference program, `extra_info` names the task and the target; `data_source` is "kernelvault/<target>".
 
-The score is the toolchain's graded reward (`Verdict.reward.total`, from `toolchain.reward`). The returned
+The score is the toolchain's graded reward (`Verdict.reward.total`, from `kernelvault.toolchain.reward`). The returned
 dict carries the components beside it (verl logs every key): `compile`, `correct`, `speed`, `binary`, and
-`parsed`. Where the multi-turn agent loop (`rl.verl_agent`) already verified every turn, its discounted
+`parsed`. Where the multi-turn agent loop (`kernelvault.rl.verl_agent`) already verified every turn, its discounted
 return arrives in `extra_info["rollout_reward_scores"]` and is used as is: re-verifying the concatenated
 turns would score text the model never submitted as one answer.
 
-Verification runs where the environment says (`rl.verifiers`): a reward service at KV_REWARD_URL (the
+Verification runs where the environment says (`kernelvault.rl.verifiers`): a reward service at KV_REWARD_URL (the
 usual choice on a multi-node run: GPU nodes that train do not also time kernels), else this process's
 toolchain on KV_PLATFORM.
 """
@@ -22,9 +22,10 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from kernelvault.rl.rewards import TaskBook
+from kernelvault.toolchain.reward import binary_reward
+
 from kernelvault.contracts import TARGETS, Candidate
-from rl.rewards import TaskBook
-from toolchain.reward import binary_reward
 
 _TASKS = TaskBook()
 
@@ -38,7 +39,7 @@ def target_of(data_source: str, extra_info: dict[str, Any]) -> str:
 
 def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: dict[str, Any] | None = None) -> dict[str, float]:  # fmt: skip
     """verl's reward-function signature: the graded reward of one response, with its components."""
-    from rl.verifiers import verdict_source_from_env
+    from kernelvault.rl.verifiers import verdict_source_from_env
 
     extra_info = dict(extra_info or {})
     rollout_scores = extra_info.get("rollout_reward_scores") or {}

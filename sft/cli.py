@@ -2,11 +2,11 @@
 
     kernelvault sft --config sft/configs/tiny.yaml --dataset out/triton          # a corpus folder
     kernelvault sft --config sft/configs/qwen3-8b-lora.yaml --dataset ORG/NAME --revision v1.0.0
-    accelerate launch --config_file sft/configs/accelerate-fsdp-8gpu.yaml -m sft.cli \\
+    accelerate launch --config_file sft/configs/accelerate-fsdp-8gpu.yaml -m kernelvault.sft.cli \\
         --config sft/configs/qwen3-8b-full-fsdp.yaml --dataset ORG/NAME
 
-Settings come from the YAML file, then from options (`--max-steps 20`); `sft.config` lists them all.
-`python -m sft.cli …` is the same command, for launchers that need a module.
+Settings come from the YAML file, then from options (`--max-steps 20`); `kernelvault.sft.config` lists them all.
+`python -m kernelvault.sft.cli …` is the same command, for launchers that need a module.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sft.config import FIELDS, add_config_arguments, load_config
+from kernelvault.sft.config import FIELDS, add_config_arguments, load_config
 
 
 def add_sft_parser(commands: argparse._SubParsersAction) -> None:
@@ -37,7 +37,7 @@ def cmd_sft(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise UsageError(str(error)) from None
     try:
-        from sft.train import report_lines, run_sft
+        from kernelvault.sft.train import report_lines, run_sft
     except ImportError as error:
         raise UsageError(f"kernelvault sft needs the 'train' extra ({error.name} is missing): "
                          "pip install 'kernelvault[train]'") from None  # fmt: skip
@@ -59,7 +59,7 @@ def cmd_sft(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     from kernelvault.cli import UsageError
 
-    parser = argparse.ArgumentParser(prog="python -m sft.cli")
+    parser = argparse.ArgumentParser(prog="python -m kernelvault.sft.cli")
     add_sft_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["sft", *(sys.argv[1:] if argv is None else argv)])
     try:

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+from kernelvault.corpus.hub import LocalHub, check_repo_id, hub_from_env
+from kernelvault.sft.config import SFTRunConfig
+from kernelvault.toolchain.tasks import TaskFormatError, parse_task
 
-from corpus.hub import LocalHub, check_repo_id, hub_from_env
 from kernelvault.contracts import TARGETS, Task
-from sft.config import SFTRunConfig
-from toolchain.tasks import TaskFormatError, parse_task
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def load_configs(source: DatasetSource) -> tuple[datasets.Dataset, datasets.Data
         return sft, rl
     assert source.folder is not None
     if source.kind == "corpus":
-        from corpus.release import build_release
+        from kernelvault.corpus.release import build_release
 
         with tempfile.TemporaryDirectory(prefix="kv-sft-release-") as temporary:
             release = Path(temporary) / "release"

@@ -1,10 +1,10 @@
 """Pass rate on held-out tasks, measured by the agents and the toolchain that build the corpus.
 
 SFT is judged by verified kernels, not by loss: the model answers the held-out tasks through
-`pipelines.agent_job.run_agent_job` (TritonKernelGen or HIPKernelGen: draft → verify → reflect, the same
+`kernelvault.pipelines.agent_job.run_agent_job` (TritonKernelGen or HIPKernelGen: draft → verify → reflect, the same
 prompts and turn budget as corpus generation), every answer goes through the sandboxed verifier, and every turn is written as
 a corpus row under `OUTPUT_DIR/pass_rate/` (readable with `kernelvault stats`). The model is reached
-through an OpenAI-compatible endpoint: one given in `eval_base_url` (vLLM, SGLang), or `sft.serve`'s
+through an OpenAI-compatible endpoint: one given in `eval_base_url` (vLLM, SGLang), or `kernelvault.sft.serve`'s
 in-process server around the transformers model.
 
 Reported per target: trajectories measured, solved (a correct kernel on any turn: pass@1 with the turn
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
+from kernelvault.sft.config import SFTRunConfig
 
 from kernelvault.contracts import Task
-from sft.config import SFTRunConfig
 
 
 @dataclass(frozen=True)
@@ -90,10 +90,10 @@ def summarise(shards: list[Path], target: str, tasks: int, asked: int, rows_dir:
 def measure_pass_rate(prompts: list[tuple[str, Task]], base_url: str, model_name: str, config: SFTRunConfig,
                       out_dir: Path) -> list[PassRate]:  # fmt: skip
     """Run the agents on each (target, task) against the endpoint; one PassRate per target."""
-    from agents.client import EndpointConfig, SamplingSettings
-    from pipelines.agent_job import AgentJobConfig, run_agent_job
-    from toolchain.tasks import LoadedTasks
-    from toolchain.verify import Verifier, VerifyConfig
+    from kernelvault.agents.client import EndpointConfig, SamplingSettings
+    from kernelvault.pipelines.agent_job import AgentJobConfig, run_agent_job
+    from kernelvault.toolchain.tasks import LoadedTasks
+    from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
     verifier = Verifier(VerifyConfig(platform=config.eval_platform, timeout_s=config.eval_timeout))
     job = AgentJobConfig(

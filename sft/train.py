@@ -29,15 +29,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
-from trl import SFTConfig, SFTTrainer
-
-from agents.prompting import PROMPT_FILES
-from sft.chat_template import apply_training_template, loss_view
-from sft.config import SFTRunConfig
-from sft.data import SFTData, drop_overlong, load_sft_data
-from sft.evaluate import PassRate, measure_pass_rate
-from sft.models import (
+from kernelvault.agents.prompting import PROMPT_FILES
+from kernelvault.sft.chat_template import apply_training_template, loss_view
+from kernelvault.sft.config import SFTRunConfig
+from kernelvault.sft.data import SFTData, drop_overlong, load_sft_data
+from kernelvault.sft.evaluate import PassRate, measure_pass_rate
+from kernelvault.sft.models import (
     is_random,
     load_pretrained,
     load_tokenizer,
@@ -46,7 +43,14 @@ from sft.models import (
     train_tokenizer,
     world_size,
 )
-from sft.throughput import ThroughputCallback, measured_matmul_tflops, sequence_fill, training_flops_per_token
+from kernelvault.sft.throughput import (
+    ThroughputCallback,
+    measured_matmul_tflops,
+    sequence_fill,
+    training_flops_per_token,
+)
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from trl import SFTConfig, SFTTrainer
 
 if TYPE_CHECKING:
     from peft import LoraConfig
@@ -262,7 +266,7 @@ def pass_rates(config: SFTRunConfig, data: SFTData, model: PreTrainedModel | Non
         _say("pass rate: skipped under a distributed launch; serve final/ with vLLM and rerun with "
              "evaluate: only and eval_base_url")  # fmt: skip
         return []
-    from sft.serve import ChatCompletionServer
+    from kernelvault.sft.serve import ChatCompletionServer
 
     assert model is not None and tokenizer is not None  # only an eval_base_url run has neither
     model.eval()

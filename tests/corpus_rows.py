@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from corpus.schema import attempt_row
+from kernelvault.corpus.schema import attempt_row
+from kernelvault.toolchain.reward import graded_reward
+from kernelvault.toolchain.tasks import load_task_file
+
 from kernelvault.contracts import (
     Candidate,
     RewardBreakdown,
@@ -13,8 +16,6 @@ from kernelvault.contracts import (
     Verdict,
     content_hash,
 )
-from toolchain.reward import graded_reward
-from toolchain.tasks import load_task_file
 
 ROOT = Path(__file__).resolve().parents[1]
 

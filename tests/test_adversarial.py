@@ -13,13 +13,13 @@ Test data lives in `tests/adversarial/`:
       # note: <why an outcome is what it is>     (optional)
 
   An outcome is `correct`, a failure kind, `integrity_reject:<sub_reason>` (the first word of the
-  message) or `static_reject:<rule>` (`toolchain.static_wall`). `<kind>` in the name is the class of
+  message) or `static_reject:<rule>` (`kernelvault.toolchain.static_wall`). `<kind>` in the name is the class of
   attack the file was first written for.
 - `honest/<task>__<name>.py`: a correct candidate (`# honest: ...`) that must pass with reward 1.4, among
   them one that refuses to run if it can see credentials (the parent has some set; the jail's environment
   must hide them), one that zero-initialises an atomic-add output, and one made of view/reshape glue.
 
-The suite runs twice through the real corpus job (`pipelines.corpus_job.run_corpus_job`, two lanes, CPU
+The suite runs twice through the real corpus job (`kernelvault.pipelines.corpus_job.run_corpus_job`, two lanes, CPU
 platform), each in a module-scoped fixture: once with every layer (all files), once with the static wall
 switched off (`VerifyConfig(static_wall=False)`, the hostile files the wall stops). The second run shows
 what each attack meets behind the wall: a tripwire, the jail, the parent's judge, or nothing to find. The
@@ -42,13 +42,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kernelvault.corpus.shards import read_columns, run_shards
+from kernelvault.pipelines.candidates import Attempt, expected_options, outcome, outcome_matches
+from kernelvault.pipelines.corpus_job import RunSummary, run_corpus_job
+from kernelvault.toolchain.tasks import LoadedTasks, load_task_file
+from kernelvault.toolchain.verify import Verifier, VerifyConfig, resolve_isolation
 
-from corpus.shards import read_columns, run_shards
 from kernelvault.contracts import Candidate, Task, content_hash
-from pipelines.candidates import Attempt, expected_options, outcome, outcome_matches
-from pipelines.corpus_job import RunSummary, run_corpus_job
-from toolchain.tasks import LoadedTasks, load_task_file
-from toolchain.verify import Verifier, VerifyConfig, resolve_isolation
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "tests" / "adversarial"
@@ -231,7 +231,7 @@ def worker_processes() -> list[str]:
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if "toolchain.device_worker" in command:
+        if "kernelvault.toolchain.device_worker" in command:
             found.append(f"{entry.name}: {command[:160]}")
     return found
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from kernelvault.agents.client import EndpointConfig, SamplingSettings
+from kernelvault.pipelines.agent_job import AgentJobConfig, run_agent_job
+from kernelvault.toolchain.tasks import LoadedTasks, load_task_file
+from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
-from agents.client import EndpointConfig, SamplingSettings
 from kernelvault.simulated_openai import Answer, FakeOpenAI
-from pipelines.agent_job import AgentJobConfig, run_agent_job
-from toolchain.tasks import LoadedTasks, load_task_file
-from toolchain.verify import Verifier, VerifyConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "triton"
@@ -301,7 +301,7 @@ def test_a_function_task_is_asked_for_its_function_and_runs_through_the_graph_to
 
 
 def test_hip_for_a_function_task_is_refused_before_any_model_request(tmp_path: Path) -> None:
-    from agents.prompting import UnsupportedPrompt
+    from kernelvault.agents.prompting import UnsupportedPrompt
 
     server = FakeOpenAI(scenarios={})
     url, stop = server.start()
@@ -322,9 +322,10 @@ def test_function_task_feedback_and_prompts_never_ask_for_modelnew() -> None:
     """Every feedback kind, both prompt families, and the prompt the release's sft/rl configs build from
     a row's task source alone (corpus.release, rl/train.py): the function form throughout; module tasks
     keep theirs."""
-    from agents.feedback import feedback_message
-    from agents.prompting import feedback_templates, system_prompt, task_prompt
-    from corpus.release import rl_rows
+    from kernelvault.agents.feedback import feedback_message
+    from kernelvault.agents.prompting import feedback_templates, system_prompt, task_prompt
+    from kernelvault.corpus.release import rl_rows
+
     from kernelvault.contracts import FAILURE_KINDS, StageRecord, Verdict
 
     kinds = [kind for kind in FAILURE_KINDS if kind != "provider_error"]

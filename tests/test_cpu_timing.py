@@ -1,7 +1,7 @@
 """The timing stage's protocol, run on CPU through the interpreter (`VerifyConfig.time_on_cpu`).
 
 On a GPU every performance case is timed and two timed calls are spot-checked by the parent
-(`toolchain.judge`): the timed calls' inputs reach the candidate's worker only when it is timed, and a
+(`kernelvault.toolchain.judge`): the timed calls' inputs reach the candidate's worker only when it is timed, and a
 success needs every case's spot checks judged by the parent. This runs that code path in CI, where no GPU is; the
 interpreter's wall clock is no kernel measurement, so it never becomes a speedup.
 """
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 import small_tasks
+from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
 from kernelvault.contracts import Candidate
-from toolchain.verify import Verifier, VerifyConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 

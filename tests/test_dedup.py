@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 from datasketch import MinHash
-
-from corpus.dedup import (
+from kernelvault.corpus.dedup import (
     Contamination,
     DedupReport,
     Duplicate,
@@ -16,8 +15,9 @@ from corpus.dedup import (
     normalize_source,
     normalized_hash,
 )
+from kernelvault.toolchain.tasks import BUNDLED_TASKS, load_tasks, parse_task
+
 from kernelvault.contracts import Task
-from toolchain.tasks import BUNDLED_TASKS, load_tasks, parse_task
 
 # A realistic Triton softmax candidate and variants of it, as an agent might produce them.
 

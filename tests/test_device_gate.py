@@ -1,4 +1,4 @@
-"""Several verification lanes on one device: checks overlap, timings run alone (`toolchain.device_gate`)."""
+"""Several verification lanes on one device: checks overlap, timings run alone (`kernelvault.toolchain.device_gate`)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 import small_tasks
+from kernelvault.pipelines.executor import parse_devices
+from kernelvault.toolchain.device_gate import DeviceGate, GateHold, Phase
+from kernelvault.toolchain.device_worker import WorkerLane
+from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
 from kernelvault.contracts import Candidate
-from pipelines.executor import parse_devices
-from toolchain.device_gate import DeviceGate, GateHold, Phase
-from toolchain.device_worker import WorkerLane
-from toolchain.verify import Verifier, VerifyConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 RELU = (ROOT / "examples" / "triton" / "relu.py").read_text()
@@ -160,15 +160,15 @@ def test_two_lanes_of_one_device_never_time_while_the_other_checks(small_relu) -
 def test_the_parents_own_judging_time_is_not_on_the_candidates_clock(small_relu, monkeypatch) -> None:  # noqa: ANN001
     """Lanes that share a parent slow each other's comparisons; a candidate waiting for them must not time
     out. Here every comparison of the parent takes 2 s more than it should, longer in all than the timeout."""
-    import toolchain.judge
+    import kernelvault.toolchain.judge
 
-    compare = toolchain.judge.compare_outputs
+    compare = kernelvault.toolchain.judge.compare_outputs
 
     def slow_compare(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         time.sleep(2.0)
         return compare(*args, **kwargs)
 
-    monkeypatch.setattr(toolchain.judge, "compare_outputs", slow_compare)
+    monkeypatch.setattr(kernelvault.toolchain.judge, "compare_outputs", slow_compare)
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=12.0))
     lane = WorkerLane(gate=DeviceGate())
     try:

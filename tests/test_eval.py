@@ -21,11 +21,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kernelvault.pipelines.eval_report import add_report_parser
+from kernelvault.pipelines.evaluation import (
+    add_eval_parser,
+    find_contamination,
+    load_suite,
+    read_training_corpus,
+)
 from test_report import chromium_check, find_chromium
 
 from kernelvault.simulated_openai import Answer, FakeOpenAI
-from pipelines.eval_report import add_report_parser
-from pipelines.evaluation import add_eval_parser, find_contamination, load_suite, read_training_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "triton"
@@ -216,7 +221,7 @@ def test_overlap_with_the_training_corpus_is_reported_loudly(evaluated: dict[str
 
 
 def test_an_evaluation_run_is_corpus_data(evaluated: dict[str, Any]) -> None:
-    from corpus.stats import load_attempts
+    from kernelvault.corpus.stats import load_attempts
 
     rows = load_attempts(evaluated["runs"]["model-b"] / "data" / "triton").to_pylist()
     assert len(rows) == 9 and {row["model"] for row in rows} == {"model-b"}
@@ -308,7 +313,7 @@ def test_bad_eval_arguments_are_one_line_usage_errors(
 
 
 def test_the_target_reaches_the_agent_job() -> None:
-    from pipelines.evaluation import _eval_config
+    from kernelvault.pipelines.evaluation import _eval_config
 
     parser = argparse.ArgumentParser()
     add_eval_parser(parser.add_subparsers())

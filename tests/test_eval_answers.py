@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from pipelines.eval_metrics import EvalSettings, SuiteTask, compute_eval_metrics, metric_rows
-from pipelines.eval_report import add_report_parser, load_runs
-from pipelines.evaluation import add_eval_parser
+from kernelvault.pipelines.eval_metrics import EvalSettings, SuiteTask, compute_eval_metrics, metric_rows
+from kernelvault.pipelines.eval_report import add_report_parser, load_runs
+from kernelvault.pipelines.evaluation import add_eval_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "tritonbench"

@@ -7,8 +7,7 @@ import math
 from typing import Any
 
 import pytest
-
-from pipelines.eval_metrics import (
+from kernelvault.pipelines.eval_metrics import (
     EvalSettings,
     Prices,
     SuiteTask,
@@ -18,7 +17,7 @@ from pipelines.eval_metrics import (
     pass_at_k,
     pass_k_values,
 )
-from toolchain.reward import graded_reward
+from kernelvault.toolchain.reward import graded_reward
 
 NO_COMPILE = ("parse_error", "static_reject", "compile_error", "interface_error", "infrastructure_error")
 CATEGORY = {"softmax": "softmax", "row_sum": "reduction", "relu": "activation"}

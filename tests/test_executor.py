@@ -9,12 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
+from kernelvault.pipelines.executor import ExecutorConfig, LocalExecutor, parse_devices
+from kernelvault.toolchain.device_worker import WorkerLane
+from kernelvault.toolchain.tasks import load_task_file
+from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
 from kernelvault.contracts import Candidate
-from pipelines.executor import ExecutorConfig, LocalExecutor, parse_devices
-from toolchain.device_worker import WorkerLane
-from toolchain.tasks import load_task_file
-from toolchain.verify import Verifier, VerifyConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 RELU = (ROOT / "examples" / "triton" / "relu.py").read_text()
@@ -187,7 +187,7 @@ def test_the_agent_jobs_pool_verifies_from_any_thread_in_one_long_lived_worker(r
     """asyncio.to_thread calls arrive on many threads; one lane thread owns the workers and reuses them."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from pipelines.verify_pool import VerifierPool
+    from kernelvault.pipelines.verify_pool import VerifierPool
 
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60))
     candidates = [_candidate(relu_task, RELU), _candidate(relu_task, "not python at all ```"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from toolchain.extract import extract_code
+from kernelvault.toolchain.extract import extract_code
 
 KERNEL = "import torch\n\n\nclass ModelNew(torch.nn.Module):\n    pass\n"
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 import types
 
 import torch
-
-from toolchain.reference_worker import TaskHarness
+from kernelvault.toolchain.reference_worker import TaskHarness
 
 
 def _task(get_inputs) -> types.ModuleType:  # noqa: ANN001

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from kernelvault.toolchain.hip_build import HipBuildCache, compile_hip, find_hip_compiler, portability_issues
+from kernelvault.toolchain.static_check import check_hip_candidate
+from kernelvault.toolchain.tasks import parse_task
+from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
 from kernelvault.contracts import Candidate
 from kernelvault.hip import HipInterfaceError, HipKernels, parse_launch_functions
-from toolchain.hip_build import HipBuildCache, compile_hip, find_hip_compiler, portability_issues
-from toolchain.static_check import check_hip_candidate
-from toolchain.tasks import parse_task
-from toolchain.verify import Verifier, VerifyConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "hip"
@@ -206,8 +206,8 @@ def test_verdicts_for_hip_candidates_on_cpu(tmp_path: Path) -> None:
 @needs_hipcc
 def test_the_hip_few_shot_example_compiles_for_amd_and_nvidia(tmp_path: Path) -> None:
     """The prompt teaches the native form: its worked example must build on both vendors' compilers."""
-    from agents.prompting import few_shot
-    from toolchain.extract import extract_code
+    from kernelvault.agents.prompting import few_shot
+    from kernelvault.toolchain.extract import extract_code
 
     example = few_shot("hip")
     assert example is not None

@@ -1,4 +1,4 @@
-"""The jail's promises (`toolchain.jail`), each as an attack that must fail from inside it.
+"""The jail's promises (`kernelvault.toolchain.jail`), each as an attack that must fail from inside it.
 
 Each test runs a probe (plain Python: the static wall does not apply here, this is what code that got past
 it could do) in a jail built the way the workers' are, from a "verify process" that holds credentials in
@@ -20,9 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
-
-from toolchain.jail import ISOLATION_JAIL, probe_isolation
-from toolchain.sandbox import SandboxLimits, folder_jail, run_sandboxed
+from kernelvault.toolchain.jail import ISOLATION_JAIL, probe_isolation
+from kernelvault.toolchain.sandbox import SandboxLimits, folder_jail, run_sandboxed
 
 ISOLATION = probe_isolation(sys.executable)
 pytestmark = pytest.mark.skipif(
@@ -36,8 +35,8 @@ SECRET = "sk-kv-jail-test-" + secrets.token_hex(8)
 _VERIFY_PROCESS = """
 import json, sys
 from pathlib import Path
-from toolchain.jail import probe_isolation
-from toolchain.sandbox import SandboxLimits, folder_jail, run_sandboxed
+from kernelvault.toolchain.jail import probe_isolation
+from kernelvault.toolchain.sandbox import SandboxLimits, folder_jail, run_sandboxed
 folder, probe, read_only = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
 jail = folder_jail(probe_isolation(sys.executable), folder, read_only)
 run = run_sandboxed([sys.executable, "-I", "-c", probe], folder, SandboxLimits(60, None), jail=jail)

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from kernelvault.toolchain.device_worker import PersistentWorker, WorkerLane, WorkerPlan, _mac
+from kernelvault.toolchain.sandbox import SandboxLimits
+from kernelvault.toolchain.tensor_files import TensorFileError, read_tensors, write_tensors
+from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
 from kernelvault.contracts import Candidate
 from tests import small_tasks
-from toolchain.device_worker import PersistentWorker, WorkerLane, WorkerPlan, _mac
-from toolchain.sandbox import SandboxLimits
-from toolchain.tensor_files import TensorFileError, read_tensors, write_tensors
-from toolchain.verify import Verifier, VerifyConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 RELU = (ROOT / "examples" / "triton" / "relu.py").read_text()
@@ -81,16 +81,16 @@ def test_a_candidate_that_writes_no_output_is_an_interface_error_never_a_pass(
     small_relu, monkeypatch
 ) -> None:  # noqa: ANN001
     """The parent judges the file the candidate's worker wrote: if the file is missing or torn, nothing passes."""
-    import toolchain.judge
+    import kernelvault.toolchain.judge
 
-    real = toolchain.judge.read_tensors
+    real = kernelvault.toolchain.judge.read_tensors
 
     def torn(path: Path, device: str = "cpu"):  # noqa: ANN202
         if "/out/" in str(path):
             raise TensorFileError("not a readable tensor file (torn)")
         return real(path, device)
 
-    monkeypatch.setattr(toolchain.judge, "read_tensors", torn)
+    monkeypatch.setattr(kernelvault.toolchain.judge, "read_tensors", torn)
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60))
     lane = WorkerLane()
     try:

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 import triton
-
-from toolchain.integrity import ProcessGuards, Violations
+from kernelvault.toolchain.integrity import ProcessGuards, Violations
 
 
 def _code_living_in(folder: Path, source: str) -> dict:

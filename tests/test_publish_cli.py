@@ -9,9 +9,9 @@ from pathlib import Path
 import datasets
 import pytest
 from corpus_rows import example_code, row_for
+from kernelvault.corpus.hub import LocalHub
+from kernelvault.corpus.shards import ShardWriter
 
-from corpus.hub import LocalHub
-from corpus.shards import ShardWriter
 from kernelvault.cli import main
 
 

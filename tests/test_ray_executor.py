@@ -22,12 +22,11 @@ ray = pytest.importorskip(
 )
 
 from example_suite import SUBSET_EXAMPLES, copy_example_suite  # noqa: E402
-
-from pipelines.corpus_job import run_corpus_job  # noqa: E402
-from pipelines.executor import ExecutorConfig  # noqa: E402
-from pipelines.ray_executor import Landed, LaneWriting, RayExecutor, RayOptions  # noqa: E402
-from toolchain.tasks import load_tasks  # noqa: E402
-from toolchain.verify import Verifier, VerifyConfig  # noqa: E402
+from kernelvault.pipelines.corpus_job import run_corpus_job  # noqa: E402
+from kernelvault.pipelines.executor import ExecutorConfig  # noqa: E402
+from kernelvault.pipelines.ray_executor import Landed, LaneWriting, RayExecutor, RayOptions  # noqa: E402
+from kernelvault.toolchain.tasks import load_tasks  # noqa: E402
+from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = (
@@ -160,7 +159,7 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def corpus(suite: tuple[Path, Path], out: Path, executor: str, work_root: Path | None = None,
            ray_writers: str = "actors") -> dict[str, dict]:  # fmt: skip
-    from pipelines.candidates import ExampleCandidates
+    from kernelvault.pipelines.candidates import ExampleCandidates
 
     tasks, examples = suite
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=120, work_root=work_root))
@@ -387,10 +386,11 @@ def test_a_lane_keeps_to_the_tasks_it_has_loaded(local_ray) -> None:  # noqa: AN
 def test_a_model_driven_run_verifies_on_ray_actors_and_survives_a_killed_one(local_ray, tmp_path) -> None:  # noqa: ANN001
     """The agent job on Ray: trajectories and the ledger on the driver, each verification on an actor; an
     actor SIGKILLed mid-verification is restarted and the call tried again, so every turn is written once."""
-    from agents.client import EndpointConfig, SamplingSettings
+    from kernelvault.agents.client import EndpointConfig, SamplingSettings
+    from kernelvault.pipelines.agent_job import AgentJobConfig, run_agent_job
+    from kernelvault.toolchain.tasks import LoadedTasks, load_task_file
+
     from kernelvault.simulated_openai import Answer, FakeOpenAI
-    from pipelines.agent_job import AgentJobConfig, run_agent_job
-    from toolchain.tasks import LoadedTasks, load_task_file
 
     examples = ROOT / "examples" / "triton"
     relu, vector_add = (load_task_file(ROOT / "tasks" / f"{name}.py") for name in ("relu", "vector_add"))
@@ -438,9 +438,10 @@ def test_the_cli_runs_a_model_driven_job_on_ray(local_ray, tmp_path) -> None:  #
     import contextlib
     import io
 
+    from kernelvault.toolchain.tasks import load_task_file
+
     from kernelvault.cli import main
     from kernelvault.simulated_openai import Answer, FakeOpenAI
-    from toolchain.tasks import load_task_file
 
     task = load_task_file(ROOT / "tasks" / "vector_add.py")
     kernel = (ROOT / "examples" / "triton" / "vector_add.py").read_text()

@@ -8,10 +8,9 @@ from pathlib import Path
 import datasets
 import pytest
 from corpus_rows import ROOT, example_code, row_for
-
-from corpus.release import build_release
-from corpus.shards import ShardWriter
-from toolchain.tasks import parse_task
+from kernelvault.corpus.release import build_release
+from kernelvault.corpus.shards import ShardWriter
+from kernelvault.toolchain.tasks import parse_task
 
 
 def renamed(code: str) -> str:

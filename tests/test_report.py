@@ -20,14 +20,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from kernelvault.corpus.schema import attempt_row
+from kernelvault.corpus.shards import ShardWriter
+from kernelvault.pipelines.eval_metrics import EvalSettings, SuiteTask, write_settings
+from kernelvault.pipelines.eval_report import ReportInputError, add_report_parser, load_runs, write_report
+from kernelvault.toolchain.reward import graded_reward, trajectory_return
+from kernelvault.toolchain.tasks import load_task_file
 
-from corpus.schema import attempt_row
-from corpus.shards import ShardWriter
 from kernelvault.contracts import Candidate, RunEnvironment, Task, Verdict
-from pipelines.eval_metrics import EvalSettings, SuiteTask, write_settings
-from pipelines.eval_report import ReportInputError, add_report_parser, load_runs, write_report
-from toolchain.reward import graded_reward, trajectory_return
-from toolchain.tasks import load_task_file
 
 ROOT = Path(__file__).resolve().parents[1]
 

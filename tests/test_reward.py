@@ -5,9 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-
-from kernelvault.contracts import FAILURE_KINDS
-from toolchain.reward import (
+from kernelvault.toolchain.reward import (
     RewardConfig,
     binary_reward,
     graded_reward,
@@ -15,6 +13,8 @@ from toolchain.reward import (
     task_speedup,
     trajectory_return,
 )
+
+from kernelvault.contracts import FAILURE_KINDS
 
 MAX_TOTAL = 0.4 + 1.0 + 1.5
 

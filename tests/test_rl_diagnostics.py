@@ -11,11 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from corpus_rows import example_code, row_for
+from kernelvault.corpus.schema import ATTEMPT_SCHEMA
+from kernelvault.rl import diagnostics
+from kernelvault.rl.cli import add_rl_parser
 
-from corpus.schema import ATTEMPT_SCHEMA
 from kernelvault.cli import UsageError
-from rl import diagnostics
-from rl.cli import add_rl_parser
 
 
 def run_cli(*argv: str) -> int:

@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from rl.rollout import ChatTokens, GeneratedTokens, RolloutConfig, rollout_fields, run_rollout
-from rl.tiny_model import build_tiny_policy
-from toolchain.tasks import load_task_file
-from toolchain.verify import Verifier, VerifyConfig
+from kernelvault.rl.rollout import ChatTokens, GeneratedTokens, RolloutConfig, rollout_fields, run_rollout
+from kernelvault.rl.tiny_model import build_tiny_policy
+from kernelvault.toolchain.tasks import load_task_file
+from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 RELU = load_task_file(ROOT / "tasks" / "relu.py")
@@ -148,14 +147,14 @@ def test_verl_agent_loop_returns_masked_response_and_the_return(
     chat: ChatTokens, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sys.modules.pop("verl", None)
-    module = importlib.reload(importlib.import_module("rl.verl_agent"))
+    module = importlib.reload(importlib.import_module("kernelvault.rl.verl_agent"))
     assert "verl" not in sys.modules  # importing the adapter does not import verl
     with pytest.raises(ImportError, match="needs verl"):
         module.KernelVaultAgentLoop  # noqa: B018 - the lookup is what builds the class
     fake_verl(monkeypatch)
     monkeypatch.setenv("KV_PLATFORM", "cpu")
     monkeypatch.delenv("KV_REWARD_URL", raising=False)
-    from rl.verifiers import verdict_source_from_env
+    from kernelvault.rl.verifiers import verdict_source_from_env
 
     verdict_source_from_env.cache_clear()
     requests: list[dict[str, Any]] = []

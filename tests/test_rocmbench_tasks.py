@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from kernelvault.toolchain.function_tasks import FunctionTaskError, function_layout
+from kernelvault.toolchain.kernel_tasks import evaluate_grid_entry, parameter_sets, symbolic_grid
+from kernelvault.toolchain.reference_check import check_tasks
+from kernelvault.toolchain.tasks import load_tasks, parse_task
+from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
 from kernelvault.contracts import Candidate, Task
-from toolchain.function_tasks import FunctionTaskError, function_layout
-from toolchain.kernel_tasks import evaluate_grid_entry, parameter_sets, symbolic_grid
-from toolchain.reference_check import check_tasks
-from toolchain.tasks import load_tasks, parse_task
-from toolchain.verify import Verifier, VerifyConfig
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "rocmbench"
 TASKS = FIXTURES / "ROCm_v1"
@@ -119,7 +119,7 @@ def test_a_malformed_file_is_refused_in_one_line(source: str, reason: str) -> No
 
 
 def test_parametrize_expands_in_pytests_order_with_its_ids() -> None:
-    from toolchain.kernel_tasks import _Marks
+    from kernelvault.toolchain.kernel_tasks import _Marks
 
     mark = _Marks()
 

@@ -9,7 +9,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from toolchain.sandbox import SandboxLimits, run_sandboxed, worker_environment
+from kernelvault.toolchain.sandbox import SandboxLimits, run_sandboxed, worker_environment
 
 QUICK = SandboxLimits(timeout_s=30.0, memory_bytes=None)
 

@@ -24,12 +24,9 @@ pytest.importorskip("peft")
 
 import datasets  # noqa: E402
 import torch  # noqa: E402
-from safetensors.torch import load_file  # noqa: E402
-
-from kernelvault.cli import main as kernelvault_main  # noqa: E402
-from sft.cli import main as sft_main  # noqa: E402
-from sft.config import load_config  # noqa: E402
-from sft.data import (  # noqa: E402
+from kernelvault.sft.cli import main as sft_main  # noqa: E402
+from kernelvault.sft.config import load_config  # noqa: E402
+from kernelvault.sft.data import (  # noqa: E402
     DatasetSource,
     SFTData,
     held_out_tasks,
@@ -37,6 +34,9 @@ from sft.data import (  # noqa: E402
     mix_targets,
     training_example,
 )
+from safetensors.torch import load_file  # noqa: E402
+
+from kernelvault.cli import main as kernelvault_main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_YAML = ROOT / "sft" / "configs" / "tiny.yaml"
@@ -74,9 +74,8 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def tiny_model(hub: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-layer Qwen3 and a BPE tokenizer trained on the corpus text, saved like a downloaded checkpoint."""
+    from kernelvault.sft.models import train_tokenizer
     from transformers import Qwen3Config, Qwen3ForCausalLM
-
-    from sft.models import train_tokenizer
 
     rows = datasets.load_dataset("parquet", data_dir=str(hub / "corpus" / "data" / "triton"), split="train")
     prompts = [path.read_text() for path in (ROOT / "agents" / "prompt_files").glob("*.md")]
@@ -130,8 +129,8 @@ def multi_turn_row(attempt_turn: int = 1) -> dict:
 
 def trained_spans(tiny_model: Path, tmp_path: Path, final_answer_only: bool) -> tuple[list[str], str]:
     """The loss-carrying text of the rendered sample, as SFTTrainer prepared it, and the whole text."""
-    from sft.chat_template import loss_spans
-    from sft.train import build_trainer, load_model_and_tokenizer
+    from kernelvault.sft.chat_template import loss_spans
+    from kernelvault.sft.train import build_trainer, load_model_and_tokenizer
 
     config = load_config(TINY_YAML, {"model": str(tiny_model), "output_dir": str(tmp_path), "packing": False})
     example = training_example(multi_turn_row(), final_answer_only)
@@ -208,7 +207,7 @@ def test_hip_and_triton_are_mixed_by_ratio() -> None:
 
 
 def test_loss_falls_on_a_repeated_batch(hub: Path, tiny_model: Path, tmp_path: Path) -> None:
-    from sft.train import run_sft
+    from kernelvault.sft.train import run_sft
 
     config = load_config(TINY_YAML, {
         "dataset": REPO, "revision": "v0.1.0", "model": str(tiny_model), "output_dir": str(tmp_path),
@@ -284,9 +283,8 @@ def test_lora_adapter_is_saved_merged_and_measured_on_its_own(
 
 def test_the_served_model_answers_chat_completions(tiny_model: Path) -> None:
     import openai
+    from kernelvault.sft.serve import ChatCompletionServer, split_reasoning
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from sft.serve import ChatCompletionServer, split_reasoning
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model).eval()
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
@@ -302,7 +300,7 @@ def test_the_served_model_answers_chat_completions(tiny_model: Path) -> None:
 
 
 def test_sequence_fill_counts_the_packed_sequences_not_the_steps() -> None:
-    from sft.throughput import sequence_fill
+    from kernelvault.sft.throughput import sequence_fill
 
     # wrapped packing of 10 tokens at length 4: two full sequences and a partial one; after a shuffle
     packed = datasets.Dataset.from_dict({"input_ids": [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10]]}).shuffle(seed=0)

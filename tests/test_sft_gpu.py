@@ -6,7 +6,7 @@ BPE tokenizer trained on the spot; the data are every bundled Triton and HIP exa
 corpus rows. Each is about 2.2 k tokens (the tokenizer is trained on little text), so best-fit packing
 would put one per 4096-token sequence: the run packs `wrapped` (samples concatenated and cut at 4096) so
 the sequences are full, and checks it. Tokens per second and model FLOPs utilisation (against this
-GPU's measured bf16 matmul rate, see `sft.throughput`) are printed and written to $KV_RESULTS_DIR/sft-qwen3-8b-lora.md for bench/results/.
+GPU's measured bf16 matmul rate, see `kernelvault.sft.throughput`) are printed and written to $KV_RESULTS_DIR/sft-qwen3-8b-lora.md for bench/results/.
 """
 
 from __future__ import annotations
@@ -30,9 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_qwen3_8b_lora_runs_20_steps_at_4096_tokens(tmp_path: Path) -> None:
     from corpus_rows import row_for
-
-    from corpus.shards import ShardWriter
-    from sft.cli import main
+    from kernelvault.corpus.shards import ShardWriter
+    from kernelvault.sft.cli import main
 
     # Every bundled correct kernel, Triton and HIP (24 samples; 10 tasks train, about 28 k tokens an epoch
     # with this tokenizer), so wrapped packing has enough text to fill its sequences.

@@ -7,8 +7,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from corpus.schema import (
+from kernelvault.corpus.schema import (
     ATTEMPT_SCHEMA,
     SCHEMA_VERSION,
     SCHEMA_VERSION_KEY,
@@ -16,7 +15,9 @@ from corpus.schema import (
     attempt_row,
     check_schema,
 )
-from corpus.shards import ShardWriter
+from kernelvault.corpus.shards import ShardWriter
+from kernelvault.toolchain.reward import graded_reward
+
 from kernelvault.contracts import (
     Candidate,
     CaseCheck,
@@ -29,7 +30,6 @@ from kernelvault.contracts import (
     Verdict,
     content_hash,
 )
-from toolchain.reward import graded_reward
 
 RUN = "run1"  # no split keyword (train/test/val/dev/eval): datasets infers splits from names
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from toolchain.static_check import check_triton_candidate
+from kernelvault.toolchain.static_check import check_triton_candidate
 
 VALID = textwrap.dedent(
     """

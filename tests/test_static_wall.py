@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from toolchain.candidate_worker import _kernel_identifier, kernel_names_in
-from toolchain.static_wall import check_candidate, check_cpp, check_python
+from kernelvault.toolchain.candidate_worker import _kernel_identifier, kernel_names_in
+from kernelvault.toolchain.static_wall import check_candidate, check_cpp, check_python
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL = """

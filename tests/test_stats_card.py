@@ -10,12 +10,19 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from huggingface_hub import DatasetCard
+from kernelvault.corpus.card import build_card, release_configs
+from kernelvault.corpus.schema import ATTEMPT_SCHEMA, SCHEMA_VERSION_KEY, SchemaVersionError, attempt_row
+from kernelvault.corpus.stats import (
+    ConfigStats,
+    compute_stats,
+    format_table,
+    load_attempts,
+    per_model_stats,
+    write_plots,
+)
+from kernelvault.toolchain.reward import graded_reward
 
-from corpus.card import build_card, release_configs
-from corpus.schema import ATTEMPT_SCHEMA, SCHEMA_VERSION_KEY, SchemaVersionError, attempt_row
-from corpus.stats import ConfigStats, compute_stats, format_table, load_attempts, per_model_stats, write_plots
 from kernelvault.contracts import Candidate, RewardBreakdown, RunEnvironment, Task, Verdict, content_hash
-from toolchain.reward import graded_reward
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -6,9 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from kernelvault.contracts import content_hash
-from toolchain.tasks import (
+from kernelvault.toolchain.tasks import (
     LoadedTasks,
     TaskFormatError,
     load_folder,
@@ -16,6 +14,8 @@ from toolchain.tasks import (
     load_tasks,
     parse_task,
 )
+
+from kernelvault.contracts import content_hash
 
 CATEGORIES = {
     "elementwise", "activation", "reduction", "softmax", "normalization", "matmul", "convolution",

@@ -1,7 +1,7 @@
 """The candidate's side of a check: import it, build it, run it on the inputs it is given, time it.
 
-Runs inside a jailed worker process (`toolchain.device_worker`, kind `candidate`) and does only what the
-parent asks, one request at a time (`toolchain.judge` drives the check):
+Runs inside a jailed worker process (`kernelvault.toolchain.device_worker`, kind `candidate`) and does only what the
+parent asks, one request at a time (`kernelvault.toolchain.judge` drives the check):
 
     load     import the candidate (its guards installed first; on cpu the Triton interpreter is on)
     build    ModelNew(*init_inputs) with the weights' seed the parent drew for this case
@@ -11,15 +11,15 @@ parent asks, one request at a time (`toolchain.judge` drives the check):
     time     time forward over several input files, keeping the spot-checked calls' outputs as files
     end      take the guards down; report the kernels it launched and whether this process can go on
 
-What is not here: the task's reference (it runs in another jailed process, `toolchain.reference_worker`),
+What is not here: the task's reference (it runs in another jailed process, `kernelvault.toolchain.reference_worker`),
 the seeds of the inputs (drawn by the parent for each job, never sent here), expected outputs (only the
 parent holds them) and any judgement. This process learns a case's inputs when it must run them.
 
 The candidate is watched while it is imported, built and run, with the same allowance: glue ops
 (allocation, views, copies, fills; and while building, the random fills of parameter initialisation),
 its own kernel launches, no threads or processes, no writes outside its folders, no patched functions
-(`toolchain.integrity`). These watchers live in the candidate's process, so they are tripwires: the walls
-are the jail around the process, the static wall before it (`toolchain.static_wall`), and on a GPU the
+(`kernelvault.toolchain.integrity`). These watchers live in the candidate's process, so they are tripwires: the walls
+are the jail around the process, the static wall before it (`kernelvault.toolchain.static_wall`), and on a GPU the
 device's own record of which kernels ran.
 """
 
@@ -44,8 +44,8 @@ from types import ModuleType
 from typing import Any
 
 import torch
-
-from toolchain.function_tasks import (
+from kernelvault.toolchain import integrity, tensor_files, timing
+from kernelvault.toolchain.function_tasks import (
     CallsNotUnderstood,
     check_calls_bind,
     clone_value,
@@ -53,16 +53,16 @@ from toolchain.function_tasks import (
     function_module,
     tensor_leaves,
 )
-from toolchain.integrity import (
+from kernelvault.toolchain.integrity import (
     PatchSnapshot,
     ProcessGuards,
     TorchComputeMonitor,
     Violations,
     patch_targets,
 )
-from toolchain.kernel_tasks import require_kernels, untimed_autotuning
-from toolchain.tensor_files import read_tensors, write_tensors
-from toolchain.timing import time_on_device
+from kernelvault.toolchain.kernel_tasks import require_kernels, untimed_autotuning
+from kernelvault.toolchain.tensor_files import read_tensors, write_tensors
+from kernelvault.toolchain.timing import time_on_device
 
 _LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "waves_per_eu", "matrix_instr_nonkdim"}
 _MESSAGE_LIMIT = 2000  # characters of an exception's text kept in a failure message
@@ -306,8 +306,8 @@ class CandidateGuards:
         self.process_guards = ProcessGuards(self.violations, writable)
         self.process_guards.install()
         # Taken after our own wrappers are in place: anything that changes from here on was the candidate.
-        targets = patch_targets([sys.modules[__name__], sys.modules["toolchain.timing"],
-                                 sys.modules["toolchain.tensor_files"], sys.modules["toolchain.integrity"]])  # fmt: skip
+        targets = patch_targets([sys.modules[__name__], sys.modules[timing.__name__],
+                                 sys.modules[tensor_files.__name__], sys.modules[integrity.__name__]])  # fmt: skip
         targets |= {"CandidateGuards": CandidateGuards, "LaunchRecorder": LaunchRecorder, "violations": self.violations,
                     "monitor": self.monitor, "recorder": self.recorder, "process_guards": self.process_guards}  # fmt: skip
         if job.get("language") == "hip":
@@ -590,7 +590,7 @@ class CandidateHost:
                 job.record_problem = f"no device record: {one_line_error(error)}"
         try:
             # A function task's answer may try its function on `cuda` tensors at import ("example usage"):
-            # on the CPU path that device is this CPU, as in its calls (`toolchain.function_tasks`).
+            # on the CPU path that device is this CPU, as in its calls (`kernelvault.toolchain.function_tasks`).
             redirect = (
                 device_redirect(device)
                 if request.get("entry") and device.type == "cpu"
@@ -882,9 +882,8 @@ def prepare_hip(request: dict[str, Any], device: torch.device, job: CandidateJob
     if request["hip_form"] == "native":
         hip.register_prebuilt(request["hip_source_sha"], request["hip_library"])
         return
+    from kernelvault.toolchain.hip_build import HIP_INCLUDE_DIR
     from torch.utils import cpp_extension
-
-    from toolchain.hip_build import HIP_INCLUDE_DIR
 
     # PyTorch's own function, not the wrapper an earlier job of a persistent worker left behind.
     original = _ORIGINAL_LOAD_INLINE.setdefault("load_inline", cpp_extension.load_inline)

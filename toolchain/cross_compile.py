@@ -1,11 +1,11 @@
 """Worker logic: prove that the kernels a candidate launched compile for a real GPU target.
 
-Runs in a jailed `cross_compile` worker (`toolchain.device_worker`) started WITHOUT `TRITON_INTERPRET` (an
+Runs in a jailed `cross_compile` worker (`kernelvault.toolchain.device_worker`) started WITHOUT `TRITON_INTERPRET` (an
 interpreted process cannot also compile). It imports the candidate under the same guards as the check
 (no PyTorch compute, threads, processes or writes outside its folders at import; an `integrity_reject`
 otherwise), looks each launched kernel up by
 name, rebuilds the compile signature from the argument types and constexpr values recorded at launch
-(`launches.jsonl`, written by `toolchain.triton_worker`), and calls `triton.compile` for the target
+(`launches.jsonl`, written by `kernelvault.toolchain.triton_worker`), and calls `triton.compile` for the target
 (default AMD CDNA3: `GPUTarget("hip", "gfx942", 64)`). No GPU is needed: the Triton wheel ships the
 LLVM backends, LLD and ptxas. Its result is the worker's reply.
 """
@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from toolchain.function_tasks import device_redirect
+from kernelvault.toolchain.function_tasks import device_redirect
 
 
 def unwrap_jit(obj: Any) -> Any:
@@ -92,7 +92,7 @@ def build_signature(
 
 
 class CrossCompileHost:
-    """Answers `compile` requests (`toolchain.device_worker.serve`)."""
+    """Answers `compile` requests (`kernelvault.toolchain.device_worker.serve`)."""
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         return compile_launches(request)
@@ -117,7 +117,7 @@ def compile_launches(job: dict[str, Any]) -> dict[str, Any]:
 
 def _import_watched(job: dict[str, Any], module: Any) -> dict[str, Any] | None:
     """Run the candidate module under the guards; a failure reply, or None when it imported cleanly."""
-    from toolchain.integrity import ProcessGuards, TorchComputeMonitor, Violations
+    from kernelvault.toolchain.integrity import ProcessGuards, TorchComputeMonitor, Violations
 
     violations = Violations()
     guards = ProcessGuards(violations, [Path(job["candidate_path"]).parent, Path(os.environ.get("TMPDIR", "/tmp")),

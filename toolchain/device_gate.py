@@ -6,7 +6,7 @@ one GPU overlap that work, but two candidates timed at once corrupt each other's
 both happen: lanes in their check phase share the device; a lane that reaches its time phase waits until
 no other lane is checking, then has the device to itself until its job ends.
 
-Where the gate acts (`toolchain.judge.run_check`, the parent side of each lane, which sends every request
+Where the gate acts (`kernelvault.toolchain.judge.run_check`, the parent side of each lane, which sends every request
 its workers answer): a lane enters the check phase before it starts a worker or sends a job; it asks for
 the device alone before its first timed request; it leaves at the job's end. A lane in its check phase
 gives way at request boundaries: when a lane waits to time, a checking lane's next request is not sent

@@ -1,14 +1,14 @@
 """Long-lived jailed workers, and the lane that runs a device's verification jobs through them.
 
     WorkerLane (one per device, parent side)
-      ├─ PersistentWorker "candidate"      the candidate's code: `toolchain.candidate_worker`
-      ├─ PersistentWorker "reference"      the task's reference: `toolchain.reference_worker`
+      ├─ PersistentWorker "candidate"      the candidate's code: `kernelvault.toolchain.candidate_worker`
+      ├─ PersistentWorker "reference"      the task's reference: `kernelvault.toolchain.reference_worker`
       └─ PersistentWorker "cross_compile"  (cpu) the recorded launches compiled for the AMD target
 
-Each worker is `python -m toolchain.device_worker KIND` started once under the sandbox (`toolchain.sandbox`:
+Each worker is `python -m kernelvault.toolchain.device_worker KIND` started once under the sandbox (`kernelvault.toolchain.sandbox`:
 limits, allow-listed environment, own process group, dies with its parent) inside its own jail
-(`toolchain.jail`) where the machine allows one, and answers requests over a pipe until it is replaced. The
-parent drives every check (`toolchain.judge.run_check`); a worker only answers.
+(`kernelvault.toolchain.jail`) where the machine allows one, and answers requests over a pipe until it is replaced. The
+parent drives every check (`kernelvault.toolchain.judge.run_check`); a worker only answers.
 
 Files, not messages, carry tensors. Each worker has a home folder (bound writable in its jail: nothing
 else of the host is writable there) holding one folder per job, which the parent creates and removes. The
@@ -27,7 +27,7 @@ is replaced (process group killed, its jail gone with it, a fresh one started):
 (a) after a crash or a timeout; a crash is retried once on a fresh worker, so a worker killed from outside
     (OOM killer, an operator) costs a retry, not a wrong verdict; a second crash is the candidate's;
 (b) after any candidate whose verdict is `integrity_reject`, that left a process running, or that left the
-    process changed: a patched function (`toolchain.integrity.PatchSnapshot`, taken when the worker
+    process changed: a patched function (`kernelvault.toolchain.integrity.PatchSnapshot`, taken when the worker
     started), a thread, another working directory, changed environment, `sys.path`, import hooks,
     trace/profile hooks, default dtype, grad mode or deterministic-algorithms flag, a module of its own;
 (c) after a sticky device error (illegal memory access, device-side assert, launch failure);
@@ -56,13 +56,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolchain.device_gate import DeviceGate, GateHold, gate_for
-from toolchain.jail import (
+from kernelvault.toolchain.device_gate import DeviceGate, GateHold, gate_for
+from kernelvault.toolchain.jail import (
     ISOLATION_PROCESS,
     Isolation,
     gpu_device_nodes,
 )
-from toolchain.sandbox import (
+from kernelvault.toolchain.sandbox import (
     SandboxLimits,
     SandboxResult,
     crash_result,
@@ -134,8 +134,7 @@ def serve(kind: str) -> int:
     key = read_seal().encode()  # before anything else: no candidate code exists yet
     replies = os.fdopen(int(os.environ.pop("KV_RESULT_FD")), "wb")
     import torch
-
-    from toolchain.integrity import PatchSnapshot, patch_targets
+    from kernelvault.toolchain.integrity import PatchSnapshot, patch_targets
 
     torch.set_grad_enabled(False)
     if kind == "candidate":
@@ -143,16 +142,15 @@ def serve(kind: str) -> int:
         # deterministic mode of a CPU check imports it. Imported before the snapshots are taken, so that
         # what changes afterwards was the candidate.
         import torch._dynamo  # noqa: F401
-
-        from toolchain.candidate_worker import CandidateHost
+        from kernelvault.toolchain.candidate_worker import CandidateHost
 
         host: Any = CandidateHost()
     elif kind == "reference":
-        from toolchain.reference_worker import ReferenceHost
+        from kernelvault.toolchain.reference_worker import ReferenceHost
 
         host = ReferenceHost()
     else:
-        from toolchain.cross_compile import CrossCompileHost
+        from kernelvault.toolchain.cross_compile import CrossCompileHost
 
         host = CrossCompileHost()
     os.environ["TMPDIR"] = os.environ.get("TMPDIR", "/tmp")
@@ -209,7 +207,7 @@ class PersistentWorker:
     """One long-lived worker process of one kind; `request` sends it one request and waits for the reply.
 
     Not thread-safe: one thread owns a worker (the process dies with the thread that started it, see
-    `toolchain.sandbox`), and the executor gives each verification lane its own.
+    `kernelvault.toolchain.sandbox`), and the executor gives each verification lane its own.
     """
 
     def __init__(self, kind: str, env: dict[str, str], limits: SandboxLimits, plan: WorkerPlan,
@@ -273,7 +271,7 @@ class PersistentWorker:
                # torch sets it lazily on first use; set here, so a change to it is the candidate's
                "TORCHINDUCTOR_CACHE_DIR": str(self._home / "cache" / "inductor")}  # fmt: skip
         try:
-            self._process = start_sandboxed([self.plan.python, "-m", "toolchain.device_worker", self.kind], self._home,
+            self._process = start_sandboxed([self.plan.python, "-m", f"{__package__}.device_worker", self.kind], self._home,
                                             limits, env, self._key, stdin=subprocess.PIPE, pass_fds=(write_end,),
                                             jail=jail)  # fmt: skip
         finally:
@@ -460,7 +458,7 @@ class PersistentWorker:
 
 def worker_kind(module: str) -> str:
     """The worker kind that runs a job the verifier addresses to `module`."""
-    return "candidate" if module == "toolchain.candidate_worker" else "cross_compile"
+    return "candidate" if module == f"{__package__}.candidate_worker" else "cross_compile"
 
 
 class WorkerLane:
@@ -504,7 +502,7 @@ class WorkerLane:
         job = {**job, "module_name": f"kv_candidate_{os.getpid()}_{id(self)}_{self._jobs}"}
         if worker_kind(module) == "cross_compile":
             return self._cross_compile(job, limits, env)
-        from toolchain.judge import run_check
+        from kernelvault.toolchain.judge import run_check
 
         candidate = self._worker("candidate", job, limits, env)
         reference = self._worker("reference", job, limits, env)

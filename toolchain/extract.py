@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from toolchain.source_tree import parse as parse_source
+from kernelvault.toolchain.source_tree import parse as parse_source
 
 # A fence opens with ``` or ~~~ (three or more), an optional info string, and closes with the same.
 _FENCE = re.compile(

@@ -5,7 +5,7 @@ a `test_*` function that calls the reference on a few inputs, usually run by a m
 (`test_results = test_add()`). TritonBench-T ships 166 of these; kernel-generation pipelines derive the
 same functional form from `nn.Module` programs.
 
-How such a task is checked, in the same protocol as a module task (`toolchain.judge`):
+How such a task is checked, in the same protocol as a module task (`kernelvault.toolchain.judge`):
 
 - **Inputs are the test's own calls, recorded.** The reference's worker runs the test with the entry
   function replaced by a recorder, under a seed the parent drew; each call's arguments (positional, then
@@ -67,7 +67,7 @@ class FunctionLayout:
     entries: tuple[str, ...]  # every reference function the test calls (a forward and a backward, say)
     performance: str | None = None  # the embedded performance-input program, where the task has one
     # True: the entries are Triton kernels the test launches as `name[grid](...)` (ROCmBench's layout,
-    # `toolchain.kernel_tasks`); a candidate defines kernels of the same names, not Python functions.
+    # `kernelvault.toolchain.kernel_tasks`); a candidate defines kernels of the same names, not Python functions.
     kernels: bool = False
 
 
@@ -339,8 +339,7 @@ def function_module(functions: dict[str, Callable[..., Any]], device: Any) -> An
     """The task's functions as a module whose forward makes every call of a case, each `[name, args,
     kwargs]` (see the module docstring); on the CPU, under `device_redirect`."""
     import torch
-
-    from toolchain.kernel_tasks import replay_grid
+    from kernelvault.toolchain.kernel_tasks import replay_grid
 
     on_cpu = getattr(device, "type", device) == "cpu"
 
@@ -353,7 +352,9 @@ def function_module(functions: dict[str, Callable[..., Any]], device: Any) -> An
             results = []
             with device_redirect(device) if on_cpu else contextlib.nullcontext():
                 for name, args, kwargs, *launch in calls:
-                    if launch:  # a kernel launch `[name, args, kwargs, grid]` (`toolchain.kernel_tasks`)
+                    if (
+                        launch
+                    ):  # a kernel launch `[name, args, kwargs, grid]` (`kernelvault.toolchain.kernel_tasks`)
                         self.functions[name][replay_grid(launch[0])](*args, **kwargs)
                         returned = None  # a launch's handle is no result: its outputs are its arguments
                     else:
@@ -369,13 +370,13 @@ def record_calls(
 ) -> list[list[Any]]:
     """Run the test in a copy of the reference's `namespace` with the entries recorded; the calls it made,
     each `[name, args, kwargs]` as they were before the call. Raises FunctionTaskError when it makes none.
-    A kernel layout's pytest tests are run by `toolchain.kernel_tasks.record_launches` instead."""
+    A kernel layout's pytest tests are run by `kernelvault.toolchain.kernel_tasks.record_launches` instead."""
     import random
 
     import torch
 
     if layout.kernels:
-        from toolchain.kernel_tasks import record_launches
+        from kernelvault.toolchain.kernel_tasks import record_launches
 
         return record_launches(layout, namespace, seed, device, which)
 

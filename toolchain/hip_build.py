@@ -17,7 +17,7 @@ name in the cache directory and renamed into place (atomic on one filesystem), s
 never see half a library; failures are cached too (a resubmitted broken kernel costs nothing). The
 cache is bounded: the least recently used entries go when it grows past its size.
 
-The compiler runs in the jail (`toolchain.jail`, where the machine has one) and `toolchain.sandbox` (a
+The compiler runs in the jail (`kernelvault.toolchain.jail`, where the machine has one) and `kernelvault.toolchain.sandbox` (a
 stripped environment, a wall-clock limit): it reads untrusted source, and preprocessor tricks
 (`#include "/root/..."`, `-fplugin=`) see only the system's read-only files and the build's own folder. The
 cache is filled from outside: the jailed compiler writes into its build folder, and this process copies
@@ -38,8 +38,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolchain.jail import Isolation
-from toolchain.sandbox import SandboxLimits, folder_jail, run_sandboxed
+from kernelvault.toolchain.jail import Isolation
+from kernelvault.toolchain.sandbox import SandboxLimits, folder_jail, run_sandboxed
 
 HIP_INCLUDE_DIR = Path(__file__).resolve().parent / "hip_include"
 DEFAULT_CPU_HIP_ARCH = "gfx90a"  # Debian's ROCm 5.2 clang knows gfx90a and gfx940, not gfx942

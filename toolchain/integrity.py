@@ -15,12 +15,12 @@ failure message):
 - `side_stream`: a kernel was launched on a stream other than the default one (GPU).
 (Checked by the worker itself: `no_kernel_launched`, `modified_inputs`, `output_aliases_input`,
 `tensor_subclass`; by the parent: `nondeterministic`, `cached_results`; statically: `fallback`, and every
-rule of `toolchain.static_wall`.)
+rule of `kernelvault.toolchain.static_wall`.)
 
 These are tripwires, not walls: they live in the candidate's process, and code that reaches below Python
 (or past the static wall) can switch them off. What makes that pointless is elsewhere: the candidate's
-process holds no expected output, no seed and no judge (`toolchain.judge` decides in the parent), the jail
-(`toolchain.jail`) bounds what its process can reach, and the static wall refuses the machinery these
+process holds no expected output, no seed and no judge (`kernelvault.toolchain.judge` decides in the parent), the jail
+(`kernelvault.toolchain.jail`) bounds what its process can reach, and the static wall refuses the machinery these
 checks would otherwise have to catch (`gc`, frames, `ctypes`, `torch._C`, threads, raw file calls).
 """
 
@@ -224,7 +224,7 @@ def patch_targets(extra_modules: Iterable[ModuleType] = ()) -> dict[str, Any]:
 # and pathlib too: Triton's NVIDIA backend writes the .ptx it hands to ptxas through
 # tempfile.NamedTemporaryFile, and the write must be judged by who asked for it (Triton), not by tempfile.
 _PLUMBING = (
-    "subprocess", "os", "threading", "_thread", "concurrent.futures", "toolchain.integrity", "shutil",
+    "subprocess", "os", "threading", "_thread", "concurrent.futures", __name__, "shutil",
     "multiprocessing", "importlib", "functools", "contextlib", "ctypes", "sysconfig", "platform", "uuid",
     "distutils", "setuptools", "tempfile", "pathlib",
 )  # fmt: skip

@@ -27,7 +27,7 @@ as its child did. Everything it needs is the standard library and pyseccomp.
 What this does NOT do: limit GPU memory or GPU time (the device is shared; the sandbox's wall clock
 bounds time), hide the hardware (`/sys` is bound read-only: CUDA reads the PCI topology there), hide
 anything inside the jail from the candidate that shares its process (the harness's own memory is the
-candidate's to read: the harness keeps nothing there worth reading, see `toolchain.judge`), or stop a
+candidate's to read: the harness keeps nothing there worth reading, see `kernelvault.toolchain.judge`), or stop a
 candidate that finds a kernel exploit. Where the OS cannot build the jail (no user namespaces, not
 Linux), `probe_isolation` says so and the sandbox falls back to a plain process (`ISOLATION_PROCESS`),
 recorded in every verdict.
@@ -185,11 +185,15 @@ def _mode(path: str) -> int:
         return 0
 
 
-def python_read_only_paths(packages: tuple[str, ...] = ("toolchain", "kernelvault")) -> tuple[str, ...]:
+def python_read_only_paths() -> tuple[str, ...]:
     """What a worker's Python needs to see: the interpreter's installation, the virtual environment, the
-    site-packages on sys.path, and the project's own packages `packages` (not the project folder: it may
-    hold credentials, tests or other runs' output)."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the folder holding toolchain/
+    site-packages on sys.path, and the project's package (installed: the `kernelvault` folder; in a source
+    checkout: `kernelvault/` and the subpackage folders beside it, not the checkout itself: it may hold
+    credentials, tests or other runs' output)."""
+    import kernelvault
+
+    package = os.path.dirname(os.path.abspath(kernelvault.__file__))
+    here = os.path.dirname(package)  # the folder holding the package: a checkout, or site-packages
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix}
     paths = set(prefixes) | {os.path.dirname(os.path.realpath(sys.executable))}
     # Only the installation's own entries of sys.path: the others are a script's folder, the working
@@ -204,9 +208,13 @@ def python_read_only_paths(packages: tuple[str, ...] = ("toolchain", "kernelvaul
             and (inside or os.path.basename(entry) in ("site-packages", "dist-packages"))
         ):
             paths.add(entry)
-    for package in packages:
-        if os.path.isdir(os.path.join(here, package)):
-            paths.add(os.path.join(here, package))
+    paths.add(package)
+    for folder in kernelvault.__path__[1:]:  # a checkout: its subpackage folders, not the checkout
+        paths.update(
+            os.path.join(folder, name)
+            for name in kernelvault.SUBPACKAGES
+            if os.path.isdir(os.path.join(folder, name))
+        )
     for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):  # wheels unpacked beside the install
         if entry and os.path.isdir(entry) and os.path.realpath(entry) != os.path.realpath(here):
             paths.add(entry)

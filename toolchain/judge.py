@@ -9,7 +9,7 @@
 Why the check lives here and not in the candidate's process: whatever that process holds, a candidate that
 has read our source can find (the garbage collector, its frames, `/proc/self/mem`) or forge (a reply, a
 seal, a judgement). So it holds nothing worth finding:
-- no expected outputs: the task's reference runs in another jailed process (`toolchain.reference_worker`),
+- no expected outputs: the task's reference runs in another jailed process (`kernelvault.toolchain.reference_worker`),
   which writes them to files only the parent reads;
 - no seeds: the parent draws a fresh seed for every input set of every job from `secrets`, and the
   candidate's process receives a case's inputs only when it must run them (the timed calls' inputs when
@@ -36,13 +36,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from toolchain.compare import Comparison, compare_outputs
-from toolchain.tensor_files import TensorFileError, read_tensors
+from kernelvault.toolchain.compare import Comparison, compare_outputs
+from kernelvault.toolchain.tensor_files import TensorFileError, read_tensors
 
 if TYPE_CHECKING:
-    from toolchain.device_gate import GateHold
-    from toolchain.device_worker import PersistentWorker
-    from toolchain.sandbox import SandboxResult
+    from kernelvault.toolchain.device_gate import GateHold
+    from kernelvault.toolchain.device_worker import PersistentWorker
+    from kernelvault.toolchain.sandbox import SandboxResult
 
 
 @dataclass
@@ -53,7 +53,7 @@ class ProtocolCosts:
     reading the files it judges; `answer_seconds`: comparing them; `reference_seconds`: the reference
     worker's requests (inputs, expected outputs, its timing); `timed_seconds`: the candidate's timed
     requests, the time stage as the parent saw it; `gate_seconds`: what the lane waited at its device's gate
-    (`toolchain.device_gate`): the lane's wait, not the candidate's work.
+    (`kernelvault.toolchain.device_gate`): the lane's wait, not the candidate's work.
     """
 
     messages: int = 0
@@ -292,7 +292,7 @@ class _Check:
         inputs = [self.hand_over(str(entry["inputs"])) for entry in files]
         spot = {str(index): str(self.outputs(f"timed-{case['name']}-{index}")) for index in spot_checks}
         # A function that changes its arguments (an optimiser step) is timed on fresh copies of them, on both
-        # sides, so that its timed results are still the ones expected (`toolchain.function_tasks`).
+        # sides, so that its timed results are still the ones expected (`kernelvault.toolchain.function_tasks`).
         fresh = bool(prepared.get("mutates_arguments"))
         timed = self.ask_candidate({"op": "time", "init_path": init, "weight_seed": weight_seed, "inputs_paths": inputs,
                                     "repetitions": repetitions, "warmup": warmup, "spot_outputs": spot,

@@ -7,7 +7,7 @@ part) and store the outputs in `result_gold[request.node.name]`; a `test_perform
 parametrisation; `test_save_*` functions that write files. `function_tasks.function_layout` finds the
 task's entries: the reference kernels the test launches (`FunctionLayout.kernels`).
 
-How such a task is checked, through the same protocol as function tasks (`toolchain.function_tasks`):
+How such a task is checked, through the same protocol as function tasks (`kernelvault.toolchain.function_tasks`):
 
 - **Inputs are the test's own launches, recorded.** The reference's worker runs the test part with a
   stand-in `pytest` (`parametrize` records its parameter sets, the decorators are evaluated for real since
@@ -55,7 +55,7 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from toolchain.function_tasks import (
+from kernelvault.toolchain.function_tasks import (
     FunctionLayout,
     FunctionTaskError,
     clone_value,

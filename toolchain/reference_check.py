@@ -3,7 +3,7 @@
 A reference is broken when it raises or produces NaN/Inf on random inputs, and degenerate when a
 do-nothing kernel could pass it: outputs that are all zero, constant, independent of the inputs, or
 that change between two runs on the same inputs (then no candidate can match it reliably). Each task
-runs in its own sandboxed process (`python -m toolchain.reference_check JOB.json`), so a task that
+runs in its own sandboxed process (`python -m kernelvault.toolchain.reference_check JOB.json`), so a task that
 crashes or hangs is reported and the others are still checked.
 """
 
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import kernelvault
 from kernelvault.contracts import Task
 
 _MAX_ISSUES_PER_TASK = 6
@@ -44,8 +45,7 @@ def _leaves(output: Any) -> list[Any]:
 def check_case(harness: Any, case: dict[str, Any]) -> list[str]:
     """Problems with one case of one reference (runs inside the worker)."""
     import torch
-
-    from toolchain.function_tasks import clone_value, same_values, tensor_leaves
+    from kernelvault.toolchain.function_tasks import clone_value, same_values, tensor_leaves
 
     function_task = getattr(harness, "layout", None) is not None
     with torch.no_grad():
@@ -109,8 +109,7 @@ def check_case(harness: Any, case: dict[str, Any]) -> list[str]:
 
 def _worker_main(job_path: Path) -> int:
     import torch
-
-    from toolchain.reference_worker import ReferenceHost
+    from kernelvault.toolchain.reference_worker import ReferenceHost
 
     job = json.loads(job_path.read_text())
     report: dict[str, Any] = {"cases_run": 0, "problems": []}
@@ -133,8 +132,8 @@ def _worker_main(job_path: Path) -> int:
 def check_task(
     task: Task, include_performance: bool, timeout_s: float, python: str = sys.executable
 ) -> TaskReport:
-    from toolchain.sandbox import SandboxLimits, folder_jail, run_sandboxed
-    from toolchain.verify import resolve_isolation
+    from kernelvault.toolchain.sandbox import SandboxLimits, folder_jail, run_sandboxed
+    from kernelvault.toolchain.verify import resolve_isolation
 
     workdir = Path(tempfile.mkdtemp(prefix="kv-taskcheck-"))
     try:
@@ -147,10 +146,10 @@ def check_task(
             "entry": task.entry,
         }
         (workdir / "job.json").write_text(json.dumps(job))
-        project_root = str(Path(__file__).resolve().parents[1])
+        project_root = str(Path(kernelvault.__file__).resolve().parents[1])  # the folder holding the package
         workdir.chmod(0o755)
         jail = folder_jail(resolve_isolation(os.environ.get("KV_ISOLATION", "auto"), python), workdir)
-        run = run_sandboxed([python, "-m", "toolchain.reference_check", str(workdir / "job.json")], workdir,
+        run = run_sandboxed([python, "-m", f"{__package__}.reference_check", str(workdir / "job.json")], workdir,
                             SandboxLimits(timeout_s, None, cpu_threads=2), {"PYTHONPATH": project_root, "TRITON_INTERPRET": "1"},
                             jail=jail)  # fmt: skip
         result_path = workdir / "result.json"

@@ -1,7 +1,7 @@
 """The reference's side of a check: the task's inputs and expected outputs, and the reference's timing.
 
-Runs inside its own jailed worker process (`toolchain.device_worker`, kind `reference`), never beside a
-candidate. The parent (`toolchain.judge`) asks it, one request at a time:
+Runs inside its own jailed worker process (`kernelvault.toolchain.device_worker`, kind `reference`), never beside a
+candidate. The parent (`kernelvault.toolchain.judge`) asks it, one request at a time:
 
     prepare  for one case: the init inputs, and for each input set the parent names (with the seed the
              parent drew for it) the inputs and, where asked, the reference's output on them. All go to
@@ -21,9 +21,8 @@ from types import ModuleType
 from typing import Any
 
 import torch
-
-from toolchain.candidate_worker import load_module, one_line_error, sync_device
-from toolchain.function_tasks import (
+from kernelvault.toolchain.candidate_worker import load_module, one_line_error, sync_device
+from kernelvault.toolchain.function_tasks import (
     PERFORMANCE_INPUTS_OVERRIDE,
     FunctionLayout,
     clone_value,
@@ -34,9 +33,9 @@ from toolchain.function_tasks import (
     same_values,
     tensor_leaves,
 )
-from toolchain.kernel_tasks import untimed_autotuning
-from toolchain.tensor_files import read_tensors, write_tensors
-from toolchain.timing import time_on_device
+from kernelvault.toolchain.kernel_tasks import untimed_autotuning
+from kernelvault.toolchain.tensor_files import read_tensors, write_tensors
+from kernelvault.toolchain.timing import time_on_device
 
 
 def to_device(value: Any, device: torch.device) -> Any:
@@ -94,7 +93,7 @@ class TaskHarness:
 
 
 class FunctionHarness:
-    """A function task's reference (`toolchain.function_tasks`): no init inputs, and each input set is the
+    """A function task's reference (`kernelvault.toolchain.function_tasks`): no init inputs, and each input set is the
     list of calls its test makes under the set's seed."""
 
     def __init__(self, module: ModuleType, layout: FunctionLayout, device: torch.device) -> None:
@@ -102,10 +101,10 @@ class FunctionHarness:
         self.layout = layout
         self.device = device
         self.performance_inputs = False  # the case's inputs: the test's calls, or the perf program's
-        self.which = "correctness"  # a kernel task's tests to record (`toolchain.kernel_tasks`)
+        self.which = "correctness"  # a kernel task's tests to record (`kernelvault.toolchain.kernel_tasks`)
 
     def apply(self, overrides: dict[str, Any]) -> None:
-        # A kernel task's case names which of its tests it records (`toolchain.kernel_tasks`); a function
+        # A kernel task's case names which of its tests it records (`kernelvault.toolchain.kernel_tasks`); a function
         # task's, whether its inputs are the test's calls or its perf program's.
         known = {"tests"} if self.layout.kernels else {PERFORMANCE_INPUTS_OVERRIDE}
         unknown = sorted(set(overrides) - known)

@@ -1,6 +1,6 @@
 """Run untrusted candidate code in a separate process, with limits, and report what happened.
 
-Two layers. The jail (`toolchain.jail`, where the OS allows it: Linux with user namespaces, or root) is the
+Two layers. The jail (`kernelvault.toolchain.jail`, where the OS allows it: Linux with user namespaces, or root) is the
 wall: its own namespaces, an unprivileged user, a read-only system, a private /tmp, a seccomp filter, and
 every process of the job killed with it. Around it, this module keeps what holds with or without a jail:
 
@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolchain.jail import (
+from kernelvault.toolchain.jail import (
     ISOLATION_JAIL,
     Isolation,
     JailSpec,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from toolchain.source_tree import parse as parse_source
+from kernelvault.toolchain.source_tree import parse as parse_source
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def _pytorch_fallback(tree: ast.Module) -> str | None:
 
 def check_triton_candidate(code: str, entries: tuple[str, ...] = (), kernels: bool = False) -> StaticResult:
     """`entries`: a function task's functions, which the candidate defines instead of ModelNew; with
-    `kernels`, Triton kernels the task's test launches as `name[grid](...)` (`toolchain.kernel_tasks`)."""
+    `kernels`, Triton kernels the task's test launches as `name[grid](...)` (`kernelvault.toolchain.kernel_tasks`)."""
     try:
         tree = parse_source(code)
     except SyntaxError as error:

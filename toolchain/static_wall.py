@@ -1,6 +1,6 @@
 """The static wall: what a candidate's source may reach, decided before any of it runs.
 
-The watchers inside the candidate's process (`toolchain.integrity`) are tripwires: code in that process can
+The watchers inside the candidate's process (`kernelvault.toolchain.integrity`) are tripwires: code in that process can
 switch them off, with the interpreter's own machinery (frames, the garbage collector, `ctypes`, `torch._C`,
 raw file and process calls). An honest kernel needs none of that machinery, so the wall refuses source
 that names it. Every rule has a one-line reason, the message names the line, and a rule's refusal is a
@@ -46,8 +46,8 @@ import ast
 import re
 from dataclasses import dataclass
 
-from toolchain.source_tree import parse as parse_source
-from toolchain.static_check import is_triton_jit
+from kernelvault.toolchain.source_tree import parse as parse_source
+from kernelvault.toolchain.static_check import is_triton_jit
 
 # Modules a candidate may import, and their submodules where the entry ends with ".*".
 ALLOWED_MODULES = (
@@ -85,6 +85,9 @@ MODULE_REASONS = {
 }  # fmt: skip
 # Attribute chains refused anywhere (`torch.compile(...)`, `triton.knobs.runtime...`).
 NAMESPACE_REASONS = {
+    # `kernelvault` is importable for `kernelvault.hip`; the harness's own packages live under it too
+    **{f"kernelvault.{package}": "the harness's own code" for package in (
+        "toolchain", "agents", "corpus", "pipelines", "sft", "rl", "tasks", "examples", "contracts", "cli")},
     "torch.compile": "torch.compile generates the kernels", "torch.jit": "TorchScript", "torch.fx": "graph capture",
     "torch.library": "custom operators", "torch.ops": "operators by name", "torch.overrides": "function modes",
     "torch.profiler": "the profiler", "torch.autograd.profiler": "the profiler", "torch.autograd.graph": "autograd hooks",

@@ -2,30 +2,32 @@
 
 Task files are read, never executed, here: the structure and the optional `KERNELVAULT` extras are
 taken from the syntax tree (`ast.literal_eval`), so a broken or hostile task file cannot affect the
-pipeline's own process. References run only inside worker processes (see `toolchain.sandbox`).
+pipeline's own process. References run only inside worker processes (see `kernelvault.toolchain.sandbox`).
 A malformed task is reported with a one-line reason and skipped; the other tasks still load.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.resources
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelvault.contracts import Task, TaskCase, content_hash
-from toolchain.function_tasks import (
+from kernelvault.toolchain.function_tasks import (
     PERFORMANCE_INPUTS_OVERRIDE,
     FunctionTaskError,
     function_layout,
     performance_program_problem,
     with_performance_program,
 )
-from toolchain.source_tree import parse as parse_source
+from kernelvault.toolchain.source_tree import parse as parse_source
 
-BUNDLED_TASKS = Path(__file__).resolve().parents[1] / "tasks"
+from kernelvault.contracts import Task, TaskCase, content_hash
+
+BUNDLED_TASKS = Path(str(importlib.resources.files("kernelvault.tasks"))).resolve()  # package data
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 EXTRAS_NAME = "KERNELVAULT"
 _EXTRAS_KEYS = {
@@ -138,7 +140,7 @@ def parse_task(source: str, name: str, origin: str) -> Task:
 
 
 def _function_task(source: str, name: str, origin: str) -> Task:
-    """A reference function and its test (`toolchain.function_tasks`): one correctness case, the test's
+    """A reference function and its test (`kernelvault.toolchain.function_tasks`): one correctness case, the test's
     calls; timed on the same calls (a suite with larger inputs names them as performance cases)."""
     try:
         layout = function_layout(source, name)

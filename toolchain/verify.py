@@ -2,7 +2,7 @@
 
 This is the one public entry point of the toolchain: the pipeline, the agents and the RL reward
 adapters all call it. It never raises for anything the candidate does; every outcome is a `Verdict`.
-Candidate code runs only in sandboxed worker processes (`toolchain.sandbox`):
+Candidate code runs only in sandboxed worker processes (`kernelvault.toolchain.sandbox`):
 
 - `cpu`: the check worker runs kernels under the Triton interpreter and records each launch; a
   second worker cross-compiles the recorded launches for the AMD target. Nothing is timed, so the
@@ -25,6 +25,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from kernelvault.toolchain.extract import extract_code
+from kernelvault.toolchain.function_tasks import function_entries, test_imports
+from kernelvault.toolchain.hip_build import (
+    DEFAULT_CPU_HIP_ARCH,
+    HipBuildCache,
+    HipToolchainMissing,
+    compile_hip,
+    find_hip_compiler,
+    portability_issues,
+)
+from kernelvault.toolchain.jail import ISOLATION_PROCESS, Isolation, probe_isolation
+from kernelvault.toolchain.judge import ProtocolCosts
+from kernelvault.toolchain.platforms import AMD_WAVEFRONT, PlatformChoice, detect_platform, run_environment
+from kernelvault.toolchain.reward import DEFAULT_REWARD, RewardConfig, graded_reward, task_speedup
+from kernelvault.toolchain.sandbox import SandboxLimits, SandboxResult
+from kernelvault.toolchain.static_check import check_hip_candidate, check_triton_candidate
+from kernelvault.toolchain.static_wall import check_candidate
+
+import kernelvault
 from kernelvault.contracts import (
     Candidate,
     CaseCheck,
@@ -37,23 +56,6 @@ from kernelvault.contracts import (
     content_hash,
 )
 from kernelvault.hip import source_hash
-from toolchain.extract import extract_code
-from toolchain.function_tasks import function_entries, test_imports
-from toolchain.hip_build import (
-    DEFAULT_CPU_HIP_ARCH,
-    HipBuildCache,
-    HipToolchainMissing,
-    compile_hip,
-    find_hip_compiler,
-    portability_issues,
-)
-from toolchain.jail import ISOLATION_PROCESS, Isolation, probe_isolation
-from toolchain.judge import ProtocolCosts
-from toolchain.platforms import AMD_WAVEFRONT, PlatformChoice, detect_platform, run_environment
-from toolchain.reward import DEFAULT_REWARD, RewardConfig, graded_reward, task_speedup
-from toolchain.sandbox import SandboxLimits, SandboxResult
-from toolchain.static_check import check_hip_candidate, check_triton_candidate
-from toolchain.static_wall import check_candidate
 
 LOG_LIMIT = 4000  # characters of compiler/runtime log kept per stage (the agents' feedback reads it)
 
@@ -186,7 +188,7 @@ def _crash_message(run: SandboxResult, what: str) -> tuple[str, str]:
 
 
 class WorkerRunner(Protocol):
-    """Runs one worker job somewhere else than a fresh process (`toolchain.device_worker.WorkerLane`)."""
+    """Runs one worker job somewhere else than a fresh process (`kernelvault.toolchain.device_worker.WorkerLane`)."""
 
     def run(self, module: str, job: dict[str, Any], workdir: Path, limits: SandboxLimits,
             env: dict[str, str]) -> tuple[SandboxResult, dict[str, Any] | None]: ...  # fmt: skip
@@ -377,7 +379,7 @@ class Verifier:
         return self.config.hip_cache
 
     def _static_wall(self, code: str, target: str) -> str | None:
-        """The static wall's refusal (`toolchain.static_wall`), or None; off only when the config says so."""
+        """The static wall's refusal (`kernelvault.toolchain.static_wall`), or None; off only when the config says so."""
         if not self.config.static_wall:
             return None
         finding = check_candidate(code, target)
@@ -499,8 +501,8 @@ class Verifier:
         runner = getattr(self._local, "runner", None)
         if runner is not None:
             return runner.run(module, job, workdir, limits, env)
-        from toolchain.device_gate import DeviceGate
-        from toolchain.device_worker import WorkerLane
+        from kernelvault.toolchain.device_gate import DeviceGate
+        from kernelvault.toolchain.device_worker import WorkerLane
 
         lane = WorkerLane(
             self.config.python, "cpu", restart_every=1, gate=DeviceGate()
@@ -511,7 +513,7 @@ class Verifier:
             lane.close()
 
     def _worker_env(self, interpret: bool) -> dict[str, str]:
-        project_root = str(Path(__file__).resolve().parents[1])
+        project_root = str(Path(kernelvault.__file__).resolve().parents[1])  # the folder holding the package
         python_path = os.pathsep.join(filter(None, [project_root, os.environ.get("PYTHONPATH")]))
         # Each worker has its own Triton cache (toolchain.device_worker): one shared with candidates would be
         # theirs to poison.
@@ -548,7 +550,7 @@ class Verifier:
     def _verify_on_cpu(self, stages: _Stages, task: Task, code: str, workdir: Path) -> Verdict:
         check_started = time.perf_counter()
         job = self._check_job(task, workdir, timed=self.config.time_on_cpu)
-        run, result = self._run_worker("toolchain.candidate_worker", job, workdir,
+        run, result = self._run_worker(f"{__package__}.candidate_worker", job, workdir,
                                        self._check_limits(), self._worker_env(interpret=True))  # fmt: skip
         check_seconds = time.perf_counter() - check_started
         check = self._check_verdict_fields(run, result)
@@ -574,7 +576,7 @@ class Verifier:
                 "warp_size": AMD_WAVEFRONT,
             }  # fmt: skip
             limits = SandboxLimits(self.config.compile_timeout_s, None)
-            compile_run, compile_result = self._run_worker("toolchain.cross_compile", compile_job, workdir, limits,
+            compile_run, compile_result = self._run_worker(f"{__package__}.cross_compile", compile_job, workdir, limits,
                                                            self._worker_env(interpret=False))  # fmt: skip
             if compile_result is None:
                 kind, compile_log = _crash_message(compile_run, "the cross-compiler")
@@ -631,7 +633,7 @@ class Verifier:
         limits = self._check_limits()
         if hip and hip["hip_form"] == "load_inline":  # the extension is built inside the worker (slow path)
             limits = SandboxLimits(limits.timeout_s + self.config.compile_timeout_s, limits.memory_bytes)
-        run, result = self._run_worker("toolchain.candidate_worker", job, workdir,
+        run, result = self._run_worker(f"{__package__}.candidate_worker", job, workdir,
                                        limits, self._worker_env(interpret=False))  # fmt: skip
         seconds = time.perf_counter() - started
         check = self._check_verdict_fields(run, result)

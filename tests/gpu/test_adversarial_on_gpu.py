@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
-from pipelines.candidates import expected_options, outcome, outcome_matches
+from kernelvault.pipelines.candidates import expected_options, outcome, outcome_matches
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")]
@@ -49,11 +48,12 @@ def _stopped_by_the_wall(path: Path) -> bool:
 
 
 def _run(files: list[Path], static_wall: bool, out: Path) -> dict[str, dict]:
+    from kernelvault.pipelines.candidates import Attempt
+    from kernelvault.pipelines.corpus_job import run_corpus_job
+    from kernelvault.toolchain.tasks import LoadedTasks, load_task_file
+    from kernelvault.toolchain.verify import Verifier, VerifyConfig
+
     from kernelvault.contracts import Candidate
-    from pipelines.candidates import Attempt
-    from pipelines.corpus_job import run_corpus_job
-    from toolchain.tasks import LoadedTasks, load_task_file
-    from toolchain.verify import Verifier, VerifyConfig
 
     tasks = {name: load_task_file(ROOT / "tasks" / f"{name}.py") for name in {_task_name(f) for f in files}}
 

@@ -28,10 +28,10 @@ TARGETS = [target for target in os.environ.get("KV_GPU_TARGETS", "triton,hip").s
 @pytest.fixture(scope="module", params=TARGETS)
 def gpu_rows(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     target = request.param
-    from pipelines.candidates import ExampleCandidates
-    from pipelines.corpus_job import run_corpus_job
-    from toolchain.tasks import load_tasks
-    from toolchain.verify import Verifier, VerifyConfig
+    from kernelvault.pipelines.candidates import ExampleCandidates
+    from kernelvault.pipelines.corpus_job import run_corpus_job
+    from kernelvault.toolchain.tasks import load_tasks
+    from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
     out = tmp_path_factory.mktemp(f"gpu-corpus-{target}")
     verifier = Verifier(VerifyConfig(timeout_s=60.0))
@@ -73,8 +73,9 @@ def timing_table(rows: list[dict]) -> str:
 
 def expected_kind_on_device(origin: str) -> str | None:
     """The file name's kind, unless the example names another for this platform (`expect-cuda: KIND`)."""
+    from kernelvault.pipelines.candidates import expected_outcome
+
     from kernelvault.contracts import Candidate
-    from pipelines.candidates import expected_outcome
 
     relative = origin.removeprefix("example:")
     path = Path(__file__).resolve().parents[2] / "examples" / relative

@@ -16,6 +16,9 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU"),
 ]
 
+from kernelvault.toolchain.tasks import load_tasks  # noqa: E402
+from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
+
 from kernelvault.contracts import Candidate  # noqa: E402
 from tests.test_function_tasks import (  # noqa: E402
     NEGATE,
@@ -24,8 +27,6 @@ from tests.test_function_tasks import (  # noqa: E402
     TASKS,
     _answers,
 )
-from toolchain.tasks import load_tasks  # noqa: E402
-from toolchain.verify import Verifier, VerifyConfig  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-
-from pipelines.candidates import expected_options, outcome
+from kernelvault.pipelines.candidates import expected_options, outcome
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")]
@@ -23,9 +22,10 @@ SUITE = ROOT / "tests" / "adversarial" / "hip_hostile"
 
 
 def test_hostile_hip_candidates_are_caught_with_their_reason(tmp_path: Path) -> None:
+    from kernelvault.toolchain.tasks import load_task_file
+    from kernelvault.toolchain.verify import Verifier, VerifyConfig
+
     from kernelvault.contracts import Candidate
-    from toolchain.tasks import load_task_file
-    from toolchain.verify import Verifier, VerifyConfig
 
     verifier = Verifier(VerifyConfig(timeout_s=60.0, hip_cache=tmp_path / "hip"))
     lines = ["| candidate | expected | got | reward |", "|---|---|---|---|"]

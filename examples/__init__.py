@@ -1,0 +1,1 @@
+"""Bundled example candidates (data: `triton/`, `hip/`; `kernelvault.pipelines.candidates`)."""

@@ -1,0 +1,95 @@
+"""The package as a user installs it: one top-level name, data inside it, and a main job that runs from
+another folder with no checkout in sight (issue #20: "a package that installs as one name").
+
+The wheel is built from a copy of the tracked files (a build writes `build/` and `*.egg-info` beside the
+sources) and installed with `pip install --target`; the checks run with `python -S` and an explicit path
+(the installed folder, then this environment's site-packages for torch and the rest), so no `.pth` of the
+development install (its editable finder) can make a checkout's module importable by accident.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("package")
+    source = work / "source"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in filter(None, tracked.decode().split("\0")):
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
+    wheels = work / "wheels"
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run(
+        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(source)], check=True
+    )
+    [wheel] = wheels.glob("kernelvault-*.whl")
+    top = {name.split("/", 1)[0] for name in zipfile.ZipFile(wheel).namelist()}
+    assert top == {"kernelvault", f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.dist-info"}, top
+    site = work / "site"
+    subprocess.run(
+        [*pip, "install", "--no-deps", "--no-compile", "--target", str(site), str(wheel)], check=True
+    )
+    return site
+
+
+def _run(site: Path, cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env["PYTHONPATH"] = os.pathsep.join([str(site), sysconfig.get_paths()["purelib"]])
+    return subprocess.run([sys.executable, "-S", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)  # fmt: skip
+
+
+def test_the_installed_package_has_one_name_and_its_data(installed: Path, tmp_path: Path) -> None:
+    probe = """
+import importlib, importlib.resources, json
+found = {}
+for name in ("toolchain", "agents", "corpus", "pipelines", "sft", "rl"):
+    try:
+        importlib.import_module(name)
+        found[name] = "importable"
+    except ImportError:
+        found[name] = "missing"
+import kernelvault.toolchain.verify, kernelvault.pipelines.candidates, kernelvault.toolchain.tasks as tasks
+found["toolchain_file"] = kernelvault.toolchain.verify.__file__
+found["bundled_tasks"] = len(tasks.load_tasks(None).tasks)
+found["examples"] = str(kernelvault.pipelines.candidates.BUNDLED_EXAMPLES)
+print(json.dumps(found))
+"""
+    result = _run(installed, tmp_path, "-c", probe)
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    assert {name: found[name] for name in ("toolchain", "agents", "corpus", "pipelines", "sft", "rl")} == {
+        name: "missing" for name in ("toolchain", "agents", "corpus", "pipelines", "sft", "rl")
+    }
+    assert found["toolchain_file"].startswith(str(installed))
+    assert found["bundled_tasks"] > 50 and found["examples"].startswith(str(installed))
+
+
+def test_the_main_job_runs_from_another_folder_on_the_installed_package(
+    installed: Path, tmp_path: Path
+) -> None:
+    task = installed / "kernelvault" / "tasks" / "vector_add.py"
+    out = tmp_path / "out"
+    result = _run(installed, tmp_path, "-c", "from kernelvault.cli import main; main()", "corpus",
+                  "--target", "triton", "--tasks", str(task), "--out", str(out), "--platform", "cpu",
+                  "--no-progress")  # fmt: skip
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    rows = [row for shard in sorted(out.rglob("*.parquet")) for row in pq.read_table(shard).to_pylist()]
+    assert rows and {row["task_name"] for row in rows} == {"vector_add"}
+    assert any(row["correct"] for row in rows)  # the bundled example, found in the installed package data
