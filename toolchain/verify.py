@@ -1,4 +1,5 @@
-"""verify(): parse → static → compile → check → time → reward, for one Triton candidate.
+"""verify(): parse → static → compile → check → time → reward, for one candidate (Triton or HIP) of one task
+(module, function or kernel form).
 
 This is the one public entry point of the toolchain: the pipeline, the agents and the RL reward
 adapters all call it. It never raises for anything the candidate does; every outcome is a `Verdict`.
