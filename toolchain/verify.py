@@ -19,7 +19,6 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -213,11 +212,6 @@ class Prepared:
     hip: dict[str, Any] | None = None
 
 
-class _Deferred(Exception):
-    def __init__(self, prepared: Prepared) -> None:
-        self.prepared = prepared
-
-
 class Verifier:
     """Verifies candidates on one platform; cheap to build, safe to share across threads.
 
@@ -231,15 +225,6 @@ class Verifier:
         self.isolation: Isolation = resolve_isolation(self.config.isolation, self.config.python)
         self.environment: RunEnvironment = dataclasses.replace(run_environment(self.choice),
                                                                isolation=self.isolation.level)  # fmt: skip
-        # Per calling thread: the runner, and whether to stop before the device.
-        self._local = threading.local()
-
-    def __getstate__(self) -> dict[str, Any]:  # sent to a compile pool: the thread-local state stays here
-        return {key: value for key, value in self.__dict__.items() if key != "_local"}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._local = threading.local()
 
     def verify(self, task: Task, candidate: Candidate, runner: WorkerRunner | None = None) -> Verdict:
         return self.complete(self.prepare(task, candidate), runner)
@@ -249,37 +234,30 @@ class Verifier:
         if self.config.work_root is not None:
             self.config.work_root.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix="kv-verify-", dir=self.config.work_root))
-        self._local.defer = True
         try:
-            return Prepared(task, candidate.target, verdict=self._verify(task, candidate, workdir))
-        except _Deferred as deferred:
-            workdir = None  # type: ignore[assignment]  # complete() owns it now
-            return deferred.prepared
+            prepared = self._prepare(task, candidate, workdir)
         except Exception as error:  # noqa: BLE001 - a harness bug fails this attempt, never the whole run
-            return Prepared(
+            prepared = Prepared(
                 task, candidate.target, verdict=self._harness_error(task, candidate.target, error)
             )
-        finally:
-            self._local.defer = False
-            if workdir is not None and not self.config.keep_workdir:
-                shutil.rmtree(workdir, ignore_errors=True)
+        if prepared.verdict is not None and not self.config.keep_workdir:  # else complete() owns the folder
+            shutil.rmtree(workdir, ignore_errors=True)
+        return prepared
 
     def complete(self, prepared: Prepared, runner: WorkerRunner | None = None) -> Verdict:
         """Finish a prepared candidate on this platform's device (or the interpreter on cpu)."""
         if prepared.verdict is not None:
             return prepared.verdict
         workdir = Path(prepared.workdir)
-        self._local.runner = runner
         try:
             stages = _Stages()
             stages.records = list(prepared.stages)
             if prepared.route == "cpu":
-                return self._verify_on_cpu(stages, prepared.task, prepared.code, workdir)
-            return self._verify_on_gpu(stages, prepared.task, prepared.code, workdir, prepared.hip)
+                return self._verify_on_cpu(stages, prepared.task, prepared.code, workdir, runner)
+            return self._verify_on_gpu(stages, prepared.task, prepared.code, workdir, runner, prepared.hip)
         except Exception as error:  # noqa: BLE001 - a harness bug fails this attempt, never the whole run
             return self._harness_error(prepared.task, prepared.target, error)
         finally:
-            self._local.runner = None
             if not self.config.keep_workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
 
@@ -302,13 +280,12 @@ class Verifier:
         return self._finish(stages, task, "", target=target, failure_kind="infrastructure_error",
                             failure_message=message)  # fmt: skip
 
-    def _defer(self, route: str, stages: _Stages, task: Task, code: str, workdir: Path,
-               hip: dict[str, Any] | None = None) -> None:  # fmt: skip
-        if getattr(self._local, "defer", False):
-            target = "hip" if hip else "triton"
-            raise _Deferred(
-                Prepared(task, target, None, route, code, tuple(stages.records), str(workdir), hip)
-            )
+    @staticmethod
+    def _for_device(route: str, stages: _Stages, task: Task, code: str, workdir: Path,
+                    hip: dict[str, Any] | None = None) -> Prepared:  # fmt: skip
+        """What the CPU stages leave for a device stage (`complete`)."""
+        target = "hip" if hip else "triton"
+        return Prepared(task, target, None, route, code, tuple(stages.records), str(workdir), hip)
 
     def _finish(self, stages: _Stages, task: Task, code: str, **fields: Any) -> Verdict:
         started = time.perf_counter()
@@ -338,19 +315,26 @@ class Verifier:
             **{"compiled": False, "correct": False, "failure_kind": None, "failure_message": None, **fields},
         )  # fmt: skip
 
-    def _verify(self, task: Task, candidate: Candidate, workdir: Path) -> Verdict:
+    def _prepare(self, task: Task, candidate: Candidate, workdir: Path) -> Prepared:
+        """The CPU stages (parse, static, HIP's native build): a final verdict, or what a device stage
+        finishes (`complete`)."""
         stages = _Stages()
         started = time.perf_counter()
         extracted = extract_code(candidate.text)
         if extracted.code is None:
             stages.add("parse", "failed", time.perf_counter() - started, extracted.message)
-            return self._finish(stages, task, "", target=candidate.target, failure_kind="parse_error",
-                                failure_message=extracted.message)  # fmt: skip
+            verdict = self._finish(stages, task, "", target=candidate.target, failure_kind="parse_error",
+                                   failure_message=extracted.message)  # fmt: skip
+            return Prepared(task, candidate.target, verdict=verdict)
         code = extracted.code
         stages.add("parse", "passed", time.perf_counter() - started, extracted.message)
-
         if candidate.target == "hip":
-            return self._verify_hip(stages, task, code, workdir)
+            outcome = self._prepare_hip(stages, task, code, workdir)
+        else:
+            outcome = self._prepare_triton(stages, task, code, workdir)
+        return outcome if isinstance(outcome, Prepared) else Prepared(task, candidate.target, verdict=outcome)
+
+    def _prepare_triton(self, stages: _Stages, task: Task, code: str, workdir: Path) -> Verdict | Prepared:
         started = time.perf_counter()
         static = check_triton_candidate(code, function_entries(task), kernels=task.kernel_entry)
         if static.failure_kind is not None:
@@ -368,10 +352,8 @@ class Verifier:
         (workdir / "candidate.py").write_text(code)
         (workdir / "launches.jsonl").write_text("")
         if self.choice.platform == "cpu":
-            self._defer("cpu", stages, task, code, workdir)
-            return self._verify_on_cpu(stages, task, code, workdir)
-        self._defer("gpu", stages, task, code, workdir)
-        return self._verify_on_gpu(stages, task, code, workdir)
+            return self._for_device("cpu", stages, task, code, workdir)
+        return self._for_device("gpu", stages, task, code, workdir)
 
     def _hip_cache_folder(self) -> Path:
         """The HIP build cache, made if missing: a worker's jail binds it (read-only) when the worker starts,
@@ -390,7 +372,7 @@ class Verifier:
         # On cpu the Triton default (gfx942) is unknown to Debian's ROCm 5.2 clang: HIP takes gfx90a unless told.
         return self.config.arch if self.choice.platform == "cpu" else self.choice.arch
 
-    def _verify_hip(self, stages: _Stages, task: Task, code: str, workdir: Path) -> Verdict:
+    def _prepare_hip(self, stages: _Stages, task: Task, code: str, workdir: Path) -> Verdict | Prepared:
         started = time.perf_counter()
         if task.entry:
             message = (
@@ -426,8 +408,7 @@ class Verifier:
                                     failure_message=message)  # fmt: skip
             hip = {"language": "hip", "hip_form": "load_inline",
                    "inline_build_root": str(self.config.hip_cache / "inline")}  # fmt: skip
-            self._defer("gpu", stages, task, code, workdir, hip)
-            return self._verify_on_gpu(stages, task, code, workdir, hip)
+            return self._for_device("gpu", stages, task, code, workdir, hip)
 
         source = static.hip_source or ""
         started = time.perf_counter()
@@ -466,8 +447,7 @@ class Verifier:
                                 compile_log=trim(build.log) or message)  # fmt: skip
         hip = {"language": "hip", "hip_form": "native", "hip_library": str(build.library),
                "hip_source_sha": source_hash(source), "compile_log": trim(log)}  # fmt: skip
-        self._defer("gpu", stages, task, code, workdir, hip)
-        return self._verify_on_gpu(stages, task, code, workdir, hip)
+        return self._for_device("gpu", stages, task, code, workdir, hip)
 
     def _check_job(self, task: Task, workdir: Path, timed: bool) -> dict[str, Any]:
         return {
@@ -496,10 +476,9 @@ class Verifier:
         }
 
     def _run_worker(self, module: str, job: dict[str, Any], workdir: Path, limits: SandboxLimits,
-                    env: dict[str, str]) -> tuple[SandboxResult, dict[str, Any] | None]:  # fmt: skip
-        """Run a worker job on this thread's runner (persistent workers), else on a one-job worker: the
+                    env: dict[str, str], runner: WorkerRunner | None) -> tuple[SandboxResult, dict[str, Any] | None]:  # fmt: skip
+        """Run a worker job on `runner` (a lane's persistent workers), else on a one-job worker: the
         per-candidate way. Either way the reply is authenticated, and a check talks to its judge."""
-        runner = getattr(self._local, "runner", None)
         if runner is not None:
             return runner.run(module, job, workdir, limits, env)
         from kernelvault.toolchain.device_gate import DeviceGate
@@ -548,11 +527,12 @@ class Verifier:
             else None,
         }
 
-    def _verify_on_cpu(self, stages: _Stages, task: Task, code: str, workdir: Path) -> Verdict:
+    def _verify_on_cpu(self, stages: _Stages, task: Task, code: str, workdir: Path,
+                       runner: WorkerRunner | None) -> Verdict:  # fmt: skip
         check_started = time.perf_counter()
         job = self._check_job(task, workdir, timed=self.config.time_on_cpu)
         run, result = self._run_worker(f"{__package__}.candidate_worker", job, workdir,
-                                       self._check_limits(), self._worker_env(interpret=True))  # fmt: skip
+                                       self._check_limits(), self._worker_env(interpret=True), runner)  # fmt: skip
         check_seconds = time.perf_counter() - check_started
         check = self._check_verdict_fields(run, result)
         if check["failure_kind"] == "infrastructure_error" or check["failure_kind"] in (
@@ -578,7 +558,7 @@ class Verifier:
             }  # fmt: skip
             limits = SandboxLimits(self.config.compile_timeout_s, None)
             compile_run, compile_result = self._run_worker(f"{__package__}.cross_compile", compile_job, workdir, limits,
-                                                           self._worker_env(interpret=False))  # fmt: skip
+                                                           self._worker_env(interpret=False), runner)  # fmt: skip
             if compile_result is None:
                 kind, compile_log = _crash_message(compile_run, "the cross-compiler")
             elif compile_result.get("failure_kind") == "integrity_reject":
@@ -625,7 +605,7 @@ class Verifier:
             kernels=check["kernels"], compile_log=trim(compile_log), speedup=None, timings=timings,
         )  # fmt: skip
 
-    def _verify_on_gpu(self, stages: _Stages, task: Task, code: str, workdir: Path,
+    def _verify_on_gpu(self, stages: _Stages, task: Task, code: str, workdir: Path, runner: WorkerRunner | None,
                        hip: dict[str, Any] | None = None) -> Verdict:  # fmt: skip
         """Check and time on the device. `hip`: the HIP build (form, library, compile log) when not Triton."""
         target = "hip" if hip else "triton"
@@ -635,7 +615,7 @@ class Verifier:
         if hip and hip["hip_form"] == "load_inline":  # the extension is built inside the worker (slow path)
             limits = SandboxLimits(limits.timeout_s + self.config.compile_timeout_s, limits.memory_bytes)
         run, result = self._run_worker(f"{__package__}.candidate_worker", job, workdir,
-                                       limits, self._worker_env(interpret=False))  # fmt: skip
+                                       limits, self._worker_env(interpret=False), runner)  # fmt: skip
         seconds = time.perf_counter() - started
         check = self._check_verdict_fields(run, result)
         kind = check["failure_kind"]
