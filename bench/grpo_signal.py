@@ -102,7 +102,7 @@ def main() -> int:
         plotted = stats if split == TIER_SPLITS[1] else plotted
 
     if args.dataset:
-        from kernelvault.rl.cli import _attempt_rows
+        from kernelvault.cli.rl import _attempt_rows
 
         groups = diagnostics.groups_from_attempts(_attempt_rows(Path(args.dataset)), "attempt")
         text, stats = table(groups, args.threshold)

@@ -16,7 +16,6 @@ speedup distribution, the reward distribution and attempts to the first correct 
 
 from __future__ import annotations
 
-import argparse
 import base64
 import html
 import io
@@ -490,31 +489,3 @@ def write_report(
         markdown_document(views, title, {name: f"plots/{name}.png" for name in plots}), encoding="utf-8"
     )
     return ReportFiles(html_path, markdown_path, tuple(plot_paths))
-
-
-# ---------------------------------------------------------------------------------------------------
-# Command line (registered by kernelvault.cli)
-
-
-def add_report_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("report", help="compare evaluation runs side by side (HTML and Markdown)")
-    parser.add_argument(
-        "run_dirs", nargs="+", metavar="RUN_DIR", help="folders written by `kernelvault eval`"
-    )
-    parser.add_argument("--out", required=True, help="folder for report.html, report.md and plots/")
-    parser.add_argument("--title", default="KernelVault evaluation report")
-    parser.set_defaults(handler=cmd_report)
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    from kernelvault.cli import UsageError
-
-    try:
-        files = write_report([Path(p) for p in args.run_dirs], Path(args.out), args.title)
-    except (ReportInputError, FileNotFoundError) as error:
-        raise UsageError(str(error)) from None
-    print(f"report: {files.html.resolve()}")
-    print(
-        f"markdown: {files.markdown.resolve()} ({len(files.plots)} plots in {files.plots[0].parent.resolve()})"
-    )
-    return 0

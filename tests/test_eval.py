@@ -21,15 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kernelvault.pipelines.eval_report import add_report_parser
 from kernelvault.pipelines.evaluation import (
-    add_eval_parser,
     find_contamination,
     load_suite,
     read_training_corpus,
 )
 from test_report import chromium_check, find_chromium
 
+from kernelvault.cli.evaluate import register as add_eval_parser
+from kernelvault.cli.report import register as add_report_parser
 from kernelvault.simulated_openai import Answer, FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -304,7 +304,7 @@ URL = "http://127.0.0.1:9/v1"  # never contacted: each of these is refused befor
 def test_bad_eval_arguments_are_one_line_usage_errors(
     argv: list[str], message: str, monkeypatch, tmp_path
 ) -> None:  # noqa: ANN001
-    from kernelvault.cli import UsageError
+    from kernelvault.cli.common import UsageError
 
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(UsageError, match=message):
@@ -313,7 +313,7 @@ def test_bad_eval_arguments_are_one_line_usage_errors(
 
 
 def test_the_target_reaches_the_agent_job() -> None:
-    from kernelvault.pipelines.evaluation import _eval_config
+    from kernelvault.cli.evaluate import _eval_config
 
     parser = argparse.ArgumentParser()
     add_eval_parser(parser.add_subparsers())
@@ -325,7 +325,7 @@ def test_the_target_reaches_the_agent_job() -> None:
 
 
 def test_report_of_a_missing_folder_is_a_usage_error(tmp_path: Path) -> None:
-    from kernelvault.cli import UsageError
+    from kernelvault.cli.common import UsageError
 
     with pytest.raises(UsageError, match="no run folder"):
         cli("report", str(tmp_path / "absent"), "--out", str(tmp_path / "out"))

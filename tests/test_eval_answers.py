@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 from kernelvault.pipelines.eval_metrics import EvalSettings, SuiteTask, compute_eval_metrics, metric_rows
-from kernelvault.pipelines.eval_report import add_report_parser, load_runs
-from kernelvault.pipelines.evaluation import add_eval_parser
+from kernelvault.pipelines.eval_report import load_runs
+
+from kernelvault.cli.evaluate import register as add_eval_parser
+from kernelvault.cli.report import register as add_report_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "tritonbench"

@@ -9,6 +9,7 @@ development install (its editable finder) can make a checkout's module importabl
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -93,3 +94,25 @@ def test_the_main_job_runs_from_another_folder_on_the_installed_package(
     rows = [row for shard in sorted(out.rglob("*.parquet")) for row in pq.read_table(shard).to_pylist()]
     assert rows and {row["task_name"] for row in rows} == {"vector_add"}
     assert any(row["correct"] for row in rows)  # the bundled example, found in the installed package data
+
+
+def test_no_library_module_imports_the_command_line() -> None:
+    """The commands call the library, never the other way round (the cycle cli <-> evaluation, eval_report,
+    rl.cli, sft.cli is gone): nothing outside kernelvault/cli/ imports kernelvault.cli."""
+    library = [
+        ROOT / "kernelvault" / name
+        for name in ("contracts.py", "hip.py", "http_json.py", "simulated_openai.py")
+    ]
+    for package in ("toolchain", "agents", "corpus", "pipelines", "sft", "rl"):
+        library += sorted((ROOT / package).rglob("*.py"))
+    offenders = []
+    for path in library:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            if any(name == "kernelvault.cli" or name.startswith("kernelvault.cli.") for name in names):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert len(library) > 60 and offenders == []

@@ -13,9 +13,9 @@ import pytest
 from corpus_rows import example_code, row_for
 from kernelvault.corpus.schema import ATTEMPT_SCHEMA
 from kernelvault.rl import diagnostics
-from kernelvault.rl.cli import add_rl_parser
 
 from kernelvault.cli import UsageError
+from kernelvault.cli.rl import register as add_rl_parser
 
 
 def run_cli(*argv: str) -> int:

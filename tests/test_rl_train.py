@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from kernelvault.rl.cli import add_rl_parser
 from kernelvault.rl.config import ConfigError, load_config
 from kernelvault.rl.tiny_model import build_tiny_policy
 from kernelvault.rl.train import grpo_arguments
 
 from kernelvault.cli import UsageError
+from kernelvault.cli.rl import register as add_rl_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "rl" / "configs"

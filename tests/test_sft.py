@@ -24,7 +24,6 @@ pytest.importorskip("peft")
 
 import datasets  # noqa: E402
 import torch  # noqa: E402
-from kernelvault.sft.cli import main as sft_main  # noqa: E402
 from kernelvault.sft.config import load_config  # noqa: E402
 from kernelvault.sft.data import (  # noqa: E402
     DatasetSource,
@@ -37,6 +36,7 @@ from kernelvault.sft.data import (  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
 from kernelvault.cli import main as kernelvault_main  # noqa: E402
+from kernelvault.cli.sft import main as sft_main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_YAML = ROOT / "sft" / "configs" / "tiny.yaml"

@@ -7,8 +7,8 @@
     kernelvault rl serve --host 0.0.0.0 --port 8900 --workers 8              the reward service
     kernelvault rl tiny-model --out out/tiny-qwen3                           a tiny Qwen3 for smoke runs
 
-`add_rl_parser` registers them on the `kernelvault` command line (handlers take the parsed arguments
-and return an exit code; bad input raises kernelvault.cli.UsageError).
+`register` adds them to the `kernelvault` command line (handlers take the parsed arguments and return
+an exit code; bad input raises kernelvault.cli.common.UsageError).
 """
 
 from __future__ import annotations
@@ -18,16 +18,15 @@ import dataclasses
 import os
 from pathlib import Path
 
+from kernelvault.cli.common import UsageError
 from kernelvault.contracts import PLATFORMS
 
 
 def _usage_error(message: str) -> Exception:
-    from kernelvault.cli import UsageError
-
     return UsageError(message)
 
 
-def add_rl_parser(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction) -> None:
     from kernelvault.rl.config import RLConfig
 
     rl = commands.add_parser(
@@ -176,9 +175,8 @@ def cmd_rl_diagnose(args: argparse.Namespace) -> int:
 
 
 def _attempt_rows(dataset: Path) -> list[dict]:  # noqa: ANN202
-    from kernelvault.corpus.stats import load_attempts
-
     from kernelvault.contracts import TARGETS
+    from kernelvault.corpus.stats import load_attempts
 
     folders = (
         [dataset / "data" / target for target in TARGETS]

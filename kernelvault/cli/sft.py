@@ -2,11 +2,11 @@
 
     kernelvault sft --config sft/configs/tiny.yaml --dataset out/triton          # a corpus folder
     kernelvault sft --config sft/configs/qwen3-8b-lora.yaml --dataset ORG/NAME --revision v1.0.0
-    accelerate launch --config_file sft/configs/accelerate-fsdp-8gpu.yaml -m kernelvault.sft.cli \\
+    accelerate launch --config_file sft/configs/accelerate-fsdp-8gpu.yaml -m kernelvault.cli.sft \\
         --config sft/configs/qwen3-8b-full-fsdp.yaml --dataset ORG/NAME
 
 Settings come from the YAML file, then from options (`--max-steps 20`); `kernelvault.sft.config` lists them all.
-`python -m kernelvault.sft.cli …` is the same command, for launchers that need a module.
+`python -m kernelvault.cli.sft …` is the same command, for launchers that need a module.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from kernelvault.cli.common import UsageError
 from kernelvault.sft.config import FIELDS, add_config_arguments, load_config
 
 
-def add_sft_parser(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "sft", help="fine-tune a model on a corpus version (TRL SFTTrainer) and measure its pass rate",
         description="Fine-tune on the sft config of a corpus version, then measure the pass rate on held-out "
@@ -29,8 +30,6 @@ def add_sft_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def cmd_sft(args: argparse.Namespace) -> int:
-    from kernelvault.cli import UsageError  # here, not at the top: kernelvault.cli imports this module
-
     overrides = {name: value for name, value in vars(args).items() if name in FIELDS}
     try:
         config = load_config(args.config, overrides)
@@ -57,10 +56,8 @@ def cmd_sft(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from kernelvault.cli import UsageError
-
-    parser = argparse.ArgumentParser(prog="python -m kernelvault.sft.cli")
-    add_sft_parser(parser.add_subparsers(dest="command", required=True))
+    parser = argparse.ArgumentParser(prog="python -m kernelvault.cli.sft")
+    register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["sft", *(sys.argv[1:] if argv is None else argv)])
     try:
         return args.handler(args)

@@ -1,0 +1,36 @@
+"""The `kernelvault` command line: one module per command, each with `register(commands)` and its handler.
+
+Usage errors (a missing file, a platform this machine cannot serve) print one line and exit 2. A
+candidate that fails verification is a result, not an error: exit 0. Library modules never import this
+package (tests/test_packaging.py checks it): the commands call the library, not the other way round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kernelvault.cli import corpus, evaluate, publish, release, report, rl, sft, stats, tasks, verify
+from kernelvault.cli.common import UsageError
+
+__all__ = ["UsageError", "build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kernelvault", description="Execution-verified GPU kernel corpora.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for command in (verify, corpus, release, publish, stats, tasks, evaluate, report, sft, rl):
+        command.register(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except UsageError as error:
+        print(f"kernelvault: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("kernelvault: interrupted", file=sys.stderr)
+        return 130

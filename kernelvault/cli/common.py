@@ -1,0 +1,111 @@
+"""What every command shares: the usage error (one line, exit 2), the platform and agent options, the
+verifier they build, and reading tasks and files the user named."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from kernelvault.contracts import PLATFORMS
+
+DEFAULT_OUT = Path("out")
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported as one line, exit code 2."""
+
+
+def add_platform_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--platform", choices=PLATFORMS, help="force the platform (default: detect a GPU, else cpu)"
+    )
+    parser.add_argument("--arch", help="target architecture (default: the GPU's, or gfx942 on cpu)")
+    parser.add_argument(
+        "--timeout", type=float, default=60.0, help="wall-clock seconds per candidate (default 60)"
+    )
+
+
+def add_agent_options(parser: argparse.ArgumentParser) -> None:
+    """The model-driven run's sampling, budget and concurrency options (`corpus` and `eval`)."""
+    parser.add_argument(
+        "--allow-unjailed",
+        action="store_true",
+        help="verify model-written kernels even where this machine cannot build an OS jail (they then run as "
+        "plain processes; every row records isolation=process)",
+    )
+    parser.add_argument(
+        "--keep-optimising",
+        action="store_true",
+        help="after a correct kernel, keep asking for faster ones until the turn budget is spent",
+    )
+    parser.add_argument("--concurrency", type=int, default=16, help="model requests in flight (default 16)")
+    parser.add_argument("--temperature", type=float, default=0.7)
+    parser.add_argument("--top-p", type=float, default=0.95)
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=8192, help="max tokens per answer (default 8192)"
+    )
+    parser.add_argument("--max-requests", type=int, help="request budget of the run")
+    parser.add_argument("--max-tokens", type=int, help="token budget of the run (prompt + completion)")
+    parser.add_argument(
+        "--workers", type=int, help="verifications in flight (default: cores on cpu, 1 per GPU)"
+    )
+
+
+def build_verifier(args: argparse.Namespace):  # noqa: ANN202 - imported lazily to keep --help fast
+    from kernelvault.toolchain.verify import Verifier, VerifyConfig
+
+    try:
+        return Verifier(VerifyConfig(platform=args.platform, arch=args.arch, timeout_s=args.timeout))
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def read_file(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{what} not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"cannot read {what} {path}: {error}") from None
+
+
+def load_tasks_or_exit(spec: str | None):  # noqa: ANN202
+    from kernelvault.toolchain.tasks import TaskFormatError, load_tasks
+
+    try:
+        loaded = load_tasks(spec)
+    except TaskFormatError as error:
+        raise UsageError(str(error)) from None
+    for where, why in loaded.errors:
+        print(f"skipped task {where}: {why}", file=sys.stderr)
+    for where, note in loaded.notes:
+        print(f"note, task {where}: {note}", file=sys.stderr)
+    if not loaded.tasks:
+        raise UsageError(f"no valid tasks in {spec or 'the bundled suite'}")
+    return loaded
+
+
+def eval_tasks(spec: str | None) -> list:  # noqa: ANN202
+    if not spec:
+        return []
+    loaded = load_tasks_or_exit(spec)
+    return list(loaded.tasks)
+
+
+def attempt_tables(dataset: Path) -> dict:  # noqa: ANN202
+    """config -> attempts table, for a corpus folder (data/<target>/) or a release folder (<target>/)."""
+    from kernelvault.contracts import TARGETS
+    from kernelvault.corpus.stats import load_attempts
+
+    tables = {}
+    for target in TARGETS:
+        for folder in (dataset / "data" / target, dataset / target):
+            if folder.is_dir() and any(folder.glob("*.parquet")):
+                tables[target] = load_attempts(folder)
+                break
+    if not tables:
+        raise UsageError(
+            f"no attempt shards in {dataset} (expected data/triton/ or triton/ with .parquet files)"
+        )
+    return tables

@@ -1,0 +1,36 @@
+"""`kernelvault release`: a release folder (configs) from a corpus."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kernelvault.cli.common import (
+    UsageError,
+    eval_tasks,
+)
+
+
+def cmd_release(args: argparse.Namespace) -> int:
+    from kernelvault.corpus.release import build_release
+
+    dataset, out = Path(args.dataset), Path(args.out)
+    if out.exists() and any(out.iterdir()):
+        raise UsageError(f"release folder {out} is not empty")
+    report = build_release(dataset, out, eval_tasks=eval_tasks(args.decontaminate))
+    for line in report.lines():
+        print(line)
+    print(f"release written to {out.resolve()}")
+    return 0
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    release = commands.add_parser(
+        "release", help="build a release folder (configs triton/hip/sft/rl) from a corpus"
+    )
+    release.add_argument("--dataset", required=True, help="corpus folder written by `kernelvault corpus`")
+    release.add_argument("--out", required=True, help="release folder to write (must be empty or absent)")
+    release.add_argument(
+        "--decontaminate", help="evaluation task set to drop from the release (same forms as --tasks)"
+    )
+    release.set_defaults(handler=cmd_release)

@@ -1,0 +1,71 @@
+"""`kernelvault verify`: one candidate against one task."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from kernelvault.cli.common import (
+    UsageError,
+    add_platform_options,
+    build_verifier,
+    read_file,
+)
+from kernelvault.contracts import Candidate
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from kernelvault.toolchain.tasks import TaskFormatError, parse_task
+
+    task_path, candidate_path = Path(args.task), Path(args.candidate)
+    task_source = read_file(task_path, "task")
+    candidate_text = read_file(candidate_path, "candidate")
+    try:
+        task = parse_task(task_source, task_path.stem, f"file:{task_path}")
+    except TaskFormatError as error:
+        raise UsageError(f"invalid task {task_path}: {error}") from None
+    verdict = build_verifier(args).verify(
+        task, Candidate(task.task_id, args.target, candidate_text, f"file:{candidate_path}")
+    )
+    environment = verdict.environment
+    if args.json:
+        summary = {
+            "task": task.name,
+            "compiled": verdict.compiled,
+            "correct": verdict.correct,
+            "speedup": verdict.speedup,
+            "reward": verdict.reward.total if verdict.reward else 0.0,
+            "failure_kind": verdict.failure_kind,
+            "failure_message": verdict.failure_message,
+            "platform": environment.platform if environment else None,
+            "device": environment.device if environment else None,
+            "arch": environment.arch if environment else None,
+            "verdict": verdict.to_dict(),
+        }
+        print(json.dumps(summary, default=str))
+        return 0
+    print(f"task       {task.name} ({task.task_id})")
+    print(
+        f"platform   {environment.platform if environment else '?'} · {environment.device if environment else ''}"
+    )
+    for stage in verdict.stages:
+        first_line = stage.log.splitlines()[0] if stage.log else ""
+        print(f"  {stage.name:<8} {stage.outcome:<8} {stage.seconds:7.2f}s  {first_line[:100]}")
+    print(f"compiled   {verdict.compiled}")
+    print(f"correct    {verdict.correct}")
+    print(f"speedup    {verdict.speedup if verdict.speedup is None else f'{verdict.speedup:.3f}x'}")
+    print(f"reward     {verdict.reward.total if verdict.reward else 0.0:.3f}")
+    if verdict.failure_kind:
+        print(f"failure    {verdict.failure_kind}: {verdict.failure_message}")
+    return 0
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    verify = commands.add_parser("verify", help="verify one candidate against one task")
+    verify.add_argument("--task", required=True, help="task file (KernelBench form)")
+    verify.add_argument("--candidate", required=True, help="candidate file (.py) or model answer (.md)")
+    verify.add_argument("--target", default="triton", choices=["triton", "hip"])
+    verify.add_argument("--json", action="store_true", help="print one JSON object")
+    add_platform_options(verify)
+    verify.set_defaults(handler=cmd_verify)
