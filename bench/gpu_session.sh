@@ -76,15 +76,15 @@ for bench in ${KV_BENCH:-timing hip_build}; do
                   ${KV_BENCH_EXTRA:-} --save "$KV_RESULTS_DIR/old_new-$(basename "$(realpath "$tree")").json") 2>&1 \
                  | tee -a "$KV_RESULTS_DIR/old_new.md" || status=1
              done ;;
-    # Issue #19's side-by-side on TritonBench-T (KV_TRITONBENCH: a checkout, or the parts of one, carried;
+    # Issue #19's side-by-side on TritonBench-T or -G (KV_TB_SUITE=T|G; KV_TRITONBENCH: a checkout, or the parts of one, carried;
     # KV_ANSWERS: its answers folder or one file). Both resume from what KV_SIDE_DIR holds (carried from the
     # last call), so a chunk that stops at its deadline is continued by the next call.
     tritonbench_eval) python3 bench/tritonbench_eval.py --checkout "${KV_TRITONBENCH:?}" --answers "${KV_ANSWERS:?}" \
-                        --out "${KV_SIDE_DIR:?}/tritonbench.jsonl" --procs "${KV_TB_PROCS:-16}" \
+                        --suite "${KV_TB_SUITE:-T}" --out "${KV_SIDE_DIR:?}/tritonbench-${KV_TB_SUITE:-T}.jsonl" --procs "${KV_TB_PROCS:-16}" \
                         --deadline-s "${KV_TB_DEADLINE_S:-480}" 2>&1 | tee "$KV_RESULTS_DIR/tritonbench_eval.log" || status=1 ;;
     tritonbench_kv) timeout -s INT -k 30 "${KV_KV_SECONDS:-480}" python3 -c "from kernelvault.cli import main; main()" \
-                      corpus --tasks "${KV_TRITONBENCH:?}/data/TritonBench_T_v1" --answers "${KV_ANSWERS:?}" \
-                      --out "${KV_SIDE_DIR:?}/kernelvault" --platform cuda --devices 0 --no-progress \
+                      corpus --tasks "${KV_TRITONBENCH:?}/data/TritonBench_${KV_TB_SUITE:-T}_v1" --answers "${KV_ANSWERS:?}" \
+                      --out "${KV_SIDE_DIR:?}/kernelvault-${KV_TB_SUITE:-T}" --platform cuda --devices 0 --no-progress \
                       --lanes-per-gpu "${KV_LANES:-4}" --compile-workers "${KV_COMPILE_WORKERS:-8}" 2>&1 \
                       | tail -n 40 | tee "$KV_RESULTS_DIR/tritonbench_kv.log"; echo "corpus exit ${PIPESTATUS[0]}" ;;
     hip_build) python3 bench/hip_build_time.py --out "$KV_RESULTS_DIR/hip_build_time.md" 2>&1 \

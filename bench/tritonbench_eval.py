@@ -1,4 +1,4 @@
-"""TritonBench's own evaluator (`EVAL/eval_T`) over models' answers, one verdict line per answer.
+"""TritonBench's own evaluator (`EVAL/eval_T`, `EVAL/eval_G`) over models' answers, one line per answer.
 
 The side-by-side of issue #19 sets these verdicts beside KernelVault's on the same answers and device
 (`bench/side_by_side.py` joins them). This runs TritonBench's code, imported from the checkout:
@@ -6,6 +6,10 @@ The side-by-side of issue #19 sets these verdicts beside KernelVault's on the sa
 - `0_call_acc.py`: `get_corresponding_files` (an answer's task, found by its description), `clear_code`
   (its extraction of the answer's code), `get_test` (the test after the file's separator) and
   `run_script_on_gpu` (answer + separator + test written to one file and run; **call** = exit status 0).
+- For TritonBench-G (`--suite G`), `eval_G/0_call_acc.py`: its answers are matched by their `label` in a
+  task's gold `output` (`get_file_order`, over a whole answer file as TritonBench calls it; an answer file
+  it cannot order as a whole falls back to the same rule per answer), its extraction is `process_code`
+  (the code block reduced to imports and function definitions), and its tests keep `result_gold`.
 - `1_exe_acc.py`'s criterion, **exe** = the run's stdout equals the gold file's stdout. TritonBench runs the
   gold file again for every answer; here it runs once per task (the same file, the same comparison).
 
@@ -40,6 +44,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -49,26 +54,46 @@ POSTLUDE = """
 
 import os as _kv_os
 try:
-    _kv_torch.save(test_results, _kv_os.environ["KV_RESULTS_PATH"])
+    _kv_torch.save({results}, _kv_os.environ["KV_RESULTS_PATH"])
 except Exception:
     pass
 """
+
+
+@dataclass(frozen=True)
+class Suite:
+    """Where one TritonBench channel keeps its evaluator, tasks and statistics, and what its tests name."""
+
+    evaluator: str  # EVAL/eval_X/0_call_acc.py
+    folder: str  # data/TritonBench_X_v1
+    statistics: str  # the JSON its evaluator reads
+    results: str  # the variable the test's results end up in
+
+
+SUITES = {
+    "T": Suite(
+        "EVAL/eval_T/0_call_acc.py", "data/TritonBench_T_v1", "data/TritonBench_T_v1.jsonl", "test_results"
+    ),
+    "G": Suite(
+        "EVAL/eval_G/0_call_acc.py", "data/TritonBench_G_v1", "data/TritonBench_G_v1.json", "result_gold"
+    ),
+}
 _module: ModuleType | None = None
-_timeout_s = 180.0
+_suite = SUITES["T"]
 
 
-def _load_call_acc(checkout: Path, timeout_s: float) -> ModuleType:
+def _load_call_acc(checkout: Path, suite: Suite, timeout_s: float) -> ModuleType:
     """TritonBench's 0_call_acc.py with its paths (written for its authors' machine) pointed at the checkout,
     this interpreter, and a time limit on its runs."""
-    source = (checkout / "EVAL" / "eval_T" / "0_call_acc.py").read_text()
+    source = (checkout / suite.evaluator).read_text()
     if sys.version_info < (3, 12):  # one of its print lines nests quotes in an f-string (Python 3.12 syntax)
         source = source.replace(
             'path.split("/")[-1].replace(".jsonl", "")', "path.split('/')[-1].replace('.jsonl', '')"
         )
     module = ModuleType("tb_call_acc")
-    exec(compile(source, str(checkout / "EVAL" / "eval_T" / "0_call_acc.py"), "exec"), module.__dict__)  # noqa: S102
-    module.statis_path = str(checkout / "data" / "TritonBench_T_v1.jsonl")  # a JSON list despite its name
-    module.py_folder = str(checkout / "data" / "TritonBench_T_v1")
+    exec(compile(source, str(checkout / suite.evaluator), "exec"), module.__dict__)  # noqa: S102
+    module.statis_path = str(checkout / suite.statistics)  # T's is a JSON list despite its .jsonl name
+    module.py_folder = str(checkout / suite.folder)
     module.py_interpreter = sys.executable
 
     def run_with_limit(*args: Any, **kwargs: Any) -> subprocess.CompletedProcess[str]:
@@ -100,10 +125,10 @@ def _use_cpu(scratch: Path) -> None:
     os.environ["TRITON_INTERPRET"] = "1"
 
 
-def _init(checkout: str, timeout_s: float) -> None:
-    global _module, _timeout_s
-    _module = _load_call_acc(Path(checkout), timeout_s)
-    _timeout_s = timeout_s
+def _init(checkout: str, suite: str, timeout_s: float) -> None:
+    global _module, _suite
+    _suite = SUITES[suite]
+    _module = _load_call_acc(Path(checkout), _suite, timeout_s)
 
 
 def _run(code: str, test: str, file_name: str, folder: str) -> dict[str, Any]:
@@ -114,7 +139,9 @@ def _run(code: str, test: str, file_name: str, folder: str) -> dict[str, Any]:
     printed = io.StringIO()
     started = time.monotonic()
     with contextlib.redirect_stdout(printed):
-        success, _ = _module.run_script_on_gpu(code, PRELUDE + test + POSTLUDE, file_name, folder, 0)
+        success, _ = _module.run_script_on_gpu(
+            code, PRELUDE + test + POSTLUDE.format(results=_suite.results), file_name, folder, 0
+        )
     text = printed.getvalue()
     out_marker, err_marker = (
         f"=== Output for {file_name} on GPU 0 ===\n",
@@ -129,11 +156,26 @@ def _run(code: str, test: str, file_name: str, folder: str) -> dict[str, Any]:
 
 def _gold(checkout: str, file_name: str, folder: str) -> dict[str, Any]:
     """The gold file run the same way (its reference code in the answer's place)."""
-    source = (Path(checkout) / "data" / "TritonBench_T_v1" / file_name).read_text()
+    source = (Path(checkout) / _suite.folder / file_name).read_text()
     assert _module is not None
     [test] = _module.get_test(_module.py_folder, [file_name])
     reference = source.split("#" * 146)[0]
     return _run(reference, test, file_name, folder)
+
+
+def _g_files(module: ModuleType, items: list[dict[str, Any]]) -> dict[int, str | None]:
+    """TritonBench-G's task file of each answer, by its label (`get_file_order`); per answer where the
+    whole file cannot be ordered (its assertions expect exactly the 184 answers of a complete file)."""
+    labels = [item.get("label", "") for item in items]
+    try:
+        return dict(enumerate(module.get_file_order(labels)))
+    except Exception:  # noqa: BLE001 - the same rule, one answer at a time
+        data = json.loads(Path(module.statis_path).read_text(encoding="utf-8"))
+        found: dict[int, str | None] = {}
+        for index, label in enumerate(labels):
+            label = label.replace("<|im_end|>", "").replace("<|EOT|>", "")
+            found[index] = next((entry["file"] for entry in data if label and label in entry["output"]), None)
+        return found
 
 
 def same_results(first: Any, second: Any, atol: float, rtol: float) -> bool:
@@ -191,10 +233,12 @@ def main() -> int:
     parser.add_argument(
         "--cpu", action="store_true", help="run on the CPU (device mapped, Triton interpreted)"
     )
+    parser.add_argument("--suite", choices=sorted(SUITES), default="T", help="TritonBench-T (default) or -G")
     parser.add_argument("--limit", type=int, default=0, help="at most this many answers per file (0: all)")
     args = parser.parse_args()
     started = time.monotonic()
-    module = _load_call_acc(args.checkout, args.timeout_s)
+    suite = SUITES[args.suite]
+    module = _load_call_acc(args.checkout, suite, args.timeout_s)
     files = sorted(args.answers.glob("*.jsonl")) if args.answers.is_dir() else [args.answers]
     done = set()
     if args.out.exists():
@@ -203,26 +247,31 @@ def main() -> int:
     for path in files:
         model = path.stem.removeprefix("output_")
         lines = path.read_text(encoding="utf-8").splitlines()
-        for number, line in enumerate(lines[: args.limit or None]):
-            if (path.name, number) in done or not line.strip():
+        items = [json.loads(line) for line in lines if line.strip()]
+        files_by_label = _g_files(module, items) if args.suite == "G" else {}
+        for number, item in enumerate(items[: args.limit or None]):
+            if (path.name, number) in done:
                 continue
-            item = json.loads(line)
             row: dict[str, Any] = {"file": path.name, "line": number, "model": model, "task": None}
             try:
-                instruction = item[next(iter(item))]  # TritonBench reads the first key's value
-                [row["task"]] = module.get_corresponding_files([instruction])
+                if args.suite == "G":
+                    row["task"] = files_by_label[number]
+                else:
+                    instruction = item[next(iter(item))]  # TritonBench reads the first key's value
+                    [row["task"]] = module.get_corresponding_files([instruction])
                 [test] = module.get_test(module.py_folder, [row["task"]])
             except Exception as error:  # noqa: BLE001 - TritonBench cannot place this answer
                 row["error"] = f"TritonBench cannot match it: {type(error).__name__}: {error}"[:300]
                 work.append({"row": row})
                 continue
-            work.append({"row": row, "code": module.clear_code(item["predict"]), "test": test})
+            extract = module.process_code if args.suite == "G" else module.clear_code
+            work.append({"row": row, "code": extract(item["predict"]), "test": test})
     print(f"{len(work)} answers to run ({len(done)} already in {args.out})", flush=True)
     scratch = Path(tempfile.mkdtemp(prefix="tb-eval-"))
     if args.cpu:
         _use_cpu(scratch)
     gold: dict[str, Future[dict[str, Any]]] = {}
-    with ProcessPoolExecutor(args.procs, initializer=_init, initargs=(str(args.checkout), args.timeout_s)) as pool, \
+    with ProcessPoolExecutor(args.procs, initializer=_init, initargs=(str(args.checkout), args.suite, args.timeout_s)) as pool, \
             args.out.open("a") as out:  # fmt: skip
         pending: dict[Future[dict[str, Any]], dict[str, Any]] = {}
         queue = list(work)
