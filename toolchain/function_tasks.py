@@ -44,7 +44,7 @@ import inspect
 import re
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -423,6 +423,22 @@ def record_calls(
     return calls
 
 
+@contextlib.contextmanager
+def module_standins(modules: dict[str, types.ModuleType]) -> Iterator[None]:
+    """`modules` in sys.modules while the block runs (what a task's own code imports by name: stand-ins for
+    pytest, a benchmark harness, the reference under the name its test uses), then what was there before."""
+    saved = {name: sys.modules.get(name) for name in modules}
+    sys.modules.update(modules)
+    try:
+        yield
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+
+
 def _perf_support_modules(program: str, scope: dict[str, Any]) -> dict[str, types.ModuleType]:
     """What a TritonBench perf program imports: `performance_utils` (its base class, here a stand-in that
     only keeps what the inputs need) and `TorchBench_v1.<task>` (the reference module: here `scope`, whose
@@ -473,12 +489,9 @@ def record_performance_calls(
     scope = dict(namespace)
     for name in layout.entries:
         scope[name] = recorder(name)
-    modules = _perf_support_modules(layout.performance, scope)
-    saved = {name: sys.modules.get(name) for name in modules}
-    sys.modules.update(modules)
     on_cpu = getattr(device, "type", device) == "cpu"
     program_scope: dict[str, Any] = {"__name__": "__kv_performance__", "__file__": "<performance>"}
-    try:
+    with module_standins(_perf_support_modules(layout.performance, scope)):
         exec(compile(layout.performance, "<performance>", "exec"), program_scope)  # noqa: S102 - the task's own
         metrics = program_scope["performance_metrics"]()
         torch.manual_seed(seed)
@@ -504,12 +517,6 @@ def record_performance_calls(
                 metrics.call_op(item)
             except _Recorded:
                 pass
-    finally:
-        for name, module in saved.items():
-            if module is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = module
     if not calls:
         raise FunctionTaskError(f"the performance program made no call of {layout.entry}")
     return calls

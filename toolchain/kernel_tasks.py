@@ -50,7 +50,6 @@ import contextlib
 import inspect
 import itertools
 import random
-import sys
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -60,6 +59,7 @@ from kernelvault.toolchain.function_tasks import (
     FunctionTaskError,
     clone_value,
     device_redirect,
+    module_standins,
     tensor_leaves,
 )
 
@@ -350,20 +350,6 @@ def _cuda_bookkeeping(on_cpu: bool) -> Iterator[None]:
             setattr(torch.cuda, name, value)
 
 
-@contextlib.contextmanager
-def _standins(modules: dict[str, types.ModuleType]) -> Iterator[None]:
-    saved = {name: sys.modules.get(name) for name in modules}
-    sys.modules.update(modules)
-    try:
-        yield
-    finally:
-        for name, module in saved.items():
-            if module is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = module
-
-
 def _id_part(value: Any, argname: str, index: int) -> str:
     if isinstance(value, (str, int, float, bool)) or value is None:
         return str(value)
@@ -488,7 +474,7 @@ def record_launches(
     np.random.seed(seed % (1 << 32))
     misses: list[str] = []
     redirect = device_redirect(device) if on_cpu else contextlib.nullcontext()
-    with _standins(standins), _cuda_bookkeeping(on_cpu), redirect:
+    with module_standins(standins), _cuda_bookkeeping(on_cpu), redirect:
         try:
             exec(compile(layout.test, "<test>", "exec"), scope)  # noqa: S102 - the task's test, in its jailed worker
         except Exception as error:  # noqa: BLE001 - the file's own failure, named in the refusal
