@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import defaultdict
 
 from kernelvault.agents.prompting import FUNCTION_VARIANT, feedback_templates
-
 from kernelvault.contracts import Verdict
 
 FEEDBACK_LOG_LIMIT = 1500  # characters of compiler/runtime log; long logs bury the first error

@@ -20,13 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from langgraph.graph import END, START, StateGraph
+
 from kernelvault.agents.client import ModelClient, ModelReply, SamplingSettings
 from kernelvault.agents.feedback import feedback_message
 from kernelvault.agents.prompting import initial_messages
-from kernelvault.toolchain.reward import DEFAULT_REWARD, RewardConfig, trajectory_return
-from langgraph.graph import END, START, StateGraph
-
 from kernelvault.contracts import Candidate, Task, Verdict
+from kernelvault.toolchain.reward import DEFAULT_REWARD, RewardConfig, trajectory_return
 
 VerifyFunction = Callable[[Task, Candidate], Verdict]
 

@@ -32,12 +32,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from kernelvault.contracts import Candidate  # noqa: E402
 from kernelvault.pipelines.candidates import expected_options, outcome, outcome_matches  # noqa: E402
 from kernelvault.toolchain.device_worker import WorkerLane  # noqa: E402
 from kernelvault.toolchain.tasks import load_task_file  # noqa: E402
 from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
-
-from kernelvault.contracts import Candidate  # noqa: E402
 
 HOSTILE = sorted((ROOT / "tests" / "adversarial" / "hostile").glob("*.py"))
 LAYERS = {

@@ -24,13 +24,13 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
+
+from kernelvault.contracts import Candidate  # noqa: E402
 from kernelvault.toolchain.candidate_worker import GLUE_KERNEL_MARKERS, DeviceRecord, _kernel_identifier  # noqa: E402
 from kernelvault.toolchain.device_worker import WorkerLane  # noqa: E402
 from kernelvault.toolchain.jail import probe_isolation  # noqa: E402
 from kernelvault.toolchain.tasks import load_task_file  # noqa: E402
 from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
-
-from kernelvault.contracts import Candidate  # noqa: E402
 
 
 @triton.jit

@@ -33,10 +33,9 @@ sys.path.insert(0, str(ROOT))
 from kernelvault.agents.client import EndpointConfig, SamplingSettings  # noqa: E402
 from kernelvault.pipelines.agent_job import AgentJobConfig, run_agent_job  # noqa: E402
 from kernelvault.pipelines.verify_pool import DeviceJob, VerifierPool  # noqa: E402
+from kernelvault.simulated_openai import Answer, FakeOpenAI  # noqa: E402
 from kernelvault.toolchain.tasks import LoadedTasks, load_task_file  # noqa: E402
 from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
-
-from kernelvault.simulated_openai import Answer, FakeOpenAI  # noqa: E402
 
 
 def busy_while_queued(jobs: list[DeviceJob], lane: int) -> tuple[float, float]:

@@ -27,13 +27,13 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.testing  # noqa: E402
+
+from kernelvault.contracts import Candidate  # noqa: E402
 from kernelvault.toolchain.candidate_worker import load_module  # noqa: E402
 from kernelvault.toolchain.reference_worker import TaskHarness  # noqa: E402
 from kernelvault.toolchain.tasks import load_task_file  # noqa: E402
 from kernelvault.toolchain.timing import time_on_device  # noqa: E402
 from kernelvault.toolchain.verify import Verifier  # noqa: E402
-
-from kernelvault.contracts import Candidate  # noqa: E402
 
 
 def measure(name: str, case_index: int, device: torch.device, repeats: int) -> str:

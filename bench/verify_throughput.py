@@ -45,6 +45,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from kernelvault.contracts import FAILURE_KINDS, Candidate, Task  # noqa: E402
 from kernelvault.pipelines.candidates import (  # noqa: E402
     Attempt,
     expected_options,
@@ -55,8 +56,6 @@ from kernelvault.pipelines.candidates import (  # noqa: E402
 from kernelvault.pipelines.corpus_job import percentile  # noqa: E402
 from kernelvault.toolchain.tasks import LoadedTasks, load_task_file  # noqa: E402
 from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
-
-from kernelvault.contracts import FAILURE_KINDS, Candidate, Task  # noqa: E402
 
 SMALL_TASKS = ("relu", "vector_add", "silu", "leaky_relu")
 BEHIND_WALL = False  # --static-wall off: the adversarial files' behind-wall expectations apply

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 from huggingface_hub import DatasetCard, DatasetCardData
+
 from kernelvault.corpus.schema import ATTEMPT_SCHEMA, SCHEMA_VERSION
 from kernelvault.corpus.stats import ConfigStats, format_table
 

@@ -47,9 +47,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from datasketch import MinHash, MinHashLSH
-from kernelvault.toolchain.tasks import EXTRAS_NAME
 
 from kernelvault.contracts import Task
+from kernelvault.toolchain.tasks import EXTRAS_NAME
 
 SHINGLE_SIZE = 5
 # Missing a duplicate costs more than a spurious LSH candidate (every candidate is confirmed with the

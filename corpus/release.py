@@ -27,12 +27,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
 from kernelvault.agents.prompting import SYSTEM_PROMPT, answer_from_code, task_prompt
+from kernelvault.contracts import TARGETS, Task
 from kernelvault.corpus.dedup import Contamination, find_contaminated_tasks, find_duplicates, normalized_hash
 from kernelvault.corpus.stats import load_attempts
 from kernelvault.toolchain.tasks import TaskFormatError, parse_task
-
-from kernelvault.contracts import TARGETS, Task
 
 ROWS_PER_FILE = 50_000
 MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string())])

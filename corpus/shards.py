@@ -19,6 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from kernelvault.corpus.schema import ATTEMPT_SCHEMA
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
 from kernelvault.corpus.schema import ATTEMPT_SCHEMA, SchemaVersionError, conform
 
 REWARD_MAX = 2.9  # the graded reward lies in [0, 2.9] (toolchain/reward.py)

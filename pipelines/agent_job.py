@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from kernelvault.agents.client import EndpointConfig, ModelClient, ProviderError, RunBudget, SamplingSettings
 from kernelvault.agents.graph import KernelAgent, Trajectory
 from kernelvault.agents.prompting import PROMPT_FILES, check_prompts
+from kernelvault.contracts import Candidate, Task
 from kernelvault.corpus.ledger import AttemptInfo, attempt_key
 from kernelvault.corpus.schema import attempt_row
 from kernelvault.corpus.shards import ShardWriter
@@ -38,8 +39,6 @@ from kernelvault.pipelines.corpus_job import (
 from kernelvault.pipelines.verify_pool import VerifierPool
 from kernelvault.toolchain.tasks import LoadedTasks
 from kernelvault.toolchain.verify import Verifier, require_jail_for_model_output
-
-from kernelvault.contracts import Candidate, Task
 
 if TYPE_CHECKING:
     from kernelvault.pipelines.ray_verify_pool import RayVerifierPool

@@ -40,9 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelvault.pipelines.candidates import Attempt
-
 from kernelvault.contracts import Candidate, Task
+from kernelvault.pipelines.candidates import Attempt
 
 # `Wrapper Entry Information: div(input, ...` or `... : def std(input, ...`; a dotted name keeps its last part.
 _ENTRY = re.compile(r"Wrapper Entry Information:\s*(?:def\s+)?`?([A-Za-z_][\w.]*)`?\s*\(")

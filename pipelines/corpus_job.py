@@ -33,6 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from kernelvault.contracts import Verdict
 from kernelvault.corpus.dedup import find_duplicates
 from kernelvault.corpus.ledger import AttemptInfo, RunLedger, attempt_key
 from kernelvault.corpus.shards import ShardWriter, read_columns, run_shards
@@ -53,8 +54,6 @@ from kernelvault.pipelines.corpus_stages import (
 from kernelvault.pipelines.executor import ExecutorConfig, LocalExecutor, check_lanes_per_gpu, parse_devices
 from kernelvault.toolchain.tasks import LoadedTasks
 from kernelvault.toolchain.verify import Verifier
-
-from kernelvault.contracts import Verdict
 
 
 @dataclass

@@ -14,14 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelvault.contracts import Verdict
 from kernelvault.corpus.ledger import attempt_key
 from kernelvault.corpus.schema import attempt_row
 from kernelvault.corpus.shards import ShardWriter, read_columns
 from kernelvault.pipelines.candidates import Attempt
 from kernelvault.toolchain.device_worker import WorkerLane
 from kernelvault.toolchain.verify import Prepared, Verifier
-
-from kernelvault.contracts import Verdict
 
 # Failures on our side or the provider's: recorded in the ledger, never written, retried on resume.
 RETRIED_FAILURES = frozenset({"infrastructure_error", "provider_error"})

@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from kernelvault.contracts import TARGETS
 from kernelvault.pipelines.eval_metrics import (
     EvalMetrics,
     EvalSettings,
@@ -40,8 +41,6 @@ from kernelvault.pipelines.eval_metrics import (
     read_settings,
     run_metrics,
 )
-
-from kernelvault.contracts import TARGETS
 
 PLOTS: tuple[tuple[str, str], ...] = (
     ("correctness-by-category", "Correctness by category"),

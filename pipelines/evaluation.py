@@ -36,6 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kernelvault.contracts import Task, content_hash
 from kernelvault.pipelines.eval_metrics import (
     EvalMetrics,
     EvalSettings,
@@ -46,8 +47,6 @@ from kernelvault.pipelines.eval_metrics import (
     write_settings,
 )
 from kernelvault.toolchain.tasks import LoadedTasks, TaskFormatError, load_tasks
-
-from kernelvault.contracts import Task, content_hash
 
 if TYPE_CHECKING:  # imported where used: the agents extra is optional, datasketch/scipy slow to import
     from kernelvault.corpus.dedup import Contamination

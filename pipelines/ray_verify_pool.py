@@ -22,11 +22,10 @@ import time
 from types import TracebackType
 from typing import Any
 
+from kernelvault.contracts import Candidate, Task, Verdict
 from kernelvault.pipelines.ray_executor import RayOptions, actor_device, import_ray
 from kernelvault.pipelines.verify_pool import DeviceJob
 from kernelvault.toolchain.verify import Verifier
-
-from kernelvault.contracts import Candidate, Task, Verdict
 
 _RESTART_WAIT_S = 300.0  # how long a call waits for restarting actors before its attempt is lost
 

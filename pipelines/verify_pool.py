@@ -18,10 +18,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from types import TracebackType
 
+from kernelvault.contracts import Candidate, Task, Verdict
 from kernelvault.toolchain.device_worker import WorkerLane
 from kernelvault.toolchain.verify import Prepared, Verifier
-
-from kernelvault.contracts import Candidate, Task, Verdict
 
 
 @dataclass(frozen=True)

@@ -39,11 +39,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from kernelvault.rl.rewards import TaskBook, VerifyFunction
-from kernelvault.toolchain.tasks import TaskFormatError
-
 from kernelvault.contracts import TARGETS, Candidate, Task, Verdict, verdict_from_dict
 from kernelvault.http_json import send_json
+from kernelvault.rl.rewards import TaskBook, VerifyFunction
+from kernelvault.toolchain.tasks import TaskFormatError
 
 TOKEN_ENV = "KV_REWARD_TOKEN"
 

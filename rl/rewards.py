@@ -33,11 +33,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelvault.contracts import Candidate, Task, Verdict, content_hash
 from kernelvault.rl.diagnostics import DEFAULT_THRESHOLD, signal_stats
 from kernelvault.toolchain.reward import binary_reward
 from kernelvault.toolchain.tasks import parse_task
-
-from kernelvault.contracts import Candidate, Task, Verdict, content_hash
 
 VerifyFunction = Callable[[Task, Candidate], Verdict]
 

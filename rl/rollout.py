@@ -41,9 +41,8 @@ from typing import Any
 
 from kernelvault.agents.client import EndpointConfig, ModelReply, SamplingSettings
 from kernelvault.agents.graph import KernelAgent, Trajectory
-from kernelvault.toolchain.reward import DEFAULT_REWARD
-
 from kernelvault.contracts import Candidate, Task, Verdict, content_hash
+from kernelvault.toolchain.reward import DEFAULT_REWARD
 
 VerifyFunction = Callable[[Task, Candidate], Verdict]
 

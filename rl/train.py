@@ -31,13 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelvault.contracts import Task
 from kernelvault.rl.config import ConfigError, RLConfig
 from kernelvault.rl.rewards import ExecutionReward, TrajectoryReward
 from kernelvault.rl.rollout import RolloutConfig, prompt_key, trl_rollout_func
 from kernelvault.rl.verifiers import VerdictSource, verdict_source
 from kernelvault.toolchain.tasks import TaskFormatError, parse_task
-
-from kernelvault.contracts import Task
 
 
 def _dataset_rows(config: RLConfig) -> list[dict[str, Any]]:

@@ -35,8 +35,9 @@ _TASKS = TaskBook()
 
 
 def _build_agent_loop_class() -> type:
-    from kernelvault.rl.verifiers import verdict_source_from_env
     from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
+
+    from kernelvault.rl.verifiers import verdict_source_from_env
 
     @register("kernelvault_agent")
     class KernelVaultAgentLoop(AgentLoopBase):  # type: ignore[misc, valid-type]

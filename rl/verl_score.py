@@ -22,10 +22,9 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from kernelvault.contracts import TARGETS, Candidate
 from kernelvault.rl.rewards import TaskBook
 from kernelvault.toolchain.reward import binary_reward
-
-from kernelvault.contracts import TARGETS, Candidate
 
 _TASKS = TaskBook()
 

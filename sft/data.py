@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+
+from kernelvault.contracts import TARGETS, Task
 from kernelvault.corpus.hub import LocalHub, check_repo_id, hub_from_env
 from kernelvault.sft.config import SFTRunConfig
 from kernelvault.toolchain.tasks import TaskFormatError, parse_task
-
-from kernelvault.contracts import TARGETS, Task
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
-from kernelvault.sft.config import SFTRunConfig
 
 from kernelvault.contracts import Task
+from kernelvault.sft.config import SFTRunConfig
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from trl import SFTConfig, SFTTrainer
+
 from kernelvault.agents.prompting import PROMPT_FILES
 from kernelvault.sft.chat_template import apply_training_template, loss_view
 from kernelvault.sft.config import SFTRunConfig
@@ -49,8 +52,6 @@ from kernelvault.sft.throughput import (
     sequence_fill,
     training_flops_per_token,
 )
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
-from trl import SFTConfig, SFTTrainer
 
 if TYPE_CHECKING:
     from peft import LoraConfig

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelvault.corpus.schema import attempt_row
-from kernelvault.toolchain.reward import graded_reward
-from kernelvault.toolchain.tasks import load_task_file
-
 from kernelvault.contracts import (
     Candidate,
     RewardBreakdown,
@@ -16,6 +12,9 @@ from kernelvault.contracts import (
     Verdict,
     content_hash,
 )
+from kernelvault.corpus.schema import attempt_row
+from kernelvault.toolchain.reward import graded_reward
+from kernelvault.toolchain.tasks import load_task_file
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kernelvault.toolchain.tasks import load_task_file
-
 from kernelvault.contracts import Task
+from kernelvault.toolchain.tasks import load_task_file
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -42,13 +42,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from kernelvault.contracts import Candidate, Task, content_hash
 from kernelvault.corpus.shards import read_columns, run_shards
 from kernelvault.pipelines.candidates import Attempt, expected_options, outcome, outcome_matches
 from kernelvault.pipelines.corpus_job import RunSummary, run_corpus_job
 from kernelvault.toolchain.tasks import LoadedTasks, load_task_file
 from kernelvault.toolchain.verify import Verifier, VerifyConfig, resolve_isolation
-
-from kernelvault.contracts import Candidate, Task, content_hash
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "tests" / "adversarial"

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+
 from kernelvault.agents.client import EndpointConfig, SamplingSettings
 from kernelvault.pipelines.agent_job import AgentJobConfig, run_agent_job
+from kernelvault.simulated_openai import Answer, FakeOpenAI
 from kernelvault.toolchain.tasks import LoadedTasks, load_task_file
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
-
-from kernelvault.simulated_openai import Answer, FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "triton"
@@ -324,9 +324,8 @@ def test_function_task_feedback_and_prompts_never_ask_for_modelnew() -> None:
     keep theirs."""
     from kernelvault.agents.feedback import feedback_message
     from kernelvault.agents.prompting import feedback_templates, system_prompt, task_prompt
-    from kernelvault.corpus.release import rl_rows
-
     from kernelvault.contracts import FAILURE_KINDS, StageRecord, Verdict
+    from kernelvault.corpus.release import rl_rows
 
     kinds = [kind for kind in FAILURE_KINDS if kind != "provider_error"]
     for kind in kinds:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from kernelvault.pipelines.answers import AnswerCandidates, model_of_file
-from kernelvault.toolchain.tasks import load_tasks
 
 from kernelvault.contracts import Task
+from kernelvault.pipelines.answers import AnswerCandidates, model_of_file
+from kernelvault.toolchain.tasks import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 RELU_KERNEL = (ROOT / "examples" / "triton" / "relu.py").read_text()

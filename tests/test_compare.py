@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+
 from kernelvault.toolchain.compare import compare_outputs
 
 NAN, INF = float("nan"), float("inf")

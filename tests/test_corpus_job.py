@@ -7,10 +7,10 @@ from pathlib import Path
 
 import datasets
 import pytest
-from kernelvault.pipelines.candidates import ExampleCandidates
-from kernelvault.toolchain.tasks import load_tasks
 
 from kernelvault.cli import main
+from kernelvault.pipelines.candidates import ExampleCandidates
+from kernelvault.toolchain.tasks import load_tasks
 
 CANDIDATE_FAILURE_KINDS = {
     "parse_error", "static_reject", "compile_error", "interface_error", "runtime_error", "timeout", "mismatch",

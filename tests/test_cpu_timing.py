@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 import small_tasks
-from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
 from kernelvault.contracts import Candidate
+from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 

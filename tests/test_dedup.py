@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from datasketch import MinHash
+
+from kernelvault.contracts import Task
 from kernelvault.corpus.dedup import (
     Contamination,
     DedupReport,
@@ -16,8 +18,6 @@ from kernelvault.corpus.dedup import (
     normalized_hash,
 )
 from kernelvault.toolchain.tasks import BUNDLED_TASKS, load_tasks, parse_task
-
-from kernelvault.contracts import Task
 
 # A realistic Triton softmax candidate and variants of it, as an agent might produce them.
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 import small_tasks
+
+from kernelvault.contracts import Candidate
 from kernelvault.pipelines.executor import parse_devices
 from kernelvault.toolchain.device_gate import DeviceGate, GateHold, Phase
 from kernelvault.toolchain.device_worker import WorkerLane
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
-
-from kernelvault.contracts import Candidate
 
 ROOT = Path(__file__).resolve().parents[1]
 RELU = (ROOT / "examples" / "triton" / "relu.py").read_text()

@@ -21,15 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_report import chromium_check, find_chromium
+
+from kernelvault.cli.evaluate import register as add_eval_parser
+from kernelvault.cli.report import register as add_report_parser
 from kernelvault.pipelines.evaluation import (
     find_contamination,
     load_suite,
     read_training_corpus,
 )
-from test_report import chromium_check, find_chromium
-
-from kernelvault.cli.evaluate import register as add_eval_parser
-from kernelvault.cli.report import register as add_report_parser
 from kernelvault.simulated_openai import Answer, FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[1]

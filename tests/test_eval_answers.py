@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kernelvault.pipelines.eval_metrics import EvalSettings, SuiteTask, compute_eval_metrics, metric_rows
-from kernelvault.pipelines.eval_report import load_runs
 
 from kernelvault.cli.evaluate import register as add_eval_parser
 from kernelvault.cli.report import register as add_report_parser
+from kernelvault.pipelines.eval_metrics import EvalSettings, SuiteTask, compute_eval_metrics, metric_rows
+from kernelvault.pipelines.eval_report import load_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "tritonbench"

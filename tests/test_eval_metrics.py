@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 import pytest
+
 from kernelvault.pipelines.eval_metrics import (
     EvalSettings,
     Prices,

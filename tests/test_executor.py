@@ -9,12 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
+
+from kernelvault.contracts import Candidate
 from kernelvault.pipelines.executor import ExecutorConfig, LocalExecutor, parse_devices
 from kernelvault.toolchain.device_worker import WorkerLane
 from kernelvault.toolchain.tasks import load_task_file
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
-
-from kernelvault.contracts import Candidate
 
 ROOT = Path(__file__).resolve().parents[1]
 RELU = (ROOT / "examples" / "triton" / "relu.py").read_text()

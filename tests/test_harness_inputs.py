@@ -11,6 +11,7 @@ from __future__ import annotations
 import types
 
 import torch
+
 from kernelvault.toolchain.reference_worker import TaskHarness
 
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 import torch
+
+from kernelvault.contracts import Candidate
+from kernelvault.hip import HipInterfaceError, HipKernels, parse_launch_functions
 from kernelvault.toolchain.hip_build import HipBuildCache, compile_hip, find_hip_compiler, portability_issues
 from kernelvault.toolchain.static_check import check_hip_candidate
 from kernelvault.toolchain.tasks import parse_task
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
-
-from kernelvault.contracts import Candidate
-from kernelvault.hip import HipInterfaceError, HipKernels, parse_launch_functions
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "hip"

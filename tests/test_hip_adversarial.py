@@ -13,11 +13,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+
+from kernelvault.contracts import Candidate
 from kernelvault.pipelines.candidates import expected_options, outcome, outcome_matches
 from kernelvault.toolchain.tasks import load_task_file
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
-
-from kernelvault.contracts import Candidate
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "tests" / "adversarial" / "hip_hostile"

@@ -24,12 +24,12 @@ from urllib.parse import unquote, urlsplit
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
+from kernelvault.contracts import Candidate, RewardBreakdown, RunEnvironment, Task, Verdict, content_hash
 from kernelvault.corpus.card import build_card
 from kernelvault.corpus.hub import LocalHub, PublishError, RemoteHub, hub_from_env, publish
 from kernelvault.corpus.schema import ATTEMPT_SCHEMA, attempt_row
 from kernelvault.corpus.stats import compute_stats
-
-from kernelvault.contracts import Candidate, RewardBreakdown, RunEnvironment, Task, Verdict, content_hash
 
 REPO = "kv-org/kernels"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kernelvault.toolchain.tasks import load_task_file
-from kernelvault.toolchain.verify import VerifyConfig, verify
 
 from kernelvault.contracts import Candidate
+from kernelvault.toolchain.tasks import load_task_file
+from kernelvault.toolchain.verify import VerifyConfig, verify
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,9 +54,8 @@ def test_model_output_is_refused_without_a_jail_unless_the_user_opts_in(
 ) -> None:
     """Where the machine runs candidates as plain processes, the main job with a model refuses to start, in
     one line, before any request; --allow-unjailed (KV_ALLOW_UNJAILED=1) opts in, and every row then says so."""
-    from kernelvault.toolchain.verify import UnjailedModelOutput, Verifier, require_jail_for_model_output
-
     from kernelvault.cli import main
+    from kernelvault.toolchain.verify import UnjailedModelOutput, Verifier, require_jail_for_model_output
 
     monkeypatch.setenv("KV_ISOLATION", "process")  # this machine without a jail, as far as the verifier knows
     monkeypatch.delenv("KV_ALLOW_UNJAILED", raising=False)

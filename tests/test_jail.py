@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from kernelvault.toolchain.jail import ISOLATION_JAIL, probe_isolation
 from kernelvault.toolchain.sandbox import SandboxLimits, folder_jail, run_sandboxed
 

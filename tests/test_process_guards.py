@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import triton
+
 from kernelvault.toolchain.integrity import ProcessGuards, Violations
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import datasets
 import pytest
 from corpus_rows import example_code, row_for
-from kernelvault.corpus.hub import LocalHub
-from kernelvault.corpus.shards import ShardWriter
 
 from kernelvault.cli import main
+from kernelvault.corpus.hub import LocalHub
+from kernelvault.corpus.shards import ShardWriter
 
 
 def run_cli(*argv: str) -> tuple[int, str, str]:

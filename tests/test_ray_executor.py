@@ -22,6 +22,7 @@ ray = pytest.importorskip(
 )
 
 from example_suite import SUBSET_EXAMPLES, copy_example_suite  # noqa: E402
+
 from kernelvault.pipelines.corpus_job import run_corpus_job  # noqa: E402
 from kernelvault.pipelines.executor import ExecutorConfig  # noqa: E402
 from kernelvault.pipelines.ray_executor import Landed, LaneWriting, RayExecutor, RayOptions  # noqa: E402
@@ -388,9 +389,8 @@ def test_a_model_driven_run_verifies_on_ray_actors_and_survives_a_killed_one(loc
     actor SIGKILLed mid-verification is restarted and the call tried again, so every turn is written once."""
     from kernelvault.agents.client import EndpointConfig, SamplingSettings
     from kernelvault.pipelines.agent_job import AgentJobConfig, run_agent_job
-    from kernelvault.toolchain.tasks import LoadedTasks, load_task_file
-
     from kernelvault.simulated_openai import Answer, FakeOpenAI
+    from kernelvault.toolchain.tasks import LoadedTasks, load_task_file
 
     examples = ROOT / "examples" / "triton"
     relu, vector_add = (load_task_file(ROOT / "tasks" / f"{name}.py") for name in ("relu", "vector_add"))
@@ -438,10 +438,9 @@ def test_the_cli_runs_a_model_driven_job_on_ray(local_ray, tmp_path) -> None:  #
     import contextlib
     import io
 
-    from kernelvault.toolchain.tasks import load_task_file
-
     from kernelvault.cli import main
     from kernelvault.simulated_openai import Answer, FakeOpenAI
+    from kernelvault.toolchain.tasks import load_task_file
 
     task = load_task_file(ROOT / "tasks" / "vector_add.py")
     kernel = (ROOT / "examples" / "triton" / "vector_add.py").read_text()

@@ -8,6 +8,7 @@ from pathlib import Path
 import datasets
 import pytest
 from corpus_rows import ROOT, example_code, row_for
+
 from kernelvault.corpus.release import build_release
 from kernelvault.corpus.shards import ShardWriter
 from kernelvault.toolchain.tasks import parse_task

@@ -20,15 +20,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+
+from kernelvault.cli.report import register as add_report_parser
+from kernelvault.contracts import Candidate, RunEnvironment, Task, Verdict
 from kernelvault.corpus.schema import attempt_row
 from kernelvault.corpus.shards import ShardWriter
 from kernelvault.pipelines.eval_metrics import EvalSettings, SuiteTask, write_settings
 from kernelvault.pipelines.eval_report import ReportInputError, load_runs, write_report
 from kernelvault.toolchain.reward import graded_reward, trajectory_return
 from kernelvault.toolchain.tasks import load_task_file
-
-from kernelvault.cli.report import register as add_report_parser
-from kernelvault.contracts import Candidate, RunEnvironment, Task, Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+
+from kernelvault.contracts import FAILURE_KINDS
 from kernelvault.toolchain.reward import (
     RewardConfig,
     binary_reward,
@@ -13,8 +15,6 @@ from kernelvault.toolchain.reward import (
     task_speedup,
     trajectory_return,
 )
-
-from kernelvault.contracts import FAILURE_KINDS
 
 MAX_TOTAL = 0.4 + 1.0 + 1.5
 

@@ -11,11 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from corpus_rows import example_code, row_for
-from kernelvault.corpus.schema import ATTEMPT_SCHEMA
-from kernelvault.rl import diagnostics
 
 from kernelvault.cli import UsageError
 from kernelvault.cli.rl import register as add_rl_parser
+from kernelvault.corpus.schema import ATTEMPT_SCHEMA
+from kernelvault.rl import diagnostics
 
 
 def run_cli(*argv: str) -> int:

@@ -31,12 +31,11 @@ EXAMPLES = ROOT / "examples" / "triton"
 
 
 def test_grpo_steps_with_verification_on_the_gpu(tmp_path: Path) -> None:
+    from kernelvault.cli.rl import register as add_rl_parser
     from kernelvault.rl.rewards import ExecutionReward
     from kernelvault.rl.tiny_model import build_tiny_policy
     from kernelvault.toolchain.tasks import load_task_file
     from kernelvault.toolchain.verify import Verifier, VerifyConfig
-
-    from kernelvault.cli.rl import register as add_rl_parser
 
     results = Path(os.environ.get("KV_RESULTS_DIR", "/tmp/kv-results"))
     results.mkdir(parents=True, exist_ok=True)

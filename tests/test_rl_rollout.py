@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from kernelvault.rl.rollout import ChatTokens, GeneratedTokens, RolloutConfig, rollout_fields, run_rollout
 from kernelvault.rl.tiny_model import build_tiny_policy
 from kernelvault.toolchain.tasks import load_task_file

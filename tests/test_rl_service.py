@@ -11,13 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from kernelvault.contracts import Candidate, Task, Verdict
 from kernelvault.rl import verl_score
 from kernelvault.rl.reward_service import RemoteVerifier, RewardService, ServiceConfig
 from kernelvault.rl.verifiers import verdict_source, verdict_source_from_env
 from kernelvault.toolchain.tasks import load_task_file
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
-
-from kernelvault.contracts import Candidate, Task, Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "triton"

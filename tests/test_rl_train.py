@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from kernelvault.rl.config import ConfigError, load_config
-from kernelvault.rl.tiny_model import build_tiny_policy
-from kernelvault.rl.train import grpo_arguments
 
 from kernelvault.cli import UsageError
 from kernelvault.cli.rl import register as add_rl_parser
+from kernelvault.rl.config import ConfigError, load_config
+from kernelvault.rl.tiny_model import build_tiny_policy
+from kernelvault.rl.train import grpo_arguments
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "rl" / "configs"
@@ -108,6 +108,7 @@ def test_prompts_come_from_a_release_folder(tmp_path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
     from corpus_rows import example_code, row_for
+
     from kernelvault.corpus.release import build_release
     from kernelvault.corpus.schema import ATTEMPT_SCHEMA
     from kernelvault.rl.rollout import prompt_key

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 import torch
+
+from kernelvault.contracts import Candidate, Task
 from kernelvault.toolchain.function_tasks import FunctionTaskError, function_layout
 from kernelvault.toolchain.kernel_tasks import evaluate_grid_entry, parameter_sets, symbolic_grid
 from kernelvault.toolchain.reference_check import check_tasks
 from kernelvault.toolchain.tasks import load_tasks, parse_task
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
-
-from kernelvault.contracts import Candidate, Task
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "rocmbench"
 TASKS = FIXTURES / "ROCm_v1"

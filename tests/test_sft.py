@@ -24,6 +24,10 @@ pytest.importorskip("peft")
 
 import datasets  # noqa: E402
 import torch  # noqa: E402
+from safetensors.torch import load_file  # noqa: E402
+
+from kernelvault.cli import main as kernelvault_main  # noqa: E402
+from kernelvault.cli.sft import main as sft_main  # noqa: E402
 from kernelvault.sft.config import load_config  # noqa: E402
 from kernelvault.sft.data import (  # noqa: E402
     DatasetSource,
@@ -33,10 +37,6 @@ from kernelvault.sft.data import (  # noqa: E402
     mix_targets,
     training_example,
 )
-from safetensors.torch import load_file  # noqa: E402
-
-from kernelvault.cli import main as kernelvault_main  # noqa: E402
-from kernelvault.cli.sft import main as sft_main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_YAML = ROOT / "sft" / "configs" / "tiny.yaml"
@@ -74,8 +74,9 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def tiny_model(hub: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-layer Qwen3 and a BPE tokenizer trained on the corpus text, saved like a downloaded checkpoint."""
-    from kernelvault.sft.models import train_tokenizer
     from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    from kernelvault.sft.models import train_tokenizer
 
     rows = datasets.load_dataset("parquet", data_dir=str(hub / "corpus" / "data" / "triton"), split="train")
     prompts = [path.read_text() for path in (ROOT / "agents" / "prompt_files").glob("*.md")]
@@ -283,8 +284,9 @@ def test_lora_adapter_is_saved_merged_and_measured_on_its_own(
 
 def test_the_served_model_answers_chat_completions(tiny_model: Path) -> None:
     import openai
-    from kernelvault.sft.serve import ChatCompletionServer, split_reasoning
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from kernelvault.sft.serve import ChatCompletionServer, split_reasoning
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model).eval()
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)

@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_qwen3_8b_lora_runs_20_steps_at_4096_tokens(tmp_path: Path) -> None:
     from corpus_rows import row_for
-    from kernelvault.corpus.shards import ShardWriter
 
     from kernelvault.cli.sft import main
+    from kernelvault.corpus.shards import ShardWriter
 
     # Every bundled correct kernel, Triton and HIP (24 samples; 10 tasks train, about 28 k tokens an epoch
     # with this tokenizer), so wrapped packing has enough text to fill its sequences.

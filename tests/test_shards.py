@@ -7,16 +7,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from kernelvault.corpus.schema import (
-    ATTEMPT_SCHEMA,
-    SCHEMA_VERSION,
-    SCHEMA_VERSION_KEY,
-    SchemaVersionError,
-    attempt_row,
-    check_schema,
-)
-from kernelvault.corpus.shards import ShardWriter
-from kernelvault.toolchain.reward import graded_reward
 
 from kernelvault.contracts import (
     Candidate,
@@ -30,6 +20,16 @@ from kernelvault.contracts import (
     Verdict,
     content_hash,
 )
+from kernelvault.corpus.schema import (
+    ATTEMPT_SCHEMA,
+    SCHEMA_VERSION,
+    SCHEMA_VERSION_KEY,
+    SchemaVersionError,
+    attempt_row,
+    check_schema,
+)
+from kernelvault.corpus.shards import ShardWriter
+from kernelvault.toolchain.reward import graded_reward
 
 RUN = "run1"  # no split keyword (train/test/val/dev/eval): datasets infers splits from names
 

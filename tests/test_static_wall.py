@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from kernelvault.toolchain.candidate_worker import _kernel_identifier, kernel_names_in
 from kernelvault.toolchain.static_wall import check_candidate, check_cpp, check_python
 

@@ -10,6 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from huggingface_hub import DatasetCard
+
+from kernelvault.contracts import Candidate, RewardBreakdown, RunEnvironment, Task, Verdict, content_hash
 from kernelvault.corpus.card import build_card, release_configs
 from kernelvault.corpus.schema import ATTEMPT_SCHEMA, SCHEMA_VERSION_KEY, SchemaVersionError, attempt_row
 from kernelvault.corpus.stats import (
@@ -21,8 +23,6 @@ from kernelvault.corpus.stats import (
     write_plots,
 )
 from kernelvault.toolchain.reward import graded_reward
-
-from kernelvault.contracts import Candidate, RewardBreakdown, RunEnvironment, Task, Verdict, content_hash
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -6,6 +6,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+from kernelvault.contracts import content_hash
 from kernelvault.toolchain.tasks import (
     LoadedTasks,
     TaskFormatError,
@@ -14,8 +16,6 @@ from kernelvault.toolchain.tasks import (
     load_tasks,
     parse_task,
 )
-
-from kernelvault.contracts import content_hash
 
 CATEGORIES = {
     "elementwise", "activation", "reduction", "softmax", "normalization", "matmul", "convolution",

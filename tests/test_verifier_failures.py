@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kernelvault.contracts import Candidate
 from kernelvault.pipelines.candidates import Attempt
 from kernelvault.pipelines.corpus_job import run_corpus_job
 from kernelvault.toolchain.tasks import LoadedTasks, load_task_file, parse_task
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
-
-from kernelvault.contracts import Candidate
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -44,6 +44,7 @@ from types import ModuleType
 from typing import Any
 
 import torch
+
 from kernelvault.toolchain import integrity, tensor_files, timing
 from kernelvault.toolchain.function_tasks import (
     CallsNotUnderstood,
@@ -882,8 +883,9 @@ def prepare_hip(request: dict[str, Any], device: torch.device, job: CandidateJob
     if request["hip_form"] == "native":
         hip.register_prebuilt(request["hip_source_sha"], request["hip_library"])
         return
-    from kernelvault.toolchain.hip_build import HIP_INCLUDE_DIR
     from torch.utils import cpp_extension
+
+    from kernelvault.toolchain.hip_build import HIP_INCLUDE_DIR
 
     # PyTorch's own function, not the wrapper an earlier job of a persistent worker left behind.
     original = _ORIGINAL_LOAD_INLINE.setdefault("load_inline", cpp_extension.load_inline)

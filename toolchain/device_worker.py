@@ -134,6 +134,7 @@ def serve(kind: str) -> int:
     key = read_seal().encode()  # before anything else: no candidate code exists yet
     replies = os.fdopen(int(os.environ.pop("KV_RESULT_FD")), "wb")
     import torch
+
     from kernelvault.toolchain.integrity import PatchSnapshot, patch_targets
 
     torch.set_grad_enabled(False)
@@ -142,6 +143,7 @@ def serve(kind: str) -> int:
         # deterministic mode of a CPU check imports it. Imported before the snapshots are taken, so that
         # what changes afterwards was the candidate.
         import torch._dynamo  # noqa: F401
+
         from kernelvault.toolchain.candidate_worker import CandidateHost
 
         host: Any = CandidateHost()

@@ -339,6 +339,7 @@ def function_module(functions: dict[str, Callable[..., Any]], device: Any) -> An
     """The task's functions as a module whose forward makes every call of a case, each `[name, args,
     kwargs]` (see the module docstring); on the CPU, under `device_redirect`."""
     import torch
+
     from kernelvault.toolchain.kernel_tasks import replay_grid
 
     on_cpu = getattr(device, "type", device) == "cpu"

@@ -45,6 +45,7 @@ def _leaves(output: Any) -> list[Any]:
 def check_case(harness: Any, case: dict[str, Any]) -> list[str]:
     """Problems with one case of one reference (runs inside the worker)."""
     import torch
+
     from kernelvault.toolchain.function_tasks import clone_value, same_values, tensor_leaves
 
     function_task = getattr(harness, "layout", None) is not None
@@ -109,6 +110,7 @@ def check_case(harness: Any, case: dict[str, Any]) -> list[str]:
 
 def _worker_main(job_path: Path) -> int:
     import torch
+
     from kernelvault.toolchain.reference_worker import ReferenceHost
 
     job = json.loads(job_path.read_text())

@@ -21,6 +21,7 @@ from types import ModuleType
 from typing import Any
 
 import torch
+
 from kernelvault.toolchain.candidate_worker import load_module, one_line_error, sync_device
 from kernelvault.toolchain.function_tasks import (
     PERFORMANCE_INPUTS_OVERRIDE,

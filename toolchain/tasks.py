@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelvault.contracts import Task, TaskCase, content_hash
 from kernelvault.toolchain.function_tasks import (
     PERFORMANCE_INPUTS_OVERRIDE,
     FunctionTaskError,
@@ -24,8 +25,6 @@ from kernelvault.toolchain.function_tasks import (
     with_performance_program,
 )
 from kernelvault.toolchain.source_tree import parse as parse_source
-
-from kernelvault.contracts import Task, TaskCase, content_hash
 
 BUNDLED_TASKS = Path(str(importlib.resources.files("kernelvault.tasks"))).resolve()  # package data
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")

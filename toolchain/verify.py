@@ -25,6 +25,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import kernelvault
+from kernelvault.contracts import (
+    Candidate,
+    CaseCheck,
+    CaseTiming,
+    RunEnvironment,
+    StageRecord,
+    Task,
+    TaskCase,
+    Verdict,
+    content_hash,
+)
+from kernelvault.hip import source_hash
 from kernelvault.toolchain.extract import extract_code
 from kernelvault.toolchain.function_tasks import function_entries, test_imports
 from kernelvault.toolchain.hip_build import (
@@ -42,20 +55,6 @@ from kernelvault.toolchain.reward import DEFAULT_REWARD, RewardConfig, graded_re
 from kernelvault.toolchain.sandbox import SandboxLimits, SandboxResult
 from kernelvault.toolchain.static_check import check_hip_candidate, check_triton_candidate
 from kernelvault.toolchain.static_wall import check_candidate
-
-import kernelvault
-from kernelvault.contracts import (
-    Candidate,
-    CaseCheck,
-    CaseTiming,
-    RunEnvironment,
-    StageRecord,
-    Task,
-    TaskCase,
-    Verdict,
-    content_hash,
-)
-from kernelvault.hip import source_hash
 
 LOG_LIMIT = 4000  # characters of compiler/runtime log kept per stage (the agents' feedback reads it)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+
 from kernelvault.pipelines.candidates import expected_options, outcome, outcome_matches
 
 torch = pytest.importorskip("torch")
@@ -48,12 +49,11 @@ def _stopped_by_the_wall(path: Path) -> bool:
 
 
 def _run(files: list[Path], static_wall: bool, out: Path) -> dict[str, dict]:
+    from kernelvault.contracts import Candidate
     from kernelvault.pipelines.candidates import Attempt
     from kernelvault.pipelines.corpus_job import run_corpus_job
     from kernelvault.toolchain.tasks import LoadedTasks, load_task_file
     from kernelvault.toolchain.verify import Verifier, VerifyConfig
-
-    from kernelvault.contracts import Candidate
 
     tasks = {name: load_task_file(ROOT / "tasks" / f"{name}.py") for name in {_task_name(f) for f in files}}
 

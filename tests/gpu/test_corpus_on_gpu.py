@@ -73,9 +73,8 @@ def timing_table(rows: list[dict]) -> str:
 
 def expected_kind_on_device(origin: str) -> str | None:
     """The file name's kind, unless the example names another for this platform (`expect-cuda: KIND`)."""
-    from kernelvault.pipelines.candidates import expected_outcome
-
     from kernelvault.contracts import Candidate
+    from kernelvault.pipelines.candidates import expected_outcome
 
     relative = origin.removeprefix("example:")
     path = Path(__file__).resolve().parents[2] / "examples" / relative

@@ -16,10 +16,9 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA or ROCm GPU"),
 ]
 
+from kernelvault.contracts import Candidate  # noqa: E402
 from kernelvault.toolchain.tasks import load_tasks  # noqa: E402
 from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
-
-from kernelvault.contracts import Candidate  # noqa: E402
 from tests.test_function_tasks import (  # noqa: E402
     NEGATE,
     PERF_CHECKOUT,

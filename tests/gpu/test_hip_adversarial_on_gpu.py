@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from kernelvault.pipelines.candidates import expected_options, outcome
 
 torch = pytest.importorskip("torch")
@@ -22,10 +23,9 @@ SUITE = ROOT / "tests" / "adversarial" / "hip_hostile"
 
 
 def test_hostile_hip_candidates_are_caught_with_their_reason(tmp_path: Path) -> None:
+    from kernelvault.contracts import Candidate
     from kernelvault.toolchain.tasks import load_task_file
     from kernelvault.toolchain.verify import Verifier, VerifyConfig
-
-    from kernelvault.contracts import Candidate
 
     verifier = Verifier(VerifyConfig(timeout_s=60.0, hip_cache=tmp_path / "hip"))
     lines = ["| candidate | expected | got | reward |", "|---|---|---|---|"]

@@ -23,10 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_load_inline_examples_build_check_and_time(tmp_path: Path) -> None:
+    from kernelvault.contracts import Candidate
     from kernelvault.toolchain.tasks import parse_task
     from kernelvault.toolchain.verify import Verifier, VerifyConfig
-
-    from kernelvault.contracts import Candidate
 
     verifier = Verifier(VerifyConfig(timeout_s=60.0, compile_timeout_s=300.0, hip_cache=tmp_path / "hip"))
     for name in ("vector_add", "relu"):

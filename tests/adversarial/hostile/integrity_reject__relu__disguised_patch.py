@@ -1,11 +1,12 @@
 # exploit: replaces the monitor's __torch_dispatch__ with a pass-through whose __module__ says "kernelvault.toolchain.integrity" (a replacement from the project's own module used to pass as the project's), then returns torch.relu after a decoy launch.
 # expect: static_reject:import
 # behind-wall: integrity_reject:monkey_patch
-import kernelvault.toolchain.integrity as integrity
 import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
+
+import kernelvault.toolchain.integrity as integrity
 
 
 @triton.jit

@@ -1,11 +1,12 @@
 # exploit: replaces the harness's input check (toolchain.candidate_worker.check_untouched_inputs) with a no-op, then computes ReLU in place in its input and returns the input itself: no new memory, no copy.
 # expect: static_reject:import
 # behind-wall: integrity_reject:monkey_patch
-import kernelvault.toolchain.candidate_worker as harness
 import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
+
+import kernelvault.toolchain.candidate_worker as harness
 
 
 @triton.jit
