@@ -141,8 +141,8 @@ def function_layout(source: str, name: str) -> FunctionLayout:
         node.name for node in reference_tree.body if isinstance(node, ast.FunctionDef) and _is_kernel(node)
     ]
     launched = [kernel for kernel in kernels if kernel in _launched_names(test_tree)]
+    stem = name.rsplit("/", 1)[-1]
     if launched:  # the test launches reference kernels: those are what a candidate writes
-        stem = name.rsplit("/", 1)[-1]
         entry = stem if stem in launched else launched[0]
         return FunctionLayout(reference, test, entry, tests, tuple(launched), kernels=True)
     called = [function for function in defined if function in _called_names(test_tree)]
@@ -150,7 +150,6 @@ def function_layout(source: str, name: str) -> FunctionLayout:
         raise FunctionTaskError(
             f"the test calls none of the reference's functions ({', '.join(defined[:5])})"
         )
-    stem = name.rsplit("/", 1)[-1]
     entry = stem if stem in called else called[0]
     return FunctionLayout(reference, test, entry, tests, tuple(called), _embedded_program(test_tree))
 
@@ -353,9 +352,8 @@ def function_module(functions: dict[str, Callable[..., Any]], device: Any) -> An
             results = []
             with device_redirect(device) if on_cpu else contextlib.nullcontext():
                 for name, args, kwargs, *launch in calls:
-                    if (
-                        launch
-                    ):  # a kernel launch `[name, args, kwargs, grid]` (`kernelvault.toolchain.kernel_tasks`)
+                    # a kernel launch is `[name, args, kwargs, grid]` (`kernelvault.toolchain.kernel_tasks`)
+                    if launch:
                         self.functions[name][replay_grid(launch[0])](*args, **kwargs)
                         returned = None  # a launch's handle is no result: its outputs are its arguments
                     else:
@@ -402,23 +400,15 @@ def record_calls(
     on_cpu = getattr(device, "type", device) == "cpu"
     # TritonBench's evaluator saves answer and test as `<entry>.py`, so a test may import the function
     # from its own file (`from tanh_linear import tanh_linear`): that module is the recorder's scope here.
-    aliased = re.search(rf"^\s*(from|import)\s+{re.escape(layout.entry)}\b", layout.test, re.MULTILINE)
-    saved = sys.modules.get(layout.entry)
-    if aliased:
-        alias = types.ModuleType(layout.entry)
-        alias.__dict__.update(scope)
-        sys.modules[layout.entry] = alias
-    try:
-        with device_redirect(device) if on_cpu else contextlib.nullcontext():
-            exec(code, scope)  # noqa: S102 - the task's own test, in the reference's jailed worker
-            if not calls:
-                for name in layout.test_functions:
-                    scope[name]()
-    finally:
-        if aliased and saved is not None:
-            sys.modules[layout.entry] = saved
-        elif aliased:
-            sys.modules.pop(layout.entry, None)
+    aliases: dict[str, types.ModuleType] = {}
+    if re.search(rf"^\s*(from|import)\s+{re.escape(layout.entry)}\b", layout.test, re.MULTILINE):
+        aliases[layout.entry] = types.ModuleType(layout.entry)
+        aliases[layout.entry].__dict__.update(scope)
+    with module_standins(aliases), device_redirect(device) if on_cpu else contextlib.nullcontext():
+        exec(code, scope)  # noqa: S102 - the task's own test, in the reference's jailed worker
+        if not calls:
+            for name in layout.test_functions:
+                scope[name]()
     if not calls:
         raise FunctionTaskError(f"the test made no call of {layout.entry}")
     return calls
@@ -504,14 +494,8 @@ def record_performance_calls(
                 raise FunctionTaskError("the performance program made no inputs")
             sizes = [sum(t.numel() * t.element_size() for t in tensor_leaves(item)) for item in sets]
             fitting = [index for index, size in enumerate(sizes) if size <= PERFORMANCE_BYTES_MAX]
-            if on_cpu:
-                chosen = min(range(len(sets)), key=sizes.__getitem__)
-            else:
-                chosen = (
-                    max(fitting, key=sizes.__getitem__)
-                    if fitting
-                    else min(range(len(sets)), key=sizes.__getitem__)
-                )
+            smallest = min(range(len(sets)), key=sizes.__getitem__)
+            chosen = smallest if on_cpu or not fitting else max(fitting, key=sizes.__getitem__)
             item = metrics.to_cuda(sets[chosen])
             del sets, metrics.input_tensors
             try:

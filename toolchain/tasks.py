@@ -181,12 +181,22 @@ def _function_task(source: str, name: str, origin: str) -> Task:
     )
 
 
-def _tritonbench_performance(path: Path) -> Path | None:
-    """TritonBench's perf_T program for a TritonBench-T task file (`<checkout>/data/TritonBench_T_v1/x.py`
-    has `<checkout>/performance_metrics/perf_T/golden_metrics/x_perf.py`), where the checkout has one."""
+def _with_tritonbench_performance(path: Path, source: str, name: str, notes: list[tuple[str, str]]) -> str:
+    """`source` with TritonBench's perf_T program embedded, where the task file sits in a checkout that has
+    one (`<checkout>/data/TritonBench_T_v1/x.py` has `<checkout>/performance_metrics/perf_T/golden_metrics/
+    x_perf.py`); a program whose text cannot run is left out with a note (TritonBench's own scripts have
+    bugs: the task keeps its test's calls for timing)."""
     checkout = path.resolve().parent.parent.parent
-    program = checkout / "performance_metrics" / "perf_T" / "golden_metrics" / f"{path.stem}_perf.py"
-    return program if program.is_file() else None
+    relative = f"performance_metrics/perf_T/golden_metrics/{path.stem}_perf.py"
+    program = checkout / relative
+    if not program.is_file():
+        return source
+    text = program.read_text(encoding="utf-8")
+    problem = performance_program_problem(text)
+    if problem:
+        notes.append((name, f"{relative} not used ({problem}); timed on the test's calls"))
+        return source
+    return with_performance_program(source, text, relative)
 
 
 def load_task_file(path: Path, name: str | None = None, origin: str | None = None) -> Task:
@@ -197,11 +207,9 @@ def load_task_file(path: Path, name: str | None = None, origin: str | None = Non
     return parse_task(source, name or path.stem, origin or f"file:{path}")
 
 
-def _collect(
-    items: Iterable[tuple[str, str, str]], notes: list[tuple[str, str]] | None = None
-) -> LoadedTasks:
+def _collect(items: Iterable[tuple[str, str, str]]) -> LoadedTasks:
     """items: (name, origin, source); parse each and keep errors beside the tasks."""
-    loaded = LoadedTasks(notes=notes if notes is not None else [])
+    loaded = LoadedTasks()
     seen: set[str] = set()
     for name, origin, source in items:
         try:
@@ -222,17 +230,11 @@ def _read_files(
     for path in paths:
         name = path.relative_to(root).with_suffix("").as_posix()
         try:
-            source = path.read_text(encoding="utf-8")
-            program = _tritonbench_performance(path)
-            if program is not None:
-                relative = program.relative_to(path.resolve().parent.parent.parent).as_posix()
-                text = program.read_text(encoding="utf-8")
-                problem = performance_program_problem(text)
-                if problem:  # TritonBench's own scripts have bugs: the task keeps its test's calls for timing
-                    notes.append((name, f"{relative} not used ({problem}); timed on the test's calls"))
-                else:
-                    source = with_performance_program(source, text, relative)
-            yield name, origin, source
+            yield (
+                name,
+                origin,
+                _with_tritonbench_performance(path, path.read_text(encoding="utf-8"), name, notes),
+            )
         except (OSError, UnicodeDecodeError) as error:
             yield name, origin, f"# unreadable: {error}\n"
 
@@ -245,12 +247,14 @@ def load_folder(folder: Path) -> LoadedTasks:
     )
     if level_dirs:
         files = [path for level in level_dirs for path in sorted(level.glob("*.py"), key=_kernelbench_order)]
-        notes: list[tuple[str, str]] = []
-        return _collect(_read_files(files, folder, f"kernelbench:{folder}", notes), notes)
-    files = sorted(path for path in folder.glob("*.py") if not path.name.startswith("_"))
-    origin = "bundled" if folder.resolve() == BUNDLED_TASKS else f"folder:{folder}"
+        origin = f"kernelbench:{folder}"
+    else:
+        files = sorted(path for path in folder.glob("*.py") if not path.name.startswith("_"))
+        origin = "bundled" if folder.resolve() == BUNDLED_TASKS else f"folder:{folder}"
     notes: list[tuple[str, str]] = []
-    return _collect(_read_files(files, folder, origin, notes), notes)
+    loaded = _collect(_read_files(files, folder, origin, notes))  # reading the files fills the notes
+    loaded.notes = notes
+    return loaded
 
 
 def _kernelbench_order(path: Path) -> tuple[int, str]:
