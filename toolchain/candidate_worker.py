@@ -599,9 +599,8 @@ class CandidateHost:
             )
             with job.guards.watching("importing the candidate", construction=True), redirect:
                 module = load_module(Path(request["candidate_path"]), job.module_name)
-                for statement in (
-                    request.get("test_imports") or ()
-                ):  # the task's own lines, not the candidate's
+                # the task's own import lines (`function_tasks.test_imports`), not the candidate's
+                for statement in request.get("test_imports") or ():
                     exec(statement, vars(module))  # noqa: S102
             job.guards.raise_if_violated()
             if isinstance(getattr(module, "HIP_SOURCE", None), str):

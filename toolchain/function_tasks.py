@@ -48,6 +48,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from kernelvault.toolchain.static_check import is_triton_jit
+
 _SEPARATOR = re.compile(r"^#{20,}[ \t]*$", re.MULTILINE)
 PERFORMANCE_NAME = "KERNELVAULT_PERFORMANCE_INPUTS"  # a perf program embedded after the test (a string)
 PERFORMANCE_INPUTS_OVERRIDE = "inputs"  # a case override: {"inputs": "performance"} uses that program
@@ -86,16 +88,6 @@ def _launched_names(tree: ast.AST) -> set[str]:
             if any(isinstance(target, ast.Name) and target.id in launched for target in node.targets):
                 launched.add(node.value.id)
     return launched
-
-
-def _is_kernel(node: ast.FunctionDef) -> bool:
-    """A `@triton.jit` function, possibly under `@triton.autotune` / `@triton.heuristics`."""
-    for decorator in node.decorator_list:
-        target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
-        if name in ("jit", "autotune", "heuristics"):
-            return True
-    return False
 
 
 def _called_names(tree: ast.AST) -> set[str]:
@@ -138,7 +130,9 @@ def function_layout(source: str, name: str) -> FunctionLayout:
     if not tests:
         raise FunctionTaskError("the part after the separator defines no test_* function")
     kernels = [
-        node.name for node in reference_tree.body if isinstance(node, ast.FunctionDef) and _is_kernel(node)
+        node.name
+        for node in reference_tree.body
+        if isinstance(node, ast.FunctionDef) and any(map(is_triton_jit, node.decorator_list))
     ]
     launched = [kernel for kernel in kernels if kernel in _launched_names(test_tree)]
     stem = name.rsplit("/", 1)[-1]

@@ -65,11 +65,11 @@ def check_triton_candidate(code: str, entries: tuple[str, ...] = (), kernels: bo
             return StaticResult(
                 "static_reject", f"the code defines no module-level {what} {', '.join(missing)}"
             )
-        plain = [
-            entry
-            for entry in entries
-            if kernels and not any(map(is_triton_jit, defined[entry].decorator_list))
-        ]
+        plain = (
+            [entry for entry in entries if not any(map(is_triton_jit, defined[entry].decorator_list))]
+            if kernels
+            else []
+        )
         if plain:
             return StaticResult("static_reject", f"{', '.join(plain)} must be a @triton.jit kernel: the task's test "
                                 f"launches it as {plain[0]}[grid](...)")  # fmt: skip
