@@ -1,5 +1,5 @@
 """What every command shares: the usage error (one line, exit 2), the platform and agent options, the
-verifier they build, and reading tasks and files the user named."""
+verifier they build, and reading the task suites the user named."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 
 from kernelvault.contracts import PLATFORMS
-
-DEFAULT_OUT = Path("out")
 
 
 class UsageError(Exception):
@@ -59,15 +57,6 @@ def build_verifier(args: argparse.Namespace):  # noqa: ANN202 - imported lazily 
         return Verifier(VerifyConfig(platform=args.platform, arch=args.arch, timeout_s=args.timeout))
     except ValueError as error:
         raise UsageError(str(error)) from None
-
-
-def read_file(path: Path, what: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{what} not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"cannot read {what} {path}: {error}") from None
 
 
 def load_tasks_or_exit(spec: str | None):  # noqa: ANN202

@@ -7,13 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kernelvault.contracts import Task
-
-if TYPE_CHECKING:
-    from kernelvault.pipelines.answers import AnswerCandidates
-
 from kernelvault.cli.common import (
-    DEFAULT_OUT,
     UsageError,
     add_agent_options,
     add_platform_options,
@@ -21,6 +15,12 @@ from kernelvault.cli.common import (
     eval_tasks,
     load_tasks_or_exit,
 )
+from kernelvault.contracts import Task
+
+if TYPE_CHECKING:
+    from kernelvault.pipelines.answers import AnswerCandidates
+
+DEFAULT_OUT = Path("out")
 
 
 def _answers_source(args: argparse.Namespace, tasks: list[Task]) -> AnswerCandidates:

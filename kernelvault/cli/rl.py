@@ -22,10 +22,6 @@ from kernelvault.cli.common import UsageError
 from kernelvault.contracts import PLATFORMS
 
 
-def _usage_error(message: str) -> Exception:
-    return UsageError(message)
-
-
 def register(commands: argparse._SubParsersAction) -> None:
     from kernelvault.rl.config import RLConfig
 
@@ -100,13 +96,13 @@ def cmd_rl_train(args: argparse.Namespace) -> int:
     from kernelvault.rl.config import ConfigError, load_config
 
     if args.config is None and not _overrides(args):
-        raise _usage_error(
+        raise UsageError(
             "kernelvault rl needs --config FILE (see rl/configs/), or a subcommand: diagnose, serve"
         )
     try:
         config = load_config(Path(args.config) if args.config else None, _overrides(args))
     except ConfigError as error:
-        raise _usage_error(str(error)) from None
+        raise UsageError(str(error)) from None
     needed = ["trl", "transformers", "accelerate"] + (["peft"] if config.use_peft else [])
     needed += ["langgraph"] if config.multi_turn else []
     for module in needed:
@@ -114,13 +110,13 @@ def cmd_rl_train(args: argparse.Namespace) -> int:
             __import__(module)
         except ImportError:
             extra = "agents" if module == "langgraph" else "train"
-            raise _usage_error(f"kernelvault rl needs {module}: pip install 'kernelvault[{extra}]'") from None
+            raise UsageError(f"kernelvault rl needs {module}: pip install 'kernelvault[{extra}]'") from None
     from kernelvault.rl.train import summary_lines, train
 
     try:
         result = train(config)
     except ConfigError as error:
-        raise _usage_error(str(error)) from None
+        raise UsageError(str(error)) from None
     for line in summary_lines(result):
         print(line)
     return 0
@@ -145,7 +141,7 @@ def cmd_rl_diagnose(args: argparse.Namespace) -> int:
             )
             did_something = True
     except ValueError as error:
-        raise _usage_error(str(error)) from None
+        raise UsageError(str(error)) from None
     groups = None
     if args.dataset:
         groups = diagnostics.groups_from_attempts(_attempt_rows(Path(args.dataset)), args.unit)
@@ -154,13 +150,13 @@ def cmd_rl_diagnose(args: argparse.Namespace) -> int:
         paths = [p for item in args.rewards for p in (sorted(Path(item).glob("rewards-rank*.jsonl"))
                                                       if Path(item).is_dir() else [Path(item)])]  # fmt: skip
         if not paths or not all(p.is_file() for p in paths):
-            raise _usage_error(f"no reward log at {' '.join(args.rewards)}")
+            raise UsageError(f"no reward log at {' '.join(args.rewards)}")
         groups = diagnostics.groups_from_reward_log(paths)
         source = f"reward log {', '.join(str(p) for p in paths)}"
     if groups is not None:
         stats = diagnostics.compare(groups, args.threshold)
         if not stats or stats[0].groups == 0:
-            raise _usage_error("no group with two or more samples: nothing to compare")
+            raise UsageError("no group with two or more samples: nothing to compare")
         print(f"{source}: {stats[0].groups} groups of 2+ samples ({stats[0].skipped_groups} single-sample groups "
               f"left out), usable = |r - group mean| > {args.threshold:g}")  # fmt: skip
         print(diagnostics.format_table(stats, markdown=args.markdown))
@@ -170,7 +166,7 @@ def cmd_rl_diagnose(args: argparse.Namespace) -> int:
             )
         did_something = True
     if not did_something:
-        raise _usage_error("give --success-rate, --tiers, --dataset or --rewards")
+        raise UsageError("give --success-rate, --tiers, --dataset or --rewards")
     return 0
 
 
@@ -188,7 +184,7 @@ def _attempt_rows(dataset: Path) -> list[dict]:  # noqa: ANN202
         if folder.is_dir() and any(folder.glob("*.parquet")):
             rows += load_attempts(folder).to_pylist()
     if not rows:
-        raise _usage_error(
+        raise UsageError(
             f"no attempt shards in {dataset} (expected data/triton/ or triton/ with .parquet files)"
         )
     return rows
@@ -211,7 +207,7 @@ def cmd_rl_serve(args: argparse.Namespace) -> int:
             verifier
         )  # it serves rewards for model output (KV_ALLOW_UNJAILED=1 opts in)
     except (ValueError, UnjailedModelOutput) as error:
-        raise _usage_error(str(error)) from None
+        raise UsageError(str(error)) from None
     workers = args.workers or (2 if verifier.choice.platform == "cpu" else _gpu_count())
     token = args.token or os.environ.get(TOKEN_ENV) or None
     environment = {
@@ -223,7 +219,7 @@ def cmd_rl_serve(args: argparse.Namespace) -> int:
     try:
         url = service.start()
     except OSError as error:
-        raise _usage_error(f"cannot listen on {args.host}:{args.port}: {error}") from None
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {error}") from None
     print(f"reward service at {url} ({verifier.choice.device}, {workers} worker(s), "
           f"{'token required' if token else 'no token'}); Ctrl-C stops it")  # fmt: skip
     try:

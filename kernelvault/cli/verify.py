@@ -6,13 +6,17 @@ import argparse
 import json
 from pathlib import Path
 
-from kernelvault.cli.common import (
-    UsageError,
-    add_platform_options,
-    build_verifier,
-    read_file,
-)
+from kernelvault.cli.common import UsageError, add_platform_options, build_verifier
 from kernelvault.contracts import Candidate
+
+
+def read_file(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{what} not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"cannot read {what} {path}: {error}") from None
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
