@@ -146,7 +146,7 @@ def task_statistics(tasks: Sequence[Task], field: str) -> list[tuple[str, Task |
     """(text, task) from the statistics file beside each task folder (`FOLDER.json` or `.jsonl`, a JSON array
     of objects with `file` and `field`: `description` for TritonBench-T, `output` for -G); newlines removed
     from a description. An item whose file is not a loaded task (refused by the loader) gives the file's
-    name instead of a task, so that an answer matched to it says so. None where there is no such file."""
+    name instead of a task, so that an answer matched to it says so. Empty where there is no such file."""
     folders: dict[Path, dict[str, Task]] = {}
     for task in tasks:
         if task.origin.startswith("folder:"):
