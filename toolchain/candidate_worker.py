@@ -494,15 +494,21 @@ DEVICE_SCALAR_COPIES = 16
 
 
 def _copied_bytes(event: Any) -> int:
-    """The bytes a copy event moved, as CUPTI recorded them (0 where unknown)."""
+    """The bytes a copy event moved, as CUPTI recorded them (0 where unknown).
+
+    torch's `_KinetoEvent` has no byte count of its own (no `nbytes`): kineto keeps it in the event's metadata,
+    written as the object's members (`"device": 0, ..., "bytes": 4, "memory bandwidth (GB/s)": ...`), without
+    the braces and not always valid JSON (a copy too short to time has a bandwidth of `inf`), so the one
+    member is read by pattern.
+    """
     try:
-        count = int(event.nbytes() or 0)
-        if count:
-            return count
-        text = (event.metadata_json() or "").strip()  # kineto writes the object's members, not always braces
-        return int(json.loads(text if text.startswith("{") else "{" + text + "}").get("bytes", 0) or 0)
-    except (ValueError, TypeError, AttributeError):
+        found = _COPY_BYTES.search(event.metadata_json() or "")
+    except (TypeError, AttributeError, RuntimeError):
         return 0
+    return int(found.group(1)) if found else 0
+
+
+_COPY_BYTES = re.compile(r'"bytes"\s*:\s*(\d+)')
 
 
 class CandidateJob:
