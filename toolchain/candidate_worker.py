@@ -38,7 +38,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -88,9 +88,12 @@ class LaunchRecorder:
 
     SNAPSHOT_MUTABLE = ("count", "enabled")  # fields that change while it works (`PatchSnapshot`)
 
-    def __init__(self, path: Path, violations: Violations) -> None:
+    def __init__(
+        self, path: Path, violations: Violations, on_launch: Callable[[Iterable[Any] | None], None]
+    ) -> None:
         self.path = path
         self.violations = violations
+        self.on_launch = on_launch  # the monitor learns which tensors a kernel may have written
         self.count = 0
         self.enabled = True  # off while timing: recording costs host time between launches
         self.kernels: list[str] = []
@@ -132,6 +135,7 @@ class LaunchRecorder:
         if not self.enabled:
             return
         self.count += 1
+        self.on_launch(None)
         self._check_stream(name)
         if name not in self.kernels:
             self.kernels.append(name)
@@ -140,6 +144,7 @@ class LaunchRecorder:
 
     def record(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self.count += 1
+        self.on_launch([*args, *kwargs.values()])
         name = getattr(fn, "__name__", "?")
         self._check_stream(name)
         if name not in self.kernels:
@@ -302,7 +307,9 @@ class CandidateGuards:
         self.expect_filled_memory = False  # set while unwritten_memory_filled is on
         self.record: DeviceRecord | None = None  # the device's own record (GPU), from `CandidateHost._load`
         self.monitor = TorchComputeMonitor(self.violations, job.get("allowed_ops", ()))
-        self.recorder = LaunchRecorder(Path(job["launches_path"]), self.violations)
+        self.recorder = LaunchRecorder(
+            Path(job["launches_path"]), self.violations, self.monitor.forget_written
+        )
         self.recorder.install(interpreted=device.type == "cpu")
         self.process_guards = ProcessGuards(self.violations, writable)
         self.process_guards.install()

@@ -120,6 +120,22 @@ class TorchComputeMonitor(TorchDispatchMode):
         self.active = False
         self.constants = {}
 
+    def forget_written(self, launched_with: Iterable[Any] | None) -> None:
+        """A kernel was launched with these arguments (None: arguments unseen, a native launch). A host-made
+        tensor a kernel may have written holds the kernel's results, not Python values: `torch.zeros(1)` filled
+        by a reduction kernel and then divided by n on the host is PyTorch finishing the work (the device record
+        says the same on a GPU). Views share the storage, so storages are compared, not tensor objects."""
+        if not self.constants:
+            return
+        if launched_with is None:
+            self.constants = {}
+            return
+        written = {_storage_pointer(leaf) for leaf in launched_with if isinstance(leaf, torch.Tensor)}
+        self.constants = {
+            key: ref for key, ref in self.constants.items()
+            if (tensor := ref()) is not None and _storage_pointer(tensor) not in written
+        }  # fmt: skip
+
     def _host_made(self, tensor: torch.Tensor) -> bool:
         ref = self.constants.get(id(tensor))
         return ref is not None and ref() is tensor
@@ -152,6 +168,13 @@ class TorchComputeMonitor(TorchDispatchMode):
                 if isinstance(leaf, torch.Tensor) and leaf.numel() <= HOST_VALUES_MAX:
                     self.constants[id(leaf)] = weakref.ref(leaf)
         return output
+
+
+def _storage_pointer(tensor: torch.Tensor) -> int:
+    try:
+        return tensor.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # a tensor without storage (meta, some subclasses)
+        return id(tensor)
 
 
 def _members(namespace: Any, everything: bool) -> dict[str, Any]:
