@@ -59,3 +59,30 @@ def test_bundled_suite_has_no_broken_reference() -> None:
     code, printed = run_check(Path(__file__).resolve().parents[1] / "tasks")
     assert code == 0, printed
     assert "BROKEN" not in printed and "INVALID" not in printed
+
+
+def test_each_tasks_report_is_printed_as_soon_as_it_is_checked(tmp_path: Path) -> None:
+    """A long check (five KernelBench tasks ran over three minutes) shows its progress instead of printing
+    nothing until its end: the first task's line arrives while a slow second task is still running."""
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "a_quick.py").write_text(HEADER + TASKS["good"] + "\n\n" + INPUTS)
+    slow = TASKS["good"].replace(
+        "return torch.tanh(x)", "import time\n        time.sleep(3)\n        return torch.tanh(x)"
+    )
+    (tmp_path / "b_slow.py").write_text(HEADER + slow + "\n\n" + INPUTS)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kernelvault.cli", "tasks", "check", str(tmp_path), "--workers", "1"],
+        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1],
+    )  # fmt: skip
+    assert process.stdout is not None
+    first = process.stdout.readline()
+    running_when_first_printed = process.poll() is None
+    started = time.monotonic()
+    rest = process.stdout.read()
+    process.wait(timeout=300)
+    assert first.startswith("ok") and "a_quick" in first
+    assert running_when_first_printed and time.monotonic() - started > 2  # b_slow was still being checked
+    assert "b_slow" in rest and "2 of 2 task(s) ok" in rest

@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,8 +173,15 @@ def check_task(
 
 def check_tasks(tasks: list[Task], include_performance: bool = False, timeout_s: float = 300.0,
                 workers: int = 2) -> list[TaskReport]:  # fmt: skip
+    return list(iter_check_tasks(tasks, include_performance, timeout_s, workers))
+
+
+def iter_check_tasks(tasks: list[Task], include_performance: bool = False, timeout_s: float = 300.0,
+                     workers: int = 2) -> Iterator[TaskReport]:  # fmt: skip
+    """Each task's report as soon as it and the ones before it are done (in the tasks' order): a long check
+    shows its progress instead of printing nothing until its end."""
     with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(lambda task: check_task(task, include_performance, timeout_s), tasks))
+        yield from pool.map(lambda task: check_task(task, include_performance, timeout_s), tasks)
 
 
 if __name__ == "__main__":

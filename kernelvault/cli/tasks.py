@@ -10,16 +10,17 @@ from kernelvault.cli.common import (
 
 
 def cmd_tasks_check(args: argparse.Namespace) -> int:
-    from kernelvault.toolchain.reference_check import check_tasks
+    from kernelvault.toolchain.reference_check import iter_check_tasks
 
     loaded = load_tasks_or_exit(args.path)
-    reports = check_tasks(loaded.tasks, include_performance=args.performance, workers=args.workers)
-    broken = [report for report in reports if not report.ok]
-    for report in reports:
+    reports = []
+    for report in iter_check_tasks(loaded.tasks, include_performance=args.performance, workers=args.workers):
+        reports.append(report)
         status = "ok" if report.ok else "BROKEN"
-        print(f"{status:<7} {report.task} ({report.cases_run} case(s))")
+        print(f"{status:<7} {report.task} ({report.cases_run} case(s))", flush=True)
         for problem in report.problems:
-            print(f"          {problem}")
+            print(f"          {problem}", flush=True)
+    broken = [report for report in reports if not report.ok]
     for where, why in loaded.errors:
         print(f"INVALID {where}: {why}")
     total_bad = len(broken) + len(loaded.errors)
