@@ -4,7 +4,7 @@ The agent job (`kernelvault.pipelines.agent_job.run_agent_job`) runs over the bu
 kernel; a real OpenAI-compatible HTTP server on localhost (`kernelvault.simulated_openai`) answers every
 request with that task's example after a latency drawn per request from a log-normal distribution
 (median `--latency-median-s`, shape `--latency-sigma`: a model answer of a few thousand tokens takes tens
-of seconds). The device stages go through the run's `VerifierPool`, whose timeline says when each
+of seconds). The device stages go through the run's `LanePool`, whose timeline says when each
 candidate was queued for a lane, started and finished. Printed per lane:
 
 - busy: the share of the run (first queued to last finished) the lane spent in device stages;
@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT))
 
 from kernelvault.agents.client import EndpointConfig, SamplingSettings  # noqa: E402
 from kernelvault.pipelines.agent_job import AgentJobConfig, run_agent_job  # noqa: E402
-from kernelvault.pipelines.verify_pool import DeviceJob, VerifierPool  # noqa: E402
 from kernelvault.simulated_openai import Answer, FakeOpenAI  # noqa: E402
+from kernelvault.toolchain.lane_pool import DeviceJob, LanePool  # noqa: E402
 from kernelvault.toolchain.tasks import LoadedTasks, load_task_file  # noqa: E402
 from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
 
@@ -100,7 +100,7 @@ def main() -> int:
     config = AgentJobConfig(endpoint=EndpointConfig(base_url=url, model="simulated"), samples=args.samples,
                             max_turns=1, concurrency=args.concurrency, verify_workers=lanes,
                             sampling=SamplingSettings(temperature=0.6, top_p=0.95, max_tokens=4096))  # fmt: skip
-    pools: list[VerifierPool] = []
+    pools: list[LanePool] = []
     started = time.monotonic()
     try:
         with tempfile.TemporaryDirectory(prefix="kv-gpu-busy-") as out:

@@ -2,7 +2,7 @@
 
     tasks × samples ──► KernelAgent (LangGraph: draft → verify → reflect, N trajectories at once)
                            │ model requests: async, bounded by --concurrency
-                           │ verification: one persistent-worker lane per slot (pipelines/verify_pool.py)
+                           │ verification: a LanePool, persistent lanes pinned to GPUs (toolchain/lane_pool.py)
                            ▼
                      ShardWriter (a trajectory's turns land in one shard) ◄─► run ledger
 
@@ -36,7 +36,7 @@ from kernelvault.pipelines.corpus_job import (
     job_identity,
     open_run,
 )
-from kernelvault.pipelines.verify_pool import VerifierPool
+from kernelvault.toolchain.lane_pool import LanePool, pool_lanes, visible_gpus
 from kernelvault.toolchain.tasks import LoadedTasks
 from kernelvault.toolchain.verify import Verifier, require_jail_for_model_output
 
@@ -56,6 +56,9 @@ class AgentJobConfig:
     max_tokens: int | None = None
     verify_workers: int | None = None  # verifications at once (default: cores on cpu, 1 per GPU)
     lanes_per_gpu: int = 1  # verification lanes per GPU: checks overlap, timings take turns (device_gate)
+    devices: str | None = (
+        None  # GPU ids (`0,1`) the lanes go on; default: the first verify_workers visible ones
+    )
     allow_unjailed: bool = False  # verify the model's kernels even where the machine has no OS jail
 
 
@@ -111,7 +114,7 @@ def run_agent_job(
     executor: str = "local",
     address: str | None = None,
 ) -> RunSummary:
-    """`executor`: "local" (a VerifierPool of this machine's lanes) or "ray" (a RayVerifierPool: one actor
+    """`executor`: "local" (a LanePool of this machine's lanes) or "ray" (a RayVerifierPool: one actor
     per GPU of the cluster at `address`). `on_pool` receives the pool (bench/gpu_busy.py reads its timeline)."""
     require_jail_for_model_output(verifier, config.allow_unjailed)  # raises before any model call
     check_prompts(loaded.tasks, target)  # likewise: HIP for a function task is refused by the toolchain
@@ -146,21 +149,21 @@ async def _run_trajectories(work: list[tuple[Task, int]], verifier: Verifier, ta
     budget = RunBudget(max_requests=config.max_requests, max_tokens=config.max_tokens)
     client = ModelClient(config.endpoint, concurrency=config.concurrency, budget=budget)
     slots = config.verify_workers or default_workers(platform)
-    pool: VerifierPool | RayVerifierPool
+    pool: LanePool | RayVerifierPool
     if executor == "ray":
         from kernelvault.pipelines.ray_executor import RayOptions
         from kernelvault.pipelines.ray_verify_pool import RayVerifierPool
 
         pool = RayVerifierPool(verifier, slots, RayOptions(address=address))
         slots = len(pool.actors)
-    else:  # one persistent worker lane per slot: interpreter lanes on cpu, GPU i for slot i on a GPU
-        lanes = (
-            ["cpu"] * slots
-            if platform == "cpu"
-            else [str(i) for i in range(slots) for _ in range(config.lanes_per_gpu)]
-        )
-        pool = VerifierPool(verifier, lanes)
-        slots = len(lanes)
+    else:  # interpreter lanes on cpu; on a GPU platform lanes_per_gpu lanes on each of the job's GPUs
+        devices = config.devices
+        if devices is None and platform != "cpu":
+            devices = ",".join(
+                visible_gpus()[: config.verify_workers] if config.verify_workers else visible_gpus()
+            )
+        pool = LanePool(verifier, pool_lanes(platform, devices, config.lanes_per_gpu, cpu_lanes=slots))
+        slots = len(pool.devices)
     on_pool(pool)
     # Twice the lanes in flight: while a lane runs one candidate, the next one's CPU stages (parse, static,
     # HIP build) run on a caller's thread, so a lane finds work waiting when it finishes.

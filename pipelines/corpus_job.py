@@ -40,18 +40,21 @@ from kernelvault.corpus.shards import ShardWriter, read_columns, run_shards
 from kernelvault.pipelines.candidates import Attempt, CandidateSource, expected_outcome
 from kernelvault.pipelines.corpus_stages import (
     RETRIED_FAILURES,
+    AttemptLane,
     ShardSink,
-    VerificationLane,
     VerifiedAttempt,
     attempt_of_row,
     discard_prepared,
+    job_pool,
     landed_shards,
     lost_attempt,
+    own_pool_lane,
     prepare_attempt,
     row_of,
     shard_attempts,
 )
-from kernelvault.pipelines.executor import ExecutorConfig, LocalExecutor, check_lanes_per_gpu, parse_devices
+from kernelvault.pipelines.executor import ExecutorConfig, LocalExecutor
+from kernelvault.toolchain.lane_pool import check_lanes_per_gpu, parse_devices
 from kernelvault.toolchain.tasks import LoadedTasks
 from kernelvault.toolchain.verify import Verifier
 
@@ -240,8 +243,6 @@ def run_corpus_job(
     workers = workers or default_workers(platform)
     check_lanes_per_gpu(lanes_per_gpu, executor)
     lanes = parse_devices(devices or ("cpu" if platform == "cpu" else "0"), workers, lanes_per_gpu)
-    if platform == "cpu" and devices and devices.strip() != "cpu":
-        raise ValueError("--devices names GPUs, but the platform is cpu: use --devices cpu")
     bar = _progress_bar(len(attempts), progress)
     writer = ShardWriter(out_dir, config=target, run_id=run_id, max_rows=shard_rows,
                          flush_interval_s=flush_interval_s, on_shard=record_shard)  # fmt: skip
@@ -260,8 +261,10 @@ def run_corpus_job(
 
     pool = (os.cpu_count() or 1) if compile_workers is None else compile_workers
     prepare = functools.partial(prepare_attempt, verifier)
-    open_lane = functools.partial(VerificationLane, verifier, persistent=persistent)
     if executor == "ray":
+        open_lane: Any = functools.partial(
+            own_pool_lane, verifier, persistent=persistent
+        )  # one pool per actor
         if ray_writers not in ("actors", "driver"):
             raise ValueError(f"ray_writers is 'actors' or 'driver', not {ray_writers!r}")
         writing = None
@@ -288,8 +291,10 @@ def run_corpus_job(
                     started_attempts(), prepare, open_lane, write, writing)  # fmt: skip
     else:
         config = ExecutorConfig(lanes=lanes, compile_workers=pool, queue_size=queue_size or 2 * len(lanes))
-        with writer:
-            LocalExecutor(config).run(started_attempts(), prepare, open_lane, write)
+        with writer, job_pool(verifier, lanes, persistent) as lane_pool:
+            LocalExecutor(config).run(
+                started_attempts(), prepare, lambda _device: AttemptLane(lane_pool), write
+            )
     bar.close()
     return close_run(run, out_dir / "data" / target, started)
 

@@ -1,10 +1,10 @@
 """The corpus job's stages as plain functions over picklable values, for any executor to run.
 
-    Attempt ──prepare_attempt──► PreparedAttempt ──VerificationLane──► VerifiedAttempt ──► (the job writes it)
+    Attempt ──prepare_attempt──► PreparedAttempt ──AttemptLane──► VerifiedAttempt ──► (the job writes it)
 
 `prepare_attempt` is pure CPU work (parse, static checks, HIP compile into the shared content-addressed
-cache) and may run in another process. A `VerificationLane` owns the persistent workers of one device
-(`kernelvault.toolchain.device_worker.WorkerLane`) and must stay on the thread that opened it.
+cache) and may run in another process. An `AttemptLane` hands the prepared attempt to a lane pool
+(`kernelvault.toolchain.lane_pool`), the one thing that runs candidates.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from kernelvault.corpus.ledger import attempt_key
 from kernelvault.corpus.schema import attempt_row
 from kernelvault.corpus.shards import ShardWriter, read_columns
 from kernelvault.pipelines.candidates import Attempt
-from kernelvault.toolchain.device_worker import WorkerLane
+from kernelvault.toolchain.lane_pool import LanePool
 from kernelvault.toolchain.verify import Prepared, Verifier
 
 # Failures on our side or the provider's: recorded in the ledger, never written, retried on resume.
@@ -37,7 +37,6 @@ class PreparedAttempt:
 class VerifiedAttempt:
     attempt: Attempt
     verdict: Verdict
-    device: str
 
 
 def prepare_attempt(verifier: Verifier, attempt: Attempt) -> PreparedAttempt:
@@ -53,27 +52,38 @@ def discard_prepared(verifier: Verifier, item: PreparedAttempt) -> None:
 
 def lost_attempt(verifier: Verifier, attempt: Attempt, reason: str) -> VerifiedAttempt:
     """What an executor writes for an attempt it gave up on: an infrastructure_error, retried on resume."""
-    return VerifiedAttempt(attempt, verifier.lost(attempt.task, attempt.candidate.target, reason), "lost")
+    return VerifiedAttempt(attempt, verifier.lost(attempt.task, attempt.candidate.target, reason))
 
 
-class VerificationLane:
-    """Finishes prepared attempts on one device; persistent workers, or a fresh process per candidate.
+class AttemptLane:
+    """The corpus job's lane: its prepared attempts go to a lane pool, one at a time from the executor's lane
+    thread (the executor's bounded queues are the job's back-pressure; the pool's lanes do the work).
 
-    Both are a `WorkerLane` (the fresh way: one job per worker), so both see only their own device.
+    Locally every executor lane shares the job's one pool; a Ray lane actor has a pool of its own
+    (`own_pool_lane`), which it closes with the lane.
     """
 
-    def __init__(
-        self, verifier: Verifier, device: str, persistent: bool = True, restart_every: int = 50
-    ) -> None:
-        self.verifier = verifier
-        self.device = device
-        self.workers = WorkerLane(verifier.config.python, device, restart_every if persistent else 1)
+    def __init__(self, pool: LanePool, owned: bool = False) -> None:
+        self.pool = pool
+        self.owned = owned
 
     def __call__(self, item: PreparedAttempt) -> VerifiedAttempt:
-        return VerifiedAttempt(item.attempt, self.verifier.complete(item.prepared, self.workers), self.device)
+        return VerifiedAttempt(item.attempt, self.pool.submit_prepared(item.prepared).result())
 
     def close(self) -> None:
-        self.workers.close()
+        if self.owned:
+            self.pool.close()
+
+
+def job_pool(verifier: Verifier, lanes: tuple[str, ...], persistent: bool = True) -> LanePool:
+    """The lane pool of a local corpus job: `persistent=False` is the fresh-process mode (one worker per
+    candidate), kept for the benchmarks that measure it."""
+    return LanePool(verifier, lanes, restart_every=50 if persistent else 1)
+
+
+def own_pool_lane(verifier: Verifier, device: str, persistent: bool = True) -> AttemptLane:
+    """A lane with a pool of one lane on `device`: a Ray lane actor's (one pool per actor)."""
+    return AttemptLane(job_pool(verifier, (device,), persistent), owned=True)
 
 
 def row_of(run_id: str, attempt: Attempt, verdict: Verdict) -> dict[str, Any]:

@@ -176,29 +176,3 @@ def _hand_over(in_flight: set[Future[Any]], prepared: BoundedQueue[Any]) -> set[
     for future in done:
         prepared.put(future.result())
     return rest
-
-
-def parse_devices(devices: str, cpu_lanes: int, gpu_lanes: int = 1) -> tuple[str, ...]:
-    """`cpu` → cpu_lanes interpreter lanes; `0,1` → gpu_lanes lanes per GPU (they share the GPU's gate:
-    `kernelvault.toolchain.device_gate`, checks side by side, one timing at a time)."""
-    if devices.strip() == "cpu":
-        return ("cpu",) * max(1, cpu_lanes)
-    gpus = tuple(part.strip() for part in devices.split(",") if part.strip())
-    if not gpus or not all(part.isdigit() for part in gpus):
-        raise ValueError(f"--devices takes `cpu` or GPU indices like `0,1`, not {devices!r}")
-    if len(set(gpus)) != len(gpus):
-        raise ValueError(
-            f"--devices names a GPU twice ({devices!r}): use --lanes-per-gpu for more lanes on one"
-        )
-    check_lanes_per_gpu(gpu_lanes)
-    return tuple(gpu for gpu in gpus for _ in range(gpu_lanes))
-
-
-def check_lanes_per_gpu(lanes_per_gpu: int, executor: str = "local") -> None:
-    """Refuse a lane count the executor cannot honour (ValueError, one line)."""
-    if lanes_per_gpu < 1:
-        raise ValueError(f"--lanes-per-gpu is at least 1, not {lanes_per_gpu}")
-    if executor == "ray" and lanes_per_gpu != 1:
-        # each Ray actor is its own process: two on one GPU would not share its gate, so they would time
-        # side by side
-        raise ValueError("--lanes-per-gpu above 1 needs the local executor: Ray runs one actor per GPU")

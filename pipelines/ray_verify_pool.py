@@ -24,29 +24,28 @@ from typing import Any
 
 from kernelvault.contracts import Candidate, Task, Verdict
 from kernelvault.pipelines.ray_executor import RayOptions, actor_device, import_ray
-from kernelvault.pipelines.verify_pool import DeviceJob
+from kernelvault.toolchain.lane_pool import DeviceJob
 from kernelvault.toolchain.verify import Verifier
 
 _RESTART_WAIT_S = 300.0  # how long a call waits for restarting actors before its attempt is lost
 
 
 class VerifyHost:
-    """The body of a verification actor: the whole verification of a candidate, in persistent workers."""
+    """The body of a verification actor: a lane pool of one lane on the actor's device (its GPU, or cpu)."""
 
     def __init__(self, verifier: Verifier, device: str) -> None:
-        from kernelvault.toolchain.device_worker import WorkerLane
+        from kernelvault.toolchain.lane_pool import LanePool
 
-        self.verifier = verifier
-        self.workers = WorkerLane(verifier.config.python, actor_device(device))
+        self.pool = LanePool(verifier, [actor_device(device)])
 
     def ping(self) -> None:
         pass
 
     def verify(self, task: Task, candidate: Candidate) -> tuple[Verdict, int]:
-        return self.verifier.verify(task, candidate, runner=self.workers), os.getpid()
+        return self.pool.verify(task, candidate), os.getpid()
 
     def close(self) -> None:
-        self.workers.close()
+        self.pool.close()
 
 
 class RayVerifierPool:

@@ -56,7 +56,11 @@ class RLConfig:
     # Verification
     verify_platform: str | None = _help("cpu, cuda or rocm (default: detect); ignored with reward_url", None)
     verify_timeout_s: float = _help("wall-clock seconds per candidate", 60.0)
-    verify_concurrency: int = _help("verifications in flight (default: 2 on cpu, 1 per GPU)", 0)
+    verify_concurrency: int = _help("verifications in flight (default: twice the lanes)", 0)
+    verify_devices: str | None = _help(
+        "GPU ids the verification lanes go on, like 0,1 (default: every visible GPU)", None
+    )
+    verify_lanes_per_gpu: int = _help("persistent verification lanes per GPU", 1)
     reward_url: str | None = _help(
         "a reward service (kernelvault rl serve) to verify on instead of this process", None
     )

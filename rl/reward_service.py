@@ -9,7 +9,8 @@ toolchain's `verify` (which runs the candidate in a sandboxed worker process, on
     GET  /v1/jobs/ID?wait=S                → {"id", "status": queued|running|done|failed, "verdict"?, "error"?}
                                              (waits up to S seconds for the job to finish: a long poll)
     POST /v1/verify        the same body   → {"id", "status": "done", "verdict"} once verified
-    GET  /v1/health                        → {"platform", "device", "arch", "workers", "queued", "running", "done"}
+    GET  /v1/health                        → {"platform", "device", "arch", "workers", "queued", "running", "done",
+                                              "lanes": {"DEVICE#INDEX": device stages finished}}
 
 `RemoteVerifier(url).verify(task, candidate)` is the client: the same signature as `Verifier.verify`, so
 the TRL reward functions, the rollouts and verl's `compute_score` take either. Transport failures are
@@ -34,6 +35,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -80,8 +82,10 @@ class Job:
 class RewardService:
     """The job queue and its HTTP front; `start()` serves in a background thread and returns the URL."""
 
-    def __init__(self, verify: VerifyFunction, environment: dict[str, str], config: ServiceConfig) -> None:
+    def __init__(self, verify: VerifyFunction, environment: dict[str, str], config: ServiceConfig,
+                 lane_jobs: Callable[[], dict[str, int]] | None = None) -> None:  # fmt: skip
         self.verify = verify
+        self.lane_jobs = lane_jobs  # the lane pool's jobs per lane, for /v1/health
         self.environment = environment
         self.config = config
         self.tasks = TaskBook()
@@ -127,8 +131,9 @@ class RewardService:
     def health(self) -> dict[str, Any]:
         with self.lock:
             states = [job.status for job in self.jobs.values()]
+        lanes = {"lanes": self.lane_jobs()} if self.lane_jobs is not None else {}
         return {**self.environment, "workers": self.config.workers, "queued": states.count("queued"),
-                "running": states.count("running"), "done": self.finished}  # fmt: skip
+                "running": states.count("running"), "done": self.finished, **lanes}  # fmt: skip
 
     def _work(self) -> None:
         while (job := self.queue.get()) is not None:

@@ -25,7 +25,6 @@ the reward components and the per-group signal shares from rl.rewards.
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -205,20 +204,15 @@ class TrainResult:
 def _verify_concurrency(config: RLConfig, source: VerdictSource) -> int:
     if config.verify_concurrency > 0:
         return config.verify_concurrency
-    if config.reward_url:
-        return 16  # the service queues; keep its workers busy
-    if source.platform == "cpu":
-        return max(1, min(4, os.cpu_count() or 1))
-    import torch
-
-    return max(1, torch.cuda.device_count())  # one timing worker per GPU
+    return source.slots
 
 
 def train(config: RLConfig) -> TrainResult:
     try:
         source = verdict_source(
-            config.reward_url, platform=config.verify_platform, timeout_s=config.verify_timeout_s
-        )
+            config.reward_url, platform=config.verify_platform, timeout_s=config.verify_timeout_s,
+            devices=config.verify_devices, lanes_per_gpu=config.verify_lanes_per_gpu,
+        )  # fmt: skip
     except ValueError as error:
         raise ConfigError(str(error)) from None
     dataset, tasks = build_dataset(config)

@@ -3,16 +3,28 @@
 Both give `verify(task, candidate) -> Verdict` (the function the agents use) and the platform the verdicts
 are obtained on (it picks the agents' prompts: cpu proves compilation for AMD, so it gets the AMD ones).
 Processes started by a framework (verl's reward workers and agent loops) read the choice from the
-environment: KV_REWARD_URL (+ KV_REWARD_TOKEN) for a service, else KV_PLATFORM and KV_VERIFY_TIMEOUT.
+environment: KV_REWARD_URL (+ KV_REWARD_TOKEN) for a service, else KV_PLATFORM, KV_VERIFY_TIMEOUT,
+KV_DEVICES (GPU ids, default every visible one) and KV_LANES_PER_GPU.
+
+The local toolchain is a `LanePool` (`kernelvault.toolchain.lane_pool`): persistent lanes on every GPU this
+process may use, one each by default, so a reward function's concurrent verifications spread over the node's
+GPUs and reuse their workers instead of starting a process per completion. Lanes of one process share a
+GPU's timing gate; two processes with their own pools on one GPU do not (a reward service, `rl serve`, is
+the one pool a node's trainers share).
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
 from kernelvault.rl.rewards import VerifyFunction
+
+if TYPE_CHECKING:
+    from kernelvault.toolchain.lane_pool import LanePool
 
 
 @dataclass(frozen=True)
@@ -20,28 +32,36 @@ class VerdictSource:
     verify: VerifyFunction
     platform: str  # "cpu" | "cuda" | "rocm"
     description: str
+    slots: int  # verifications worth keeping in flight: twice a pool's lanes (one checked, one prepared)
+    pool: LanePool | None = None  # the local lane pool (None: a reward service's)
 
 
 def verdict_source(reward_url: str | None = None, token: str | None = None, platform: str | None = None,
-                   timeout_s: float = 60.0) -> VerdictSource:  # fmt: skip
-    """A reward service when `reward_url` is given, else a local `Verifier` (which raises ValueError for a
-    platform this machine cannot serve)."""
+                   timeout_s: float = 60.0, devices: str | None = None, lanes_per_gpu: int = 1) -> VerdictSource:  # fmt: skip
+    """A reward service when `reward_url` is given, else a local lane pool (ValueError for a platform this
+    machine cannot serve)."""
     if reward_url:
         from kernelvault.rl.reward_service import TOKEN_ENV, RemoteVerifier
 
         remote = RemoteVerifier(reward_url, token or os.environ.get(TOKEN_ENV))
         health = remote.health()
         return VerdictSource(remote.verify, str(health.get("platform", "cpu")),
-                             f"reward service {reward_url} ({health.get('device')})")  # fmt: skip
+                             f"reward service {reward_url} ({health.get('device')})",
+                             max(16, int(health.get("workers", 0) or 0)))  # the service queues: keep it busy  # fmt: skip
+    from kernelvault.toolchain.lane_pool import LanePool
     from kernelvault.toolchain.verify import Verifier, VerifyConfig, require_jail_for_model_output
 
     verifier = Verifier(VerifyConfig(platform=platform, timeout_s=timeout_s))
     require_jail_for_model_output(
         verifier
     )  # GRPO's completions are model output (KV_ALLOW_UNJAILED=1 opts in)
+    pool = LanePool.for_verifier(verifier, devices, lanes_per_gpu)
+    atexit.register(pool.close)
     return VerdictSource(
-        verifier.verify, verifier.choice.platform, f"local toolchain ({verifier.choice.device})"
-    )
+        pool.verify, verifier.choice.platform,
+        f"local toolchain ({verifier.choice.device}, lanes on {','.join(pool.devices)})", 2 * len(pool.devices),
+        pool,
+    )  # fmt: skip
 
 
 @cache
@@ -50,4 +70,6 @@ def verdict_source_from_env() -> VerdictSource:
         reward_url=os.environ.get("KV_REWARD_URL"),
         platform=os.environ.get("KV_PLATFORM"),
         timeout_s=float(os.environ.get("KV_VERIFY_TIMEOUT", "60")),
+        devices=os.environ.get("KV_DEVICES") or None,
+        lanes_per_gpu=int(os.environ.get("KV_LANES_PER_GPU", "1")),
     )

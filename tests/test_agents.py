@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -52,7 +53,7 @@ def rows_of(out: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def scripted_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[FakeOpenAI, Path, object]:
+def scripted_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[FakeOpenAI, Path, object, Any]:
     server = FakeOpenAI(
         scenarios={
             MARKERS["relu"]: [
@@ -73,14 +74,25 @@ def scripted_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[FakeOpenAI, 
     url, stop = server.start()
     out = tmp_path_factory.mktemp("agents")
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60))
-    config = AgentJobConfig(endpoint=endpoint(url), samples=1, max_turns=3, concurrency=4,
+    # Two fake devices (GPU ids on the CPU platform): the job's lanes go on both, as `--devices 0,1` would
+    # put them on two GPUs (test_verifications_spread_over_the_jobs_devices).
+    config = AgentJobConfig(endpoint=endpoint(url), samples=1, max_turns=3, concurrency=4, devices="0,1",
                             sampling=SamplingSettings(temperature=0.6, top_p=0.95, max_tokens=4096))  # fmt: skip
+    pools: list[Any] = []
     try:
         summary = run_agent_job(tasks("relu", "silu", "softmax", "vector_add"), verifier, out, "triton", config,
-                                progress=False)  # fmt: skip
+                                progress=False, on_pool=pools.append)  # fmt: skip
     finally:
         stop()
-    return server, out, summary
+    return server, out, summary, pools[0]
+
+
+def test_verifications_spread_over_the_jobs_devices(scripted_run) -> None:  # noqa: ANN001
+    """`--devices 0,1` with a model: the agent job's lane pool has a lane on each device and both verify."""
+    pool = scripted_run[3]
+    assert pool.devices == ("0", "1")
+    lanes = pool.lane_jobs()
+    assert set(lanes) == {"0#0", "1#1"} and all(count >= 1 for count in lanes.values()), lanes
 
 
 def by_task(rows: list[dict]) -> dict[str, list[dict]]:
@@ -91,7 +103,7 @@ def by_task(rows: list[dict]) -> dict[str, list[dict]]:
 
 
 def test_each_scripted_scenario_produces_its_turns(scripted_run) -> None:  # noqa: ANN001
-    _, out, summary = scripted_run
+    _, out, summary, _ = scripted_run
     turns = by_task(rows_of(out))
     outcome = {name: [r["failure_kind"] or "correct" for r in rows] for name, rows in turns.items()}
     assert outcome == {
@@ -112,7 +124,7 @@ def test_each_scripted_scenario_produces_its_turns(scripted_run) -> None:  # noq
 
 
 def test_rows_carry_the_conversation_reasoning_and_sampling(scripted_run) -> None:  # noqa: ANN001
-    _, out, _ = scripted_run
+    _, out, _, _ = scripted_run
     relu = by_task(rows_of(out))["relu"]
     second = relu[1]
     roles = [m["role"] for m in second["messages"]]
@@ -123,7 +135,7 @@ def test_rows_carry_the_conversation_reasoning_and_sampling(scripted_run) -> Non
 
 
 def test_each_turn_prompt_carries_the_previous_verdict(scripted_run) -> None:  # noqa: ANN001
-    server, _, _ = scripted_run
+    server, _, _, _ = scripted_run
     answered = [r for r in server.requests if r.status == 200]
 
     def follow_up(marker: str) -> str:
@@ -142,7 +154,7 @@ def test_each_turn_prompt_carries_the_previous_verdict(scripted_run) -> None:  #
 
 
 def test_transport_faults_are_retried_once_each_by_one_layer(scripted_run) -> None:  # noqa: ANN001
-    server, out, _ = scripted_run
+    server, out, _, _ = scripted_run
     statuses = [r.status for r in server.requests]
     assert statuses[:3] == [429, 500, 0]  # injected: rate limit, server error, dropped connection
     assert (

@@ -13,9 +13,9 @@ import pytest
 import small_tasks
 
 from kernelvault.contracts import Candidate
-from kernelvault.pipelines.executor import parse_devices
 from kernelvault.toolchain.device_gate import DeviceGate, GateHold, Phase
 from kernelvault.toolchain.device_worker import WorkerLane
+from kernelvault.toolchain.lane_pool import parse_devices
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from kernelvault.contracts import Candidate
-from kernelvault.pipelines.executor import ExecutorConfig, LocalExecutor, parse_devices
+from kernelvault.pipelines.executor import ExecutorConfig, LocalExecutor
 from kernelvault.toolchain.device_worker import WorkerLane
+from kernelvault.toolchain.lane_pool import parse_devices
 from kernelvault.toolchain.tasks import load_task_file
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
@@ -181,20 +182,3 @@ def test_a_worker_killed_mid_candidate_is_replaced_and_the_candidate_retried_onc
         assert lane.workers["candidate"].pid not in (None, victim)
     finally:
         lane.close()
-
-
-def test_the_agent_jobs_pool_verifies_from_any_thread_in_one_long_lived_worker(relu_task) -> None:  # noqa: ANN001
-    """asyncio.to_thread calls arrive on many threads; one lane thread owns the workers and reuses them."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from kernelvault.pipelines.verify_pool import VerifierPool
-
-    verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60))
-    candidates = [_candidate(relu_task, RELU), _candidate(relu_task, "not python at all ```"),
-                  _candidate(relu_task, RELU)]  # fmt: skip
-    with VerifierPool(verifier, ["cpu"]) as pool, ThreadPoolExecutor(3) as callers:
-        verdicts = list(callers.map(lambda candidate: pool.verify(relu_task, candidate), candidates))
-        stats = pool.lanes[0].stats()["candidate"]
-    assert [verdict.correct for verdict in verdicts] == [True, False, True]
-    assert verdicts[1].failure_kind in ("parse_error", "static_reject")  # decided on the caller's thread
-    assert stats.jobs == 2 and stats.starts == 1

@@ -53,7 +53,7 @@ def local_ray():  # noqa: ANN201
 
 
 class SleepyLane:
-    """A stand-in for VerificationLane: slow enough that a kill lands mid-call."""
+    """A stand-in for AttemptLane: slow enough that a kill lands mid-call."""
 
     def __init__(self, device: str) -> None:
         self.device = device

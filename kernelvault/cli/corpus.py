@@ -48,7 +48,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     from kernelvault.corpus.ledger import ConfigurationChanged
     from kernelvault.pipelines.candidates import CandidateSource, ExampleCandidates
     from kernelvault.pipelines.corpus_job import run_corpus_job
-    from kernelvault.pipelines.executor import check_lanes_per_gpu, parse_devices
+    from kernelvault.toolchain.lane_pool import check_lanes_per_gpu, parse_devices
     from kernelvault.toolchain.verify import UnjailedModelOutput, require_jail_for_model_output
 
     loaded = load_tasks_or_exit(args.tasks)
@@ -126,7 +126,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
                 stop_on_correct=not args.keep_optimising, concurrency=args.concurrency,
                 sampling=SamplingSettings(args.temperature, args.top_p, args.max_new_tokens),
                 max_requests=args.max_requests, max_tokens=args.max_tokens, verify_workers=args.workers,
-                lanes_per_gpu=args.lanes_per_gpu, allow_unjailed=args.allow_unjailed,
+                lanes_per_gpu=args.lanes_per_gpu, devices=args.devices, allow_unjailed=args.allow_unjailed,
             )  # fmt: skip
             agent_name = "HIPKernelGen" if args.target == "hip" else "TritonKernelGen"
             print(f"{agent_name} with model {endpoint.model} at {endpoint.base_url}: {len(loaded.tasks)} tasks × "
@@ -172,7 +172,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_agent_options(corpus)
     corpus.add_argument(
         "--devices",
-        help="verification lanes: `cpu` (--workers interpreter lanes) or GPU ids like `0,1` (one each)",
+        help="verification lanes: `cpu` (--workers interpreter lanes) or GPU ids like `0,1` (--lanes-per-gpu "
+        "each; on the cpu platform they run on the CPU, pinned to those ids: a multi-GPU layout without GPUs)",
     )
     corpus.add_argument(
         "--lanes-per-gpu", type=int, default=1,

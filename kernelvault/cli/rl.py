@@ -68,7 +68,19 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
     )
     serve.add_argument("--port", type=int, default=8900)
-    serve.add_argument("--workers", type=int, help="verifications at once (default: 2 on cpu, 1 per GPU)")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        help="requests verified at once (default: twice the lanes, so a lane finds the next one prepared)",
+    )
+    serve.add_argument(
+        "--devices",
+        help="GPU ids the lanes go on, like `0,1` (default: every visible GPU; `cpu` lanes on the cpu platform)",
+    )
+    serve.add_argument("--lanes-per-gpu", type=int, default=1, help="persistent lanes per GPU (default 1)")
+    serve.add_argument(
+        "--cpu-lanes", type=int, default=2, help="interpreter lanes on the cpu platform (default 2)"
+    )
     serve.add_argument("--token", help="require this bearer token (default: env KV_REWARD_TOKEN, else none)")
     serve.add_argument(
         "--platform", choices=PLATFORMS, help="force the platform (default: detect a GPU, else cpu)"
@@ -194,6 +206,7 @@ def cmd_rl_serve(args: argparse.Namespace) -> int:
     import threading
 
     from kernelvault.rl.reward_service import TOKEN_ENV, RewardService, ServiceConfig
+    from kernelvault.toolchain.lane_pool import LanePool, pool_lanes
     from kernelvault.toolchain.verify import (
         UnjailedModelOutput,
         Verifier,
@@ -206,35 +219,35 @@ def cmd_rl_serve(args: argparse.Namespace) -> int:
         require_jail_for_model_output(
             verifier
         )  # it serves rewards for model output (KV_ALLOW_UNJAILED=1 opts in)
+        lanes = pool_lanes(verifier.choice.platform, args.devices, args.lanes_per_gpu, args.cpu_lanes)
     except (ValueError, UnjailedModelOutput) as error:
         raise UsageError(str(error)) from None
-    workers = args.workers or (2 if verifier.choice.platform == "cpu" else _gpu_count())
+    pool = LanePool(verifier, lanes)
+    workers = args.workers or 2 * len(lanes)
     token = args.token or os.environ.get(TOKEN_ENV) or None
     environment = {
         "platform": verifier.choice.platform,
         "device": verifier.choice.device,
         "arch": verifier.choice.arch,
     }
-    service = RewardService(verifier.verify, environment, ServiceConfig(args.host, args.port, workers, token))
+    service = RewardService(
+        pool.verify, environment, ServiceConfig(args.host, args.port, workers, token), pool.lane_jobs
+    )
     try:
         url = service.start()
     except OSError as error:
+        pool.close()
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {error}") from None
-    print(f"reward service at {url} ({verifier.choice.device}, {workers} worker(s), "
-          f"{'token required' if token else 'no token'}); Ctrl-C stops it")  # fmt: skip
+    print(f"reward service at {url} ({verifier.choice.device}, lanes on {','.join(lanes)}, {workers} request(s) "
+          f"at once, {'token required' if token else 'no token'}); Ctrl-C stops it", flush=True)  # fmt: skip
     try:
         threading.Event().wait()
     except KeyboardInterrupt:
         pass
     finally:
         service.stop()
+        pool.close()
     return 0
-
-
-def _gpu_count() -> int:
-    import torch
-
-    return max(1, torch.cuda.device_count())
 
 
 def cmd_rl_tiny_model(args: argparse.Namespace) -> int:

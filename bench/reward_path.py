@@ -1,0 +1,135 @@
+"""The RL reward path, side by side in one run: the reward service on a lane pool against today's path.
+
+Issue #20: `kernelvault rl serve` verified each request in a fresh worker process (17 s per request for the
+bundled rms_norm on the H200, against about 2 s in the corpus job's persistent lanes). This runs the same
+requests through the same service code twice, one mode after the other on the same machine:
+
+- `fresh`: the service's verify is `Verifier.verify` with no runner (a fresh worker process per request,
+  what `rl serve` did before the lane pool);
+- `pool`: the service's verify is a `LanePool`'s (persistent lanes on every visible GPU, or `--devices`),
+  what `rl serve` does now.
+
+Requests: the bundled Triton examples (the correct ones, one per task), each `--repeats` times, interleaved,
+sent through `RemoteVerifier` (HTTP, the trainers' client) with `--in-flight` at once. Printed: a Markdown
+table of verifications per minute per mode and their ratio, then each task's speedup spread (min, median,
+max over its repeats) per mode: a faster path must not change what it measures.
+
+    python bench/reward_path.py --platform cuda [--repeats 4] [--in-flight 4] [--modes fresh,pool]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kernelvault.contracts import Candidate, Task, Verdict  # noqa: E402
+from kernelvault.pipelines.candidates import ExampleCandidates  # noqa: E402
+from kernelvault.rl.reward_service import RemoteVerifier, RewardService, ServiceConfig  # noqa: E402
+from kernelvault.toolchain.lane_pool import LanePool  # noqa: E402
+from kernelvault.toolchain.tasks import load_tasks  # noqa: E402
+from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
+
+
+@dataclass
+class ModeResult:
+    mode: str
+    seconds: float
+    verdicts: list[tuple[Task, Verdict]]
+
+    @property
+    def per_minute(self) -> float:
+        return 60.0 * len(self.verdicts) / self.seconds
+
+
+def requests(repeats: int) -> list[tuple[Task, Candidate]]:
+    """The correct bundled Triton examples, one per task, `repeats` rounds interleaved."""
+    loaded = load_tasks(None)
+    examples = [
+        attempt for attempt in ExampleCandidates("triton").attempts(loaded.tasks)
+        if attempt.candidate.expected_failure is None
+    ]  # fmt: skip
+    return [(attempt.task, attempt.candidate) for _ in range(repeats) for attempt in examples]
+
+
+def run_mode(mode: str, verifier: Verifier, work: list[tuple[Task, Candidate]], in_flight: int,
+             devices: str | None) -> ModeResult:  # fmt: skip
+    pool = LanePool.for_verifier(verifier, devices) if mode == "pool" else None
+    verify = pool.verify if pool is not None else verifier.verify
+    service = RewardService(
+        verify, {"platform": verifier.choice.platform}, ServiceConfig(port=0, workers=in_flight)
+    )
+    url = service.start()
+    remote = RemoteVerifier(url, poll_s=5.0)
+    try:
+        started = time.perf_counter()
+        with ThreadPoolExecutor(in_flight) as callers:
+            verdicts = list(callers.map(lambda item: remote.verify(*item), work))
+        seconds = time.perf_counter() - started
+    finally:
+        service.stop()
+        if pool is not None:
+            pool.close()
+    return ModeResult(
+        mode, seconds, [(task, verdict) for (task, _), verdict in zip(work, verdicts, strict=True)]
+    )
+
+
+def _spread(values: list[float]) -> str:
+    if not values:
+        return "-"
+    return f"{min(values):.3f} / {statistics.median(values):.3f} / {max(values):.3f}"
+
+
+def report(results: list[ModeResult], in_flight: int, platform: str) -> str:
+    base = results[0]
+    lines = [
+        f"| mode | verifications | in flight | seconds | per minute | × {base.mode} | correct |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for result in results:
+        correct = sum(1 for _, verdict in result.verdicts if verdict.correct)
+        lines.append(f"| {result.mode} | {len(result.verdicts)} | {in_flight} | {result.seconds:.1f} | "
+                     f"{result.per_minute:.1f} | {result.per_minute / base.per_minute:.2f} | {correct} |")  # fmt: skip
+    names = sorted({task.name for task, _ in base.verdicts})
+    lines += ["", f"Speedup over PyTorch per task, min / median / max over its repeats ({platform}):", ""]
+    lines += ["| task | " + " | ".join(result.mode for result in results) + " |",
+              "|---|" + "---|" * len(results)]  # fmt: skip
+    for name in names:
+        cells = [
+            _spread([v.speedup for task, v in result.verdicts if task.name == name and v.speedup is not None])
+            for result in results
+        ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--platform", default=None, help="cpu, cuda or rocm (default: detect)")
+    parser.add_argument("--repeats", type=int, default=4)
+    parser.add_argument("--in-flight", type=int, default=4)
+    parser.add_argument("--modes", default="fresh,pool")
+    parser.add_argument("--devices", default=None, help="the pool's GPUs (default: every visible one)")
+    parser.add_argument("--timeout-s", type=float, default=120.0)
+    args = parser.parse_args()
+    verifier = Verifier(VerifyConfig(platform=args.platform, timeout_s=args.timeout_s))
+    work = requests(args.repeats)
+    print(f"{len(work)} requests ({len(work) // args.repeats} examples × {args.repeats}), {args.in_flight} in "
+          f"flight, platform {verifier.choice.platform} ({verifier.choice.device})\n", flush=True)  # fmt: skip
+    results = [run_mode(mode, verifier, work, args.in_flight, args.devices) for mode in args.modes.split(",")]
+    print(report(results, args.in_flight, verifier.choice.platform))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
