@@ -47,7 +47,7 @@ def test_grpo_steps_scored_by_the_toolchain(tmp_path_factory: pytest.TempPathFac
     assert run_cli("--config", str(CONFIGS / "tiny.yaml"), "--model", str(model), "--output-dir", str(out),
                    "--max-steps", "2", "--save-steps", "2") == 0  # fmt: skip
     printed = capsys.readouterr().out
-    assert "verdicts from local toolchain (cpu (Triton interpreter))" in printed
+    assert "verdicts from local toolchain (cpu (Triton interpreter), lanes on cpu,cpu)" in printed
     first, step = logged_steps(out)
     assert (first["step"], step["step"]) == (1, 2)
     for key in ("frac_reward_zero_std", "reward/compile", "reward/correct", "reward/speed", "reward/binary",
