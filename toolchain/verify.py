@@ -687,5 +687,6 @@ def _add_check_stage(
 
 
 def verify(task: Task, candidate: Candidate, config: VerifyConfig | None = None) -> Verdict:
-    """Verify one candidate against its task (see `Verifier` to reuse the platform detection)."""
+    """Verify one candidate against its task in fresh worker processes: the bare path, kept for benchmarks
+    and tests that measure or need it; everything else runs candidates through `kernelvault.toolchain.lane_pool`."""
     return Verifier(config).verify(task, candidate)

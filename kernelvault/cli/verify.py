@@ -20,6 +20,7 @@ def read_file(path: Path, what: str) -> str:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from kernelvault.toolchain.lane_pool import LanePool, pool_lanes
     from kernelvault.toolchain.tasks import TaskFormatError, parse_task
 
     task_path, candidate_path = Path(args.task), Path(args.candidate)
@@ -29,9 +30,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
         task = parse_task(task_source, task_path.stem, f"file:{task_path}")
     except TaskFormatError as error:
         raise UsageError(f"invalid task {task_path}: {error}") from None
-    verdict = build_verifier(args).verify(
-        task, Candidate(task.task_id, args.target, candidate_text, f"file:{candidate_path}")
-    )
+    verifier = build_verifier(args)
+    # One lane of the lane pool, the way every consumer runs candidates (on a GPU, the first visible one).
+    with LanePool(verifier, pool_lanes(verifier.choice.platform, cpu_lanes=1)[:1]) as pool:
+        verdict = pool.verify(
+            task, Candidate(task.task_id, args.target, candidate_text, f"file:{candidate_path}")
+        )
     environment = verdict.environment
     if args.json:
         summary = {
