@@ -178,3 +178,17 @@ def test_rl_serve_puts_a_lane_on_each_named_gpu(relu_task: Task) -> None:
     assert all(verdict.correct is True for verdict in verdicts)
     spread = _spread(health["lanes"])
     assert set(spread) == {"0", "1"} and sum(spread.values()) == 4 and min(spread.values()) >= 1, health
+
+
+def test_lanes_of_one_device_share_its_gate_and_other_devices_do_not(
+    relu_task: Task, verifier: Verifier
+) -> None:
+    """Two lanes on (fake) GPU 0 and one on GPU 1: the two of GPU 0 hold the same gate, so their timings take
+    turns (the gate's rule itself: test_device_gate.py), and GPU 1's lane times on its own."""
+    with LanePool(verifier, ["0", "0", "1"]) as pool:
+        pool.collect([pool.submit(relu_task, _candidate(relu_task, RELU)) for _ in range(3)])
+        gates = {id(lane): (lane.device, lane.gate) for lane in pool.lanes}
+    by_device: dict[str, set[int]] = {}
+    for device, gate in gates.values():
+        by_device.setdefault(device, set()).add(id(gate))
+    assert len(by_device["0"]) == 1 and len(by_device["1"]) == 1 and by_device["0"] != by_device["1"]
