@@ -155,9 +155,8 @@ class LanePool:
         # prepared when it finishes one.
         self._preparers = ThreadPoolExecutor(preparers or 2 * len(lanes), thread_name_prefix="kv-prepare")
         self.timeline: list[DeviceJob] = []  # appended by the lane threads (list.append is atomic)
-        self.lanes: list[
-            WorkerLane
-        ] = []  # each lane's workers, made and used on its thread; read here for stats
+        # Each lane's workers, made and used on its own thread; read here for statistics only.
+        self.lanes: list[WorkerLane] = []
         self._closed = False
         self._threads = [
             threading.Thread(
