@@ -56,9 +56,8 @@ class AgentJobConfig:
     max_tokens: int | None = None
     verify_workers: int | None = None  # verifications at once (default: cores on cpu, 1 per GPU)
     lanes_per_gpu: int = 1  # verification lanes per GPU: checks overlap, timings take turns (device_gate)
-    devices: str | None = (
-        None  # GPU ids (`0,1`) the lanes go on; default: the first verify_workers visible ones
-    )
+    # GPU ids (`0,1`) the lanes go on; default: every visible GPU, or the first verify_workers of them
+    devices: str | None = None
     allow_unjailed: bool = False  # verify the model's kernels even where the machine has no OS jail
 
 
@@ -158,10 +157,8 @@ async def _run_trajectories(work: list[tuple[Task, int]], verifier: Verifier, ta
         slots = len(pool.actors)
     else:  # interpreter lanes on cpu; on a GPU platform lanes_per_gpu lanes on each of the job's GPUs
         devices = config.devices
-        if devices is None and platform != "cpu":
-            devices = ",".join(
-                visible_gpus()[: config.verify_workers] if config.verify_workers else visible_gpus()
-            )
+        if devices is None and platform != "cpu" and config.verify_workers:
+            devices = ",".join(visible_gpus()[: config.verify_workers])
         pool = LanePool(verifier, pool_lanes(platform, devices, config.lanes_per_gpu, cpu_lanes=slots))
         slots = len(pool.devices)
     on_pool(pool)

@@ -262,9 +262,8 @@ def run_corpus_job(
     pool = (os.cpu_count() or 1) if compile_workers is None else compile_workers
     prepare = functools.partial(prepare_attempt, verifier)
     if executor == "ray":
-        open_lane: Any = functools.partial(
-            own_pool_lane, verifier, persistent=persistent
-        )  # one pool per actor
+        # One pool per lane actor.
+        open_lane: Any = functools.partial(own_pool_lane, verifier, persistent=persistent)
         if ray_writers not in ("actors", "driver"):
             raise ValueError(f"ray_writers is 'actors' or 'driver', not {ray_writers!r}")
         writing = None

@@ -128,8 +128,8 @@ class LaneWriting:
 
 
 class LaneHost:
-    """The body of a lane actor: one AttemptLane (a lane pool of its own: persistent workers) for the device Ray gave it, and,
-    with `LaneWriting`, the writer of its results."""
+    """The body of a lane actor: one AttemptLane (a lane pool of its own: persistent workers) for the device
+    Ray gave it, and, with `LaneWriting`, the writer of its results."""
 
     def __init__(self, open_lane: Callable[[str], Lane[Any, Any]], device: str,
                  open_sink: Callable[[int], LaneSink] | None = None) -> None:  # fmt: skip

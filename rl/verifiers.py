@@ -32,7 +32,7 @@ class VerdictSource:
     verify: VerifyFunction
     platform: str  # "cpu" | "cuda" | "rocm"
     description: str
-    slots: int  # verifications worth keeping in flight: twice a pool's lanes (one checked, one prepared)
+    slots: int  # verifications worth keeping in flight (a local pool's `LanePool.slots`)
     pool: LanePool | None = None  # the local lane pool (None: a reward service's)
 
 
@@ -45,9 +45,10 @@ def verdict_source(reward_url: str | None = None, token: str | None = None, plat
 
         remote = RemoteVerifier(reward_url, token or os.environ.get(TOKEN_ENV))
         health = remote.health()
+        # The service queues: at least 16 in flight keep its workers busy.
         return VerdictSource(remote.verify, str(health.get("platform", "cpu")),
                              f"reward service {reward_url} ({health.get('device')})",
-                             max(16, int(health.get("workers", 0) or 0)))  # the service queues: keep it busy  # fmt: skip
+                             max(16, int(health.get("workers", 0) or 0)))  # fmt: skip
     from kernelvault.toolchain.lane_pool import LanePool
     from kernelvault.toolchain.verify import Verifier, VerifyConfig, require_jail_for_model_output
 
@@ -59,8 +60,7 @@ def verdict_source(reward_url: str | None = None, token: str | None = None, plat
     atexit.register(pool.close)
     return VerdictSource(
         pool.verify, verifier.choice.platform,
-        f"local toolchain ({verifier.choice.device}, lanes on {','.join(pool.devices)})", 2 * len(pool.devices),
-        pool,
+        f"local toolchain ({verifier.choice.device}, lanes on {','.join(pool.devices)})", pool.slots, pool,
     )  # fmt: skip
 
 

@@ -151,9 +151,8 @@ class LanePool:
         self.devices = tuple(lanes)
         self.restart_every = restart_every
         self._jobs: queue.Queue[tuple[Prepared, Future[Verdict], float] | None] = queue.Queue()
-        # The CPU stages of submitted and awaited jobs: twice the lanes, so that a lane finds the next job
-        # prepared when it finishes one.
-        self._preparers = ThreadPoolExecutor(preparers or 2 * len(lanes), thread_name_prefix="kv-prepare")
+        # The CPU stages of submitted and awaited jobs, as many as keep the lanes busy.
+        self._preparers = ThreadPoolExecutor(preparers or self.slots, thread_name_prefix="kv-prepare")
         self.timeline: list[DeviceJob] = []  # appended by the lane threads (list.append is atomic)
         # Each lane's workers, made and used on its own thread; read here for statistics only.
         self.lanes: list[WorkerLane] = []
@@ -166,6 +165,12 @@ class LanePool:
         ]
         for thread in self._threads:
             thread.start()
+
+    @property
+    def slots(self) -> int:
+        """Verifications worth keeping in flight: twice the lanes, so that while a lane checks one candidate
+        the next one's CPU stages are done and it finds the job waiting."""
+        return 2 * len(self.devices)
 
     @classmethod
     def for_verifier(cls, verifier: Verifier, devices: str | None = None, lanes_per_gpu: int = 1,

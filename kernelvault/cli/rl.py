@@ -223,7 +223,7 @@ def cmd_rl_serve(args: argparse.Namespace) -> int:
     except (ValueError, UnjailedModelOutput) as error:
         raise UsageError(str(error)) from None
     pool = LanePool(verifier, lanes)
-    workers = args.workers or 2 * len(lanes)
+    workers = args.workers or pool.slots
     token = args.token or os.environ.get(TOKEN_ENV) or None
     environment = {
         "platform": verifier.choice.platform,
