@@ -52,6 +52,7 @@ CASES = {
     "torch.relu": lambda x: torch.relu(x),
     "matmul (cuBLAS)": lambda x: x @ x.t(),
     "through host memory": lambda x: torch.from_numpy(x.cpu().numpy().clip(0)).to(x.device),
+    "a scalar read (.item() of a 0-d tensor)": lambda x: x[0, 0].item(),
 }
 
 

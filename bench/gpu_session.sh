@@ -87,8 +87,10 @@ for bench in ${KV_BENCH:-timing hip_build}; do
                       --out "${KV_SIDE_DIR:?}/kernelvault-${KV_TB_SUITE:-T}" --platform cuda --devices 0 --no-progress \
                       --lanes-per-gpu "${KV_LANES:-4}" --compile-workers "${KV_COMPILE_WORKERS:-8}" 2>&1 \
                       | tail -n 40 | tee "$KV_RESULTS_DIR/tritonbench_kv.log"; echo "corpus exit ${PIPESTATUS[0]}" ;;
-    # Issue #20's reward path: the reward service on a lane pool against a fresh process per request, one run.
-    reward_path) python3 bench/reward_path.py --platform cuda --repeats "${KV_REPEATS:-4}" --in-flight 4 2>&1 \
+    # Issue #20's reward path: the reward service on a lane pool against a fresh process per request, one run
+    # (KV_REWARD_MODES: e.g. fresh,pool,pool:4 for 4 lanes on the GPU).
+    reward_path) python3 bench/reward_path.py --platform cuda --repeats "${KV_REPEATS:-4}" --in-flight 4 \
+                   --modes "${KV_REWARD_MODES:-fresh,pool}" 2>&1 \
                    | tee "$KV_RESULTS_DIR/reward_path.md" || status=1 ;;
     # `kernelvault tasks check` on the device over KV_CHECK_PATH (e.g. a ROCmBench folder: its gold kernels on CUDA).
     tasks_check) python3 -m kernelvault.cli tasks check "${KV_CHECK_PATH:?}" 2>&1 | tee "$KV_RESULTS_DIR/tasks_check.log" || status=1 ;;

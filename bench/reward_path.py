@@ -7,19 +7,21 @@ requests through the same service code twice, one mode after the other on the sa
 - `fresh`: the service's verify is `Verifier.verify` with no runner (a fresh worker process per request,
   what `rl serve` did before the lane pool);
 - `pool`: the service's verify is a `LanePool`'s (persistent lanes on every visible GPU, or `--devices`),
-  what `rl serve` does now.
+  what `rl serve` does now; `pool:N` gives it N lanes per GPU (`rl serve --lanes-per-gpu N`).
 
 Requests: the bundled Triton examples (the correct ones, one per task), each `--repeats` times, interleaved,
 sent through `RemoteVerifier` (HTTP, the trainers' client) with `--in-flight` at once. Printed: a Markdown
 table of verifications per minute per mode and their ratio, then each task's speedup spread (min, median,
-max over its repeats) per mode: a faster path must not change what it measures.
+max over its repeats) per mode: a faster path must not change what it measures. Last, where a verification's
+time goes in each mode: the median seconds of each stage the verdicts record, and of the check protocol's parts.
 
-    python bench/reward_path.py --platform cuda [--repeats 4] [--in-flight 4] [--modes fresh,pool]
+    python bench/reward_path.py --platform cuda [--repeats 4] [--in-flight 4] [--modes fresh,pool,pool:4]
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import time
@@ -61,7 +63,8 @@ def requests(repeats: int) -> list[tuple[Task, Candidate]]:
 
 def run_mode(mode: str, verifier: Verifier, work: list[tuple[Task, Candidate]], in_flight: int,
              devices: str | None) -> ModeResult:  # fmt: skip
-    pool = LanePool.for_verifier(verifier, devices) if mode == "pool" else None
+    kind, _, lanes = mode.partition(":")
+    pool = LanePool.for_verifier(verifier, devices, int(lanes or 1)) if kind == "pool" else None
     verify = pool.verify if pool is not None else verifier.verify
     service = RewardService(
         verify, {"platform": verifier.choice.platform}, ServiceConfig(port=0, workers=in_flight)
@@ -80,6 +83,39 @@ def run_mode(mode: str, verifier: Verifier, work: list[tuple[Task, Candidate]], 
     return ModeResult(
         mode, seconds, [(task, verdict) for (task, _), verdict in zip(work, verdicts, strict=True)]
     )
+
+
+# The check stage's log ends with the protocol's costs (`ProtocolCosts.summary`, toolchain/judge.py).
+PROTOCOL_PARTS = {
+    "reading": re.compile(r"reading ([\d.]+) s"),
+    "comparing": re.compile(r"comparing ([\d.]+) s"),
+    "reference": re.compile(r"reference ([\d.]+) s"),
+    "gate wait": re.compile(r"waited ([\d.]+) s"),
+}
+STAGES = ("parse", "static", "compile", "check", "time", "reward")
+
+
+def breakdown(results: list[ModeResult]) -> list[str]:
+    """Median seconds per verification of each recorded stage and protocol part, per mode."""
+    rows = {name: [] for name in (*STAGES, *PROTOCOL_PARTS)}
+    for result in results:
+        per_stage: dict[str, list[float]] = {name: [] for name in rows}
+        for _, verdict in result.verdicts:
+            for record in verdict.stages:
+                if record.name in per_stage and record.outcome != "skipped":
+                    per_stage[record.name].append(record.seconds)
+                if record.name == "check":
+                    for part, pattern in PROTOCOL_PARTS.items():
+                        found = pattern.search(record.log)
+                        per_stage[part].append(float(found.group(1)) if found else 0.0)
+        for name in rows:
+            rows[name].append(f"{statistics.median(per_stage[name]):.2f}" if per_stage[name] else "-")
+    lines = ["", "Where a verification's time goes: median seconds per verification (check protocol parts are "
+             "inside the check stage; gate wait is time a lane waited for another lane's timing):", "",
+             "| stage | " + " | ".join(result.mode for result in results) + " |",
+             "|---|" + "---|" * len(results)]  # fmt: skip
+    lines += [f"| {name} | " + " | ".join(cells) + " |" for name, cells in rows.items()]
+    return lines
 
 
 def _spread(values: list[float]) -> str:
@@ -108,7 +144,7 @@ def report(results: list[ModeResult], in_flight: int, platform: str) -> str:
             for result in results
         ]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines + breakdown(results))
 
 
 def main() -> int:
@@ -118,7 +154,7 @@ def main() -> int:
     parser.add_argument("--platform", default=None, help="cpu, cuda or rocm (default: detect)")
     parser.add_argument("--repeats", type=int, default=4)
     parser.add_argument("--in-flight", type=int, default=4)
-    parser.add_argument("--modes", default="fresh,pool")
+    parser.add_argument("--modes", default="fresh,pool", help="fresh, pool, pool:N (N lanes per GPU)")
     parser.add_argument("--devices", default=None, help="the pool's GPUs (default: every visible one)")
     parser.add_argument("--timeout-s", type=float, default=120.0)
     args = parser.parse_args()
@@ -126,7 +162,16 @@ def main() -> int:
     work = requests(args.repeats)
     print(f"{len(work)} requests ({len(work) // args.repeats} examples × {args.repeats}), {args.in_flight} in "
           f"flight, platform {verifier.choice.platform} ({verifier.choice.device})\n", flush=True)  # fmt: skip
-    results = [run_mode(mode, verifier, work, args.in_flight, args.devices) for mode in args.modes.split(",")]
+    results = []
+    for mode in args.modes.split(","):
+        results.append(run_mode(mode, verifier, work, args.in_flight, args.devices))
+        # Each mode's figure as soon as it exists: a call cut by its time limit still leaves the modes it ran.
+        print(
+            f"{mode}: {len(results[-1].verdicts)} verifications in {results[-1].seconds:.1f} s, "
+            f"{results[-1].per_minute:.1f} per minute",
+            flush=True,
+        )
+    print()
     print(report(results, args.in_flight, verifier.choice.platform))
     return 0
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelvault.toolchain.candidate_worker import _copied_bytes, _kernel_identifier, kernel_names_in
+from kernelvault.toolchain.candidate_worker import _kernel_identifier, kernel_names_in
 from kernelvault.toolchain.static_wall import check_candidate, check_cpp, check_python
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,22 +133,3 @@ def test_the_device_record_knows_a_candidates_own_kernels_by_name() -> None:
     assert _kernel_identifier(
         "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int)"
     ) == ("vectorized_elementwise_kernel")
-
-
-class _CopyEvent:
-    """A device-record copy event as torch's `_KinetoEvent` shows it: the byte count only in kineto's metadata."""
-
-    def __init__(self, metadata: str) -> None:
-        self.metadata = metadata
-
-    def metadata_json(self) -> str:
-        return self.metadata
-
-
-def test_the_device_record_reads_a_copys_size_from_kinetos_metadata() -> None:
-    # The H200 run showed `.item()`'s copy (Memcpy DtoH, Device -> Pinned) refused: the size was looked up on
-    # a method `_KinetoEvent` does not have, so every copy counted as unknown, and unknown is never glue.
-    scalar = '"device": 0, "context": 1,\n "stream": 7, "correlation": 812,\n "bytes": 4, "memory bandwidth (GB/s)": inf'
-    assert _copied_bytes(_CopyEvent(scalar)) == 4
-    assert _copied_bytes(_CopyEvent('"bytes": 33554432, "memory bandwidth (GB/s)": 812.5')) == 33554432
-    assert _copied_bytes(_CopyEvent('"device": 0')) == 0  # no size recorded: not glue

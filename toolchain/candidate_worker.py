@@ -468,45 +468,89 @@ class DeviceRecord:
         self.stopped = True
         self.profile.__exit__(None, None, None)
         events = list(self.profile.profiler.kineto_results.events()) if self.profile.profiler else []
-        spans = [(event.start_ns(), event.end_ns()) for event in events if event.name() == self.WINDOW]
-        if self.windows and not spans:
+        if self.windows and not any(event.name() == self.WINDOW for event in events):
             return ["the device's record of the candidate's windows is missing (the profiler was stopped)"]
-        found: list[str] = []
-        scalar_reads = 0
-        for event in events:
-            if event.device_type() == torch.autograd.DeviceType.CPU or event.name() == self.WINDOW:
-                continue
-            start = event.start_ns()
-            if not any(begin <= start <= end for begin, end in spans):
-                continue
-            name = event.name()
-            if _kernel_identifier(name) in own or any(marker in name for marker in GLUE_KERNEL_MARKERS):
-                continue
-            lowered = name.lower()
-            if lowered.startswith("memset") or ("memcpy" in lowered and "dtoh" not in lowered):
-                continue
-            # A device-to-host copy of one scalar (`.item()` of a 0-d argument, which the monitor checks) is glue,
-            # up to an allowance over the whole record; a copy whose size is not recorded is not.
-            if "memcpy" in lowered and 0 < _copied_bytes(event) <= 8 and scalar_reads < DEVICE_SCALAR_COPIES:
-                scalar_reads += 1
-                continue
-            if name not in found:
-                found.append(name)
-        return found
+        return unexplained_device_events(events, own, self.WINDOW)
 
 
-# How many one-scalar device-to-host copies (at most 8 bytes each) a whole record allows: `.item()` of a 0-d
+def unexplained_device_events(
+    events: list[Any], own: set[str], window: str = DeviceRecord.WINDOW
+) -> list[str]:
+    """The names of what the device ran inside the `window` ranges that is neither the candidate's own kernels
+    (`own`) nor glue: PyTorch's fills and copies into device memory, and up to `DEVICE_SCALAR_COPIES` scalar
+    reads. `events`: torch's `_KinetoEvent`s of one record."""
+    spans = [(event.start_ns(), event.end_ns()) for event in events if event.name() == window]
+    found: list[str] = []
+    scalar_reads = 0
+    issuers = _torch_ops_by_correlation(events)
+    for event in events:
+        if event.device_type() == torch.autograd.DeviceType.CPU or event.name() == window:
+            continue
+        start = event.start_ns()
+        if not any(begin <= start <= end for begin, end in spans):
+            continue
+        name = event.name()
+        if _kernel_identifier(name) in own or any(marker in name for marker in GLUE_KERNEL_MARKERS):
+            continue
+        lowered = name.lower()
+        if lowered.startswith("memset") or ("memcpy" in lowered and "dtoh" not in lowered):
+            continue
+        # A device-to-host copy of one scalar (`.item()` of a 0-d argument, which the monitor checks) is glue,
+        # up to an allowance over the whole record; any other copy is not.
+        if "memcpy" in lowered and _is_scalar_read(event, issuers) and scalar_reads < DEVICE_SCALAR_COPIES:
+            scalar_reads += 1
+            continue
+        if name not in found:
+            found.append(name)
+    return found
+
+
+# How many one-scalar device-to-host copies a whole record allows: `.item()` of a 0-d
 # argument, which the dispatch monitor admits and refuses for any other tensor.
 DEVICE_SCALAR_COPIES = 16
+
+
+# The op `.item()` runs: it copies exactly one element to the host, whatever the tensor (it refuses more).
+SCALAR_READ_OP = "aten::_local_scalar_dense"
+
+
+def _torch_ops_by_correlation(events: list[Any]) -> dict[int, str]:
+    """PyTorch's own ops in the record, by correlation id (a device event's `linked_correlation_id` names the op
+    that issued it). A `record_function` range is left out: the candidate names those, and one called
+    `aten::_local_scalar_dense` around a large copy must not make it a scalar read."""
+    ops: dict[int, str] = {}
+    for event in events:
+        if event.device_type() != torch.autograd.DeviceType.CPU or not event.name().startswith("aten::"):
+            continue
+        try:
+            if event.is_user_annotation():
+                continue
+        except AttributeError:  # a torch without the flag: no op is trusted to have issued a copy
+            continue
+        ops[event.correlation_id()] = event.name()
+    return ops
+
+
+def _is_scalar_read(event: Any, issuers: dict[int, str]) -> bool:
+    """A device-to-host copy of one element: issued by `.item()`'s op, or recorded by CUPTI as at most 8 bytes.
+
+    The H200 (torch 2.11) records no size for a copy (an empty `metadata_json`), so the op that issued it is
+    what tells a scalar read from a tensor's trip through host memory (`aten::copy_`).
+    """
+    try:
+        issued_by = issuers.get(event.linked_correlation_id())
+    except AttributeError:
+        issued_by = None
+    return issued_by == SCALAR_READ_OP or 0 < _copied_bytes(event) <= 8
 
 
 def _copied_bytes(event: Any) -> int:
     """The bytes a copy event moved, as CUPTI recorded them (0 where unknown).
 
-    torch's `_KinetoEvent` has no byte count of its own (no `nbytes`): kineto keeps it in the event's metadata,
+    torch's `_KinetoEvent` has no byte count of its own (no `nbytes`). Kineto can keep it in the event's metadata,
     written as the object's members (`"device": 0, ..., "bytes": 4, "memory bandwidth (GB/s)": ...`), without
     the braces and not always valid JSON (a copy too short to time has a bandwidth of `inf`), so the one
-    member is read by pattern.
+    member is read by pattern. Torch 2.11 on the H200 leaves a device event's metadata empty.
     """
     try:
         found = _COPY_BYTES.search(event.metadata_json() or "")
