@@ -45,7 +45,7 @@ from typing import Any
 
 import torch
 
-from kernelvault.toolchain import integrity, tensor_files, timing
+from kernelvault.toolchain import integrity, tensor_files, timing, worker_jobs
 from kernelvault.toolchain.function_tasks import (
     CallsNotUnderstood,
     check_calls_bind,
@@ -64,6 +64,7 @@ from kernelvault.toolchain.integrity import (
 from kernelvault.toolchain.kernel_tasks import require_kernels, untimed_autotuning
 from kernelvault.toolchain.tensor_files import read_tensors, write_tensors
 from kernelvault.toolchain.timing import time_on_device
+from kernelvault.toolchain.worker_jobs import Build, CandidateRequest, End, Forward, Load, Time
 
 _LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "waves_per_eu", "matrix_instr_nonkdim"}
 _MESSAGE_LIMIT = 2000  # characters of an exception's text kept in a failure message
@@ -302,23 +303,21 @@ def _thread_count() -> int:
 class CandidateGuards:
     """Everything that watches the candidate: launches, aten ops, patches, threads, processes, writes."""
 
-    def __init__(self, job: dict[str, Any], device: torch.device, writable: list[Path]) -> None:
+    def __init__(self, job: Load, device: torch.device, writable: list[Path]) -> None:
         self.violations = Violations()
         self.expect_filled_memory = False  # set while unwritten_memory_filled is on
         self.record: DeviceRecord | None = None  # the device's own record (GPU), from `CandidateHost._load`
-        self.monitor = TorchComputeMonitor(self.violations, job.get("allowed_ops", ()))
-        self.recorder = LaunchRecorder(
-            Path(job["launches_path"]), self.violations, self.monitor.forget_written
-        )
+        self.monitor = TorchComputeMonitor(self.violations, job.allowed_ops)
+        self.recorder = LaunchRecorder(Path(job.launches_path), self.violations, self.monitor.forget_written)
         self.recorder.install(interpreted=device.type == "cpu")
         self.process_guards = ProcessGuards(self.violations, writable)
         self.process_guards.install()
         # Taken after our own wrappers are in place: anything that changes from here on was the candidate.
-        targets = patch_targets([sys.modules[__name__], sys.modules[timing.__name__],
-                                 sys.modules[tensor_files.__name__], sys.modules[integrity.__name__]])  # fmt: skip
+        targets = patch_targets([sys.modules[__name__], sys.modules[timing.__name__], sys.modules[tensor_files.__name__],
+                                 sys.modules[integrity.__name__], sys.modules[worker_jobs.__name__]])  # fmt: skip
         targets |= {"CandidateGuards": CandidateGuards, "LaunchRecorder": LaunchRecorder, "violations": self.violations,
                     "monitor": self.monitor, "recorder": self.recorder, "process_guards": self.process_guards}  # fmt: skip
-        if job.get("language") == "hip":
+        if job.language == "hip":
             import kernelvault.hip as hip
 
             hip.set_launch_observer(self.recorder.record_native)
@@ -565,18 +564,16 @@ _COPY_BYTES = re.compile(r'"bytes"\s*:\s*(\d+)')
 class CandidateJob:
     """One candidate's stay in this worker: from `load` to `end`."""
 
-    def __init__(self, request: dict[str, Any], device: torch.device) -> None:
+    def __init__(self, request: Load, device: torch.device) -> None:
         self.request = request
         self.device = device
-        self.folder = Path(request["job_dir"])
+        self.folder = Path(request.job_dir)
         self.tmp = self.folder / "tmp"
         self.tmp.mkdir(exist_ok=True)
-        writable = [self.folder] + [
-            Path(request[key]) for key in ("triton_cache", "inline_build_root") if request.get(key)
-        ]
-        Path(request["launches_path"]).write_text("")
+        writable = [self.folder, Path(request.triton_cache), Path(request.inline_build_root)]
+        Path(request.launches_path).write_text("")
         self.guards = CandidateGuards(request, device, writable)
-        self.module_name = request.get("module_name", "kv_candidate")
+        self.module_name = request.module_name
         self.model_class: type | None = None
         self.model: torch.nn.Module | None = None
         self.last_inputs: list[Any] | None = None
@@ -600,19 +597,18 @@ class CandidateHost:
     def __init__(self) -> None:
         self.job: CandidateJob | None = None
 
-    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        op = request.get("op")
-        if op == "load":
+    def handle(self, request: CandidateRequest) -> dict[str, Any]:
+        if isinstance(request, Load):
             return self._load(request)
         job = self.job
         if job is None:
-            return {"failure_kind": "infrastructure_error", "failure_message": f"{op} before load"}
+            return {"failure_kind": "infrastructure_error", "failure_message": f"{request.OP} before load"}
         try:
-            if op == "build":
+            if isinstance(request, Build):
                 return self._build(job, request)
-            if op == "forward":
+            if isinstance(request, Forward):
                 return self._forward(job, request)
-            if op == "time":
+            if isinstance(request, Time):
                 return self._time(job, request)
         except CandidateFailure as failure:
             if (
@@ -620,15 +616,18 @@ class CandidateHost:
             ):  # the cause beats its symptom
                 failure = CandidateFailure("integrity_reject", job.guards.violations.first)
             return {"failure_kind": failure.kind, "failure_message": failure.message}
-        if op == "end":
+        if isinstance(request, End):
             return self._end(job)
-        return {"failure_kind": "infrastructure_error", "failure_message": f"unknown request {op!r}"}
+        return {
+            "failure_kind": "infrastructure_error",
+            "failure_message": f"unknown request {request!r}"[:200],
+        }
 
     # -- load: the candidate module, watched ---------------------------------------------------------
 
-    def _load(self, request: dict[str, Any]) -> dict[str, Any]:
-        device = torch.device("cuda" if request["platform"] in ("cuda", "rocm") else "cpu")
-        allow_tf32 = bool(request.get("allow_tf32", False))
+    def _load(self, request: Load) -> dict[str, Any]:
+        device = torch.device("cuda" if request.platform in ("cuda", "rocm") else "cpu")
+        allow_tf32 = request.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = allow_tf32
         torch.backends.cudnn.allow_tf32 = allow_tf32
         torch.set_grad_enabled(False)
@@ -639,9 +638,9 @@ class CandidateHost:
         # Temporary files of this job (Triton's .ptx for ptxas, the candidate's own) go to its folder.
         job.saved_tmp = (tempfile.tempdir, os.environ.get("TMPDIR"))
         tempfile.tempdir = os.environ["TMPDIR"] = str(job.tmp)
-        if request.get("language") == "hip":
+        if request.language == "hip":
             prepare_hip(request, device, job)
-        if device.type == "cuda" and request.get("device_record", True):
+        if device.type == "cuda":
             try:
                 job.guards.record = DeviceRecord()
             except Exception as error:  # noqa: BLE001 - no profiler here: the tripwires remain, and the log says so
@@ -651,13 +650,13 @@ class CandidateHost:
             # on the CPU path that device is this CPU, as in its calls (`kernelvault.toolchain.function_tasks`).
             redirect = (
                 device_redirect(device)
-                if request.get("entry") and device.type == "cpu"
+                if request.entry and device.type == "cpu"
                 else contextlib.nullcontext()
             )
             with job.guards.watching("importing the candidate", construction=True), redirect:
-                module = load_module(Path(request["candidate_path"]), job.module_name)
+                module = load_module(Path(request.candidate_path), job.module_name)
                 # the task's own import lines (`function_tasks.test_imports`), not the candidate's
-                for statement in request.get("test_imports") or ():
+                for statement in request.test_imports:
                     exec(statement, vars(module))  # noqa: S102
             job.guards.raise_if_violated()
             if isinstance(getattr(module, "HIP_SOURCE", None), str):
@@ -671,10 +670,10 @@ class CandidateHost:
                 "failure_kind": "compile_error",
                 "failure_message": f"candidate failed to import: {one_line_error(error)}",
             }
-        entry = request.get("entry")
+        entry = request.entry
         if entry:  # a function task: the candidate's functions, made into the module the harness runs
-            names = list(request.get("entries") or [entry])
-            kernels = bool(request.get("kernel_entries"))  # a kernel object has `[grid]`, not `__call__`
+            names = list(request.entries or [entry])
+            kernels = request.kernel_entries  # a kernel object has `[grid]`, not `__call__`
             missing = [name for name in names if not (hasattr(module, name) if kernels
                                                       else callable(getattr(module, name, None)))]  # fmt: skip
             if missing:
@@ -698,11 +697,11 @@ class CandidateHost:
 
     # -- build: ModelNew with the parent's weight seed -----------------------------------------------
 
-    def _construct(self, job: CandidateJob, request: dict[str, Any]) -> torch.nn.Module:
-        init = read_tensors(Path(request["init_path"]))  # on the host, as get_init_inputs made them
+    def _construct(self, job: CandidateJob, request: Build | Time) -> torch.nn.Module:
+        init = read_tensors(Path(request.init_path))  # on the host, as get_init_inputs made them
         assert job.model_class is not None
         torch.manual_seed(
-            int(request["weight_seed"])
+            int(request.weight_seed)
         )  # the reference's weights: the same seed, drawn by the parent
         try:
             with job.guards.watching("building ModelNew", construction=True):
@@ -718,17 +717,17 @@ class CandidateHost:
         job.guards.raise_if_violated()
         return model
 
-    def _build(self, job: CandidateJob, request: dict[str, Any]) -> dict[str, Any]:
+    def _build(self, job: CandidateJob, request: Build) -> dict[str, Any]:
         job.model = None
         job.model = self._construct(job, request)
         return {"ok": True}
 
     # -- forward: one call on one input file ---------------------------------------------------------
 
-    def _forward(self, job: CandidateJob, request: dict[str, Any]) -> dict[str, Any]:
+    def _forward(self, job: CandidateJob, request: Forward) -> dict[str, Any]:
         assert job.model is not None
-        fresh = list(read_tensors(Path(request["inputs_path"]), job.device))
-        if request.get("reuse_inputs") and job.last_inputs is not None:
+        fresh = list(read_tensors(Path(request.inputs_path), job.device))
+        if request.reuse_inputs and job.last_inputs is not None:
             inputs = job.last_inputs  # the same tensors, new values: a result cached by address must fail
             for target, values in zip(tensor_leaves(inputs), tensor_leaves(fresh), strict=True):
                 target.copy_(values)
@@ -736,7 +735,7 @@ class CandidateHost:
             inputs = fresh
         job.last_inputs = inputs
         pristine = clone_value(inputs)
-        poison = float("nan") if request.get("poison", "nan") == "nan" else float(request["poison"])
+        poison = float("nan") if request.poison == "nan" else float(request.poison)
         poison_allocator(job.device, value=poison)
         started = time.perf_counter()
         with unwritten_memory_filled(job.device, job.guards):
@@ -746,7 +745,7 @@ class CandidateHost:
             job.compile_seconds = seconds  # the first forward holds the JIT compile on a GPU
         if job.functions is None:  # a function's arguments after the call are part of its result instead
             check_untouched_inputs(pristine, inputs, output)
-        self._write_output(job, output, Path(request["output_path"]))
+        self._write_output(job, output, Path(request.output_path))
         return {"ok": True, "seconds": seconds}
 
     def _run_forward(self, job: CandidateJob, model: torch.nn.Module, inputs: list[Any]) -> Any:
@@ -804,10 +803,10 @@ class CandidateHost:
 
     # -- time: the performance case's timed calls ----------------------------------------------------
 
-    def _time(self, job: CandidateJob, request: dict[str, Any]) -> dict[str, Any]:
+    def _time(self, job: CandidateJob, request: Time) -> dict[str, Any]:
         model = self._construct(job, request)
-        input_sets = [list(read_tensors(Path(path), job.device)) for path in request["inputs_paths"]]
-        spot = {int(index): Path(path) for index, path in request["spot_outputs"].items()}
+        input_sets = [list(read_tensors(Path(path), job.device)) for path in request.inputs_paths]
+        spot = {int(index): Path(path) for index, path in request.spot_outputs.items()}
         recorder = job.guards.recorder
         # Once more with launches observed, then time without the recorder (it costs host time per launch)
         # and without the device's record (the timed calls run as they would anywhere else).
@@ -815,13 +814,13 @@ class CandidateHost:
         self._close_record(job)
         recorder.enabled = False
 
-        fresh = bool(request.get("fresh_arguments"))
+        fresh = request.fresh_arguments
 
         def run_candidate(inputs: Any) -> Any:
             return model(*clone_value(inputs)) if fresh else model(*inputs)
 
         try:
-            stats = time_on_device(run_candidate, input_sets, int(request["repetitions"]), int(request["warmup"]),
+            stats = time_on_device(run_candidate, input_sets, request.repetitions, request.warmup,
                                    job.device, keep_outputs=set(spot))  # fmt: skip
         except Exception as error:
             raise CandidateFailure("runtime_error", f"failed while timed: {one_line_error(error)}") from None
@@ -932,12 +931,13 @@ def clear_folder(folder: Path) -> None:
 # HIP: the native form's prebuilt library, or the KernelBench load_inline form built here.
 
 
-def prepare_hip(request: dict[str, Any], device: torch.device, job: CandidateJob) -> None:
+def prepare_hip(request: Load, device: torch.device, job: CandidateJob) -> None:
     """Before the candidate exists: its prebuilt library (native form) or our load_inline (KernelBench form)."""
     import kernelvault.hip as hip
 
-    if request["hip_form"] == "native":
-        hip.register_prebuilt(request["hip_source_sha"], request["hip_library"])
+    if request.hip_form == "native":
+        assert request.hip_source_sha is not None and request.hip_library is not None
+        hip.register_prebuilt(request.hip_source_sha, request.hip_library)
         return
     from torch.utils import cpp_extension
 
@@ -946,7 +946,7 @@ def prepare_hip(request: dict[str, Any], device: torch.device, job: CandidateJob
     # PyTorch's own function, not the wrapper an earlier job of a persistent worker left behind.
     original = _ORIGINAL_LOAD_INLINE.setdefault("load_inline", cpp_extension.load_inline)
     signature = inspect.signature(original)
-    root = Path(request["inline_build_root"])
+    root = Path(request.inline_build_root)
 
     def kernelvault_load_inline(*args: Any, **kwargs: Any) -> Any:
         bound = signature.bind(*args, **kwargs)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelvault.toolchain.function_tasks import device_redirect
+from kernelvault.toolchain.worker_jobs import Compile
 
 
 def unwrap_jit(obj: Any) -> Any:
@@ -94,18 +95,18 @@ def build_signature(
 class CrossCompileHost:
     """Answers `compile` requests (`kernelvault.toolchain.device_worker.serve`)."""
 
-    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+    def handle(self, request: Compile) -> dict[str, Any]:
         return compile_launches(request)
 
 
-def compile_launches(job: dict[str, Any]) -> dict[str, Any]:
+def compile_launches(job: Compile) -> dict[str, Any]:
     import importlib.util
 
     from triton.backends.compiler import GPUTarget
 
-    target = GPUTarget(job["backend"], job["arch"], job["warp_size"])
-    name = job.get("module_name", "kv_candidate")  # unique per job in a persistent worker
-    spec = importlib.util.spec_from_file_location(name, job["candidate_path"])
+    target = GPUTarget(job.backend, job.arch, job.warp_size)
+    name = job.module_name  # unique per job in a persistent worker
+    spec = importlib.util.spec_from_file_location(name, job.candidate_path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -115,14 +116,14 @@ def compile_launches(job: dict[str, Any]) -> dict[str, Any]:
         sys.modules.pop(name, None)
 
 
-def _import_watched(job: dict[str, Any], module: Any) -> dict[str, Any] | None:
+def _import_watched(job: Compile, module: Any) -> dict[str, Any] | None:
     """Run the candidate module under the guards; a failure reply, or None when it imported cleanly."""
     from kernelvault.toolchain.integrity import ProcessGuards, TorchComputeMonitor, Violations
 
     violations = Violations()
-    guards = ProcessGuards(violations, [Path(job["candidate_path"]).parent, Path(os.environ.get("TMPDIR", "/tmp")),
+    guards = ProcessGuards(violations, [Path(job.candidate_path).parent, Path(os.environ.get("TMPDIR", "/tmp")),
                                         Path(os.environ.get("TRITON_CACHE_DIR", "/tmp"))])  # fmt: skip
-    monitor = TorchComputeMonitor(violations, job.get("allowed_ops", ()))
+    monitor = TorchComputeMonitor(violations, job.allowed_ops)
     guards.install()
     failure = None
     try:
@@ -158,16 +159,14 @@ def launches_skipped() -> Iterator[None]:
         JITFunction.run, Autotuner.run = saved  # type: ignore[method-assign]
 
 
-def _compile_module(job: dict[str, Any], module: Any, target: Any) -> dict[str, Any]:
+def _compile_module(job: Compile, module: Any, target: Any) -> dict[str, Any]:
     import triton
 
     failed = _import_watched(job, module)
     if failed is not None:
         return failed
 
-    launches = [
-        json.loads(line) for line in Path(job["launches_path"]).read_text().splitlines() if line.strip()
-    ]
+    launches = [json.loads(line) for line in Path(job.launches_path).read_text().splitlines() if line.strip()]
     kernels, failures = [], []
     compiled_keys: set[str] = set()
     for launch in launches:

@@ -70,6 +70,16 @@ from kernelvault.toolchain.sandbox import (
     kill_group,
     start_sandboxed,
 )
+from kernelvault.toolchain.worker_jobs import (
+    Compile,
+    CompileJob,
+    End,
+    Request,
+    WorkerJob,
+    WorkerSetup,
+    from_wire,
+    to_wire,
+)
 
 STICKY_DEVICE_ERRORS = (
     "illegal memory access", "device-side assert", "unspecified launch failure", "misaligned address",
@@ -162,13 +172,14 @@ def serve(kind: str) -> int:
     replies.flush()
     while line := sys.stdin.readline():
         message = json.loads(line)
-        request = message["body"]
+        request: Any = None
         try:
+            request = from_wire(kind, message["body"])
             reply = host.handle(request)
         except BaseException as error:  # noqa: BLE001 - a harness bug must still leave a reply
             reply = {"failure_kind": "infrastructure_error", "failure_message": f"worker error: {error!r}"[:2000],
                      "harness_error": True}  # fmt: skip
-        if request.get("op") in ("end", "compile"):  # a job ended: may this process serve the next one?
+        if isinstance(request, (End, Compile)):  # a job ended: may this process serve the next one?
             reply["restart"] = _restart_reason(reply, snapshot, baseline)
         body = json.dumps(reply, default=str)
         replies.write(
@@ -395,7 +406,7 @@ class PersistentWorker:
 
     # -- requests ------------------------------------------------------------------------------------
 
-    def request(self, body: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
+    def request(self, request: Request, timeout_s: float) -> dict[str, Any] | None:
         """Send one request; the authenticated reply, or None when the worker died or ran past timeout_s
         (then `last_run` says how it ended, and the process is gone). A forged reply is an integrity
         failure of the candidate, and the worker is replaced. Raises RuntimeError when a fresh worker
@@ -406,7 +417,8 @@ class PersistentWorker:
         request_id = self._next_id
         started = time.monotonic()
         try:
-            self._process.stdin.write((json.dumps({"id": request_id, "body": body}) + "\n").encode())
+            message = {"id": request_id, "body": to_wire(request)}
+            self._process.stdin.write((json.dumps(message) + "\n").encode())
             self._process.stdin.flush()
             line = self._read_line(started + timeout_s)
         except OSError:  # BrokenPipeError: it died before reading the request
@@ -458,11 +470,6 @@ class PersistentWorker:
         return line
 
 
-def worker_kind(module: str) -> str:
-    """The worker kind that runs a job the verifier addresses to `module`."""
-    return "candidate" if module == f"{__package__}.candidate_worker" else "cross_compile"
-
-
 class WorkerLane:
     """The persistent workers of one device: a candidate's, a reference's, and on cpu a cross-compiler.
 
@@ -483,14 +490,15 @@ class WorkerLane:
         self._jobs = 0
 
     def _worker(
-        self, kind: str, job: dict[str, Any], limits: SandboxLimits, env: dict[str, str]
+        self, kind: str, setup: WorkerSetup, limits: SandboxLimits, env: dict[str, str]
     ) -> PersistentWorker:
         worker = self.workers.get(kind)
         if worker is None:
             device_env = {} if self.device == "cpu" else {"CUDA_VISIBLE_DEVICES": self.device,
                                                           "HIP_VISIBLE_DEVICES": self.device}  # fmt: skip
-            plan = WorkerPlan(self.python, isolation_of(job), job.get("work_root"), tuple(job.get("read_only_paths", ())),
-                              gpu=job.get("platform") in ("cuda", "rocm"))  # fmt: skip
+            plan = WorkerPlan(
+                self.python, setup.isolation, setup.work_root, setup.read_only_paths, gpu=setup.gpu
+            )
             if kind == "reference" and self.device != "cpu":  # on the CPU a gold Triton kernel needs it
                 env = {key: value for key, value in env.items() if key != "TRITON_INTERPRET"}
             worker = PersistentWorker(kind, {**env, **device_env}, limits, plan,
@@ -498,20 +506,21 @@ class WorkerLane:
             self.workers[kind] = worker
         return worker
 
-    def run(self, module: str, job: dict[str, Any], workdir: Path, limits: SandboxLimits,
+    def run(self, job: WorkerJob, limits: SandboxLimits,
             env: dict[str, str]) -> tuple[SandboxResult, dict[str, Any] | None]:  # fmt: skip
+        """Run one job on this lane's workers (`kernelvault.toolchain.verify.WorkerRunner`)."""
         self._jobs += 1
-        job = {**job, "module_name": f"kv_candidate_{os.getpid()}_{id(self)}_{self._jobs}"}
-        if worker_kind(module) == "cross_compile":
-            return self._cross_compile(job, limits, env)
+        module_name = f"kv_candidate_{os.getpid()}_{id(self)}_{self._jobs}"  # unique per job in a worker
+        if isinstance(job, CompileJob):
+            return self._cross_compile(job, module_name, limits, env)
         from kernelvault.toolchain.judge import run_check
 
-        candidate = self._worker("candidate", job, limits, env)
-        reference = self._worker("reference", job, limits, env)
+        candidate = self._worker("candidate", job.setup, limits, env)
+        reference = self._worker("reference", job.setup, limits, env)
         for attempt in range(2):
             waited = self.hold.check()  # host work (a worker's start) may wait here: it is the lane's wait
             try:
-                died, result = run_check(job, reference, candidate, self.hold, limits.timeout_s)
+                died, result = run_check(job, module_name, reference, candidate, self.hold, limits.timeout_s)
             finally:
                 self.hold.release()
             if result is not None:
@@ -521,19 +530,19 @@ class WorkerLane:
             if died.timed_out or attempt == 1:
                 return died, None
             candidate.stats.retries += 1
-            Path(job["launches_path"]).write_text("")  # the check writes them afresh
+            Path(job.launches_path).write_text("")  # the check writes them afresh
         raise AssertionError("unreachable")
 
-    def _cross_compile(self, job: dict[str, Any], limits: SandboxLimits,
+    def _cross_compile(self, job: CompileJob, module_name: str, limits: SandboxLimits,
                        env: dict[str, str]) -> tuple[SandboxResult, dict[str, Any] | None]:  # fmt: skip
-        worker = self._worker("cross_compile", job, limits, env)
+        worker = self._worker("cross_compile", job.setup, limits, env)
         for attempt in range(2):
             number = worker.next_job_number()
             folder = worker.job_folder(number)
-            shutil.copyfile(job["candidate_path"], folder / "candidate.py")
-            shutil.copyfile(job["launches_path"], folder / "launches.jsonl")
-            request = {**job, "op": "compile", "candidate_path": str(folder / "candidate.py"),
-                       "launches_path": str(folder / "launches.jsonl")}  # fmt: skip
+            shutil.copyfile(job.candidate_path, folder / "candidate.py")
+            shutil.copyfile(job.launches_path, folder / "launches.jsonl")
+            request = Compile(str(folder / "candidate.py"), str(folder / "launches.jsonl"), module_name, job.backend,
+                              job.arch, job.warp_size, list(job.allowed_ops))  # fmt: skip
             try:
                 reply = worker.request(request, limits.timeout_s)
             finally:
@@ -552,14 +561,6 @@ class WorkerLane:
     def close(self) -> None:
         for worker in self.workers.values():
             worker.close()
-
-
-def isolation_of(job: dict[str, Any]) -> Isolation:
-    """The isolation the verifier chose, as it travels in a job (`Verifier._check_job`)."""
-    chosen = job.get("isolation") or {}
-    return Isolation(
-        chosen.get("level", ISOLATION_PROCESS), chosen.get("detail", ""), bool(chosen.get("rootless"))
-    )
 
 
 if __name__ == "__main__":

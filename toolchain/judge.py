@@ -38,6 +38,19 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from kernelvault.toolchain.compare import Comparison, compare_outputs
 from kernelvault.toolchain.tensor_files import TensorFileError, read_tensors
+from kernelvault.toolchain.worker_jobs import (
+    Build,
+    CandidateRequest,
+    CaseSpec,
+    CheckJob,
+    End,
+    Forward,
+    Load,
+    Prepare,
+    ReferenceRequest,
+    Time,
+    TimeReference,
+)
 
 if TYPE_CHECKING:
     from kernelvault.toolchain.device_gate import GateHold
@@ -96,7 +109,7 @@ def fail(kind: str, message: str) -> NoReturn:
 class _Check:
     """One job's state on the parent's side."""
 
-    job: dict[str, Any]
+    job: CheckJob
     reference: PersistentWorker
     candidate: PersistentWorker
     hold: GateHold | None
@@ -111,7 +124,7 @@ class _Check:
 
     # -- requests ------------------------------------------------------------------------------------
 
-    def ask_candidate(self, body: dict[str, Any], timing: bool = False) -> dict[str, Any]:
+    def ask_candidate(self, body: CandidateRequest, timing: bool = False) -> dict[str, Any]:
         if self.hold is not None:
             self.costs.gate_seconds += self.hold.at_request(timing)
         remaining = self.timeout_s - self.spent
@@ -130,11 +143,11 @@ class _Check:
             raise CheckStopped(reply)
         return reply
 
-    def ask_reference(self, body: dict[str, Any]) -> dict[str, Any]:
+    def ask_reference(self, body: ReferenceRequest) -> dict[str, Any]:
         if self.hold is not None:
-            self.costs.gate_seconds += self.hold.at_request(body.get("op") == "time")
+            self.costs.gate_seconds += self.hold.at_request(isinstance(body, TimeReference))
         started = time.monotonic()
-        reply = self.reference.request({**body, **self._task_fields()}, self.timeout_s * 4 + 60)
+        reply = self.reference.request(body, self.timeout_s * 4 + 60)
         self.costs.reference_seconds += time.monotonic() - started
         self.costs.messages += 1
         if reply is None:
@@ -146,8 +159,9 @@ class _Check:
         return reply
 
     def _task_fields(self) -> dict[str, Any]:
-        return {"task_path": str(self.reference_dir / "task.py"), "platform": self.job["platform"],
-                "allow_tf32": self.job.get("allow_tf32", False), "entry": self.job.get("entry")}  # fmt: skip
+        """What every request to the reference worker names: the task, where and how it runs."""
+        return {"task_path": str(self.reference_dir / "task.py"), "platform": self.job.setup.platform,
+                "allow_tf32": self.job.allow_tf32, "entry": self.job.entry}  # fmt: skip
 
     # -- files ---------------------------------------------------------------------------------------
 
@@ -190,7 +204,7 @@ class _Check:
         unreadable = next((value for value in (expected, output) if isinstance(value, Comparison)), None)
         if unreadable is not None:
             return unreadable
-        comparison = compare_outputs(expected, output, self.job.get("atol"), self.job.get("rtol"))
+        comparison = compare_outputs(expected, output, self.job.atol, self.job.rtol)
         self.costs.answer_seconds += time.monotonic() - read
         return comparison
 
@@ -199,42 +213,40 @@ class _Check:
 
     # -- the plan ------------------------------------------------------------------------------------
 
-    def plan(self) -> Iterator[tuple[int, dict[str, Any], int]]:
+    def plan(self) -> Iterator[tuple[int, CaseSpec, int]]:
         """(index, case, trial) for every check: correctness cases × trials, performance cases once."""
-        cases = list(self.job["correctness_cases"]) + (
-            list(self.job["performance_cases"]) if self.job["timed"] else []
+        cases = list(self.job.correctness_cases) + (
+            list(self.job.performance_cases) if self.job.timed else []
         )
         index = 0
         for case in cases:
-            for trial in range(int(self.job.get("trials", 2)) if case["kind"] == "correctness" else 1):
+            for trial in range(self.job.trials if case.kind == "correctness" else 1):
                 yield index, case, trial
                 index += 1
 
-    def check_case(self, index: int, case: dict[str, Any], trial: int) -> None:
+    def check_case(self, index: int, case: CaseSpec, trial: int) -> None:
         weight_seed = draw_seed()
         sets = [{"name": f"check{index}", "seed": draw_seed()}]
         # first seed of each case: run again over other poison, and on new values in place
         refill = trial == 0
         if refill:
             sets.append({"name": f"refill{index}", "seed": draw_seed()})
-        prepared = self.ask_reference({"op": "prepare", "case": case["name"], "overrides": case["overrides"],
-                                       "weight_seed": weight_seed, "sets": sets, "out_dir": str(self.reference_dir)})  # fmt: skip
+        prepared = self.ask_reference(Prepare(**self._task_fields(), case=case.name, overrides=case.overrides,
+                                              weight_seed=weight_seed, sets=sets, out_dir=str(self.reference_dir)))  # fmt: skip
         files = prepared["sets"]
         init = self.hand_over(prepared["init"])
-        self.ask_candidate({"op": "build", "init_path": init, "weight_seed": weight_seed})
+        self.ask_candidate(Build(init, weight_seed))
         inputs = self.hand_over(files[f"check{index}"]["inputs"])
-        first = self.ask_candidate({"op": "forward", "inputs_path": inputs, "poison": "nan",
-                                    "output_path": str(self.outputs(f"check{index}"))})  # fmt: skip
+        first = self.ask_candidate(Forward(inputs, str(self.outputs(f"check{index}")), poison="nan"))
         if self.compile_seconds is None:
             self.compile_seconds = first.get("seconds")
         if refill:
-            self.ask_candidate({"op": "forward", "inputs_path": inputs, "poison": 12345.0,
-                                "output_path": str(self.outputs(f"again{index}"))})  # fmt: skip
+            self.ask_candidate(Forward(inputs, str(self.outputs(f"again{index}")), poison=12345.0))
             repeat = self.judge(
                 self.outputs(f"check{index}"), self.outputs(f"again{index}"), from_reference=False
             )
             if repeat.failure_kind == "integrity_reject":  # e.g. a tensor subclass: say so first
-                fail("integrity_reject", f"{repeat.message} (case {case['name']})")
+                fail("integrity_reject", f"{repeat.message} (case {case.name})")
             if repeat.failure_kind is not None:
                 fail(
                     "integrity_reject",
@@ -242,18 +254,19 @@ class _Check:
                     "reads of unwritten memory or state kept between calls",
                 )
         comparison = self.judge(str(files[f"check{index}"]["expected"]), self.outputs(f"check{index}"))
-        self.checks.append({"case": case["name"], "seed": int(sets[0]["seed"]), "passed": comparison.failure_kind is None,
+        self.checks.append({"case": case.name, "seed": int(sets[0]["seed"]), "passed": comparison.failure_kind is None,
                             "max_abs_error": comparison.max_abs_error, "max_rel_error": comparison.max_rel_error,
                             "message": comparison.message})  # fmt: skip
         if comparison.failure_kind == "integrity_reject":  # the sub-reason leads the message
-            fail("integrity_reject", f"{comparison.message} (case {case['name']})")
+            fail("integrity_reject", f"{comparison.message} (case {case.name})")
         if comparison.failure_kind is not None:
-            fail(comparison.failure_kind, f"case {case['name']}: {comparison.message}")
+            fail(comparison.failure_kind, f"case {case.name}: {comparison.message}")
         if refill:
             refilled = self.hand_over(files[f"refill{index}"]["inputs"])
             try:
-                self.ask_candidate({"op": "forward", "inputs_path": refilled, "reuse_inputs": True, "poison": "nan",
-                                    "output_path": str(self.outputs(f"refill{index}"))})  # fmt: skip
+                self.ask_candidate(
+                    Forward(refilled, str(self.outputs(f"refill{index}")), "nan", reuse_inputs=True)
+                )
             except CheckStopped as stopped:
                 if stopped.result is not None and str(stopped.result.get("failure_message", "")).startswith(
                     "no_kernel_launched"
@@ -270,33 +283,29 @@ class _Check:
                     f"cached_results: new values in the same input tensors gave a wrong result ({check.message})",
                 )
 
-    def time_case(self, case: dict[str, Any]) -> dict[str, Any]:
-        repetitions, warmup, count = (
-            int(self.job["repetitions"]),
-            int(self.job["warmup"]),
-            int(self.job["input_sets"]),
-        )
+    def time_case(self, case: CaseSpec) -> dict[str, Any]:
+        repetitions, warmup, count = self.job.repetitions, self.job.warmup, self.job.input_sets
         spot_checks = sorted(
             {repetitions // 3, repetitions - 1}
         )  # timed calls whose outputs are judged afterwards
         needed = {index % count for index in spot_checks}
         weight_seed = draw_seed()
         sets = [
-            {"name": f"timed-{case['name']}-{k}", "seed": draw_seed(), "expected": k in needed}
+            {"name": f"timed-{case.name}-{k}", "seed": draw_seed(), "expected": k in needed}
             for k in range(count)
         ]
-        prepared = self.ask_reference({"op": "prepare", "case": case["name"], "overrides": case["overrides"],
-                                       "weight_seed": weight_seed, "sets": sets, "out_dir": str(self.reference_dir)})  # fmt: skip
+        prepared = self.ask_reference(Prepare(**self._task_fields(), case=case.name, overrides=case.overrides,
+                                              weight_seed=weight_seed, sets=sets, out_dir=str(self.reference_dir)))  # fmt: skip
         files = [prepared["sets"][entry["name"]] for entry in sets]
         init = self.hand_over(prepared["init"])
         inputs = [self.hand_over(str(entry["inputs"])) for entry in files]
-        spot = {str(index): str(self.outputs(f"timed-{case['name']}-{index}")) for index in spot_checks}
+        spot = {str(index): str(self.outputs(f"timed-{case.name}-{index}")) for index in spot_checks}
         # A function that changes its arguments (an optimiser step) is timed on fresh copies of them, on both
         # sides, so that its timed results are still the ones expected (`kernelvault.toolchain.function_tasks`).
         fresh = bool(prepared.get("mutates_arguments"))
-        timed = self.ask_candidate({"op": "time", "init_path": init, "weight_seed": weight_seed, "inputs_paths": inputs,
-                                    "repetitions": repetitions, "warmup": warmup, "spot_outputs": spot,
-                                    "fresh_arguments": fresh}, timing=True)  # fmt: skip
+        timed = self.ask_candidate(
+            Time(init, weight_seed, inputs, repetitions, warmup, spot, fresh), timing=True
+        )
         for index in spot_checks:
             check = self.judge(str(files[index % count]["expected"]), Path(spot[str(index)]))
             if check.failure_kind is not None:
@@ -304,18 +313,19 @@ class _Check:
                     "integrity_reject",
                     f"cached_results: timed call {index} returned a wrong result ({check.message})",
                 )
-        reference = self.ask_reference({"op": "time", "case": case["name"], "overrides": case["overrides"],
-                                        "weight_seed": weight_seed, "init_path": prepared["init"],
-                                        "inputs_paths": [str(entry["inputs"]) for entry in files],
-                                        "repetitions": repetitions, "warmup": warmup, "fresh_arguments": fresh})  # fmt: skip
-        return {"case": case["name"], "candidate_ms": float(timed["median_ms"]), "reference_ms": float(reference["median_ms"]),
+        reference = self.ask_reference(TimeReference(
+            **self._task_fields(), case=case.name, overrides=case.overrides, weight_seed=weight_seed,
+            init_path=prepared["init"], inputs_paths=[str(entry["inputs"]) for entry in files],
+            repetitions=repetitions, warmup=warmup, fresh_arguments=fresh))  # fmt: skip
+        return {"case": case.name, "candidate_ms": float(timed["median_ms"]), "reference_ms": float(reference["median_ms"]),
                 "candidate_spread": float(timed["spread"]), "reference_spread": float(reference["spread"]),
                 "repetitions": int(timed["repetitions"])}  # fmt: skip
 
 
-def run_check(job: dict[str, Any], reference: PersistentWorker, candidate: PersistentWorker,
+def run_check(job: CheckJob, module_name: str, reference: PersistentWorker, candidate: PersistentWorker,
               hold: GateHold | None, timeout_s: float) -> tuple[SandboxResult | None, dict[str, Any] | None]:  # fmt: skip
-    """Check (and where `job["timed"]`, time) one candidate with a lane's two workers.
+    """Check (and where `job.timed`, time) one candidate with a lane's two workers; `module_name`: the
+    candidate's module there (unique per job: a persistent worker imports many).
 
     Returns (how the candidate's worker ended when it did not answer, the result): a result dict with
     failure_kind, failure_message, checks, timings, kernels, compile_seconds and protocol_costs; or
@@ -328,29 +338,31 @@ def run_check(job: dict[str, Any], reference: PersistentWorker, candidate: Persi
     state.candidate_dir = candidate.job_folder(number)
     state.inbox = candidate.inbox()
     (state.candidate_dir / "out").mkdir(exist_ok=True)
-    shutil.copyfile(job["task_path"], state.reference_dir / "task.py")
-    shutil.copyfile(job["candidate_path"], state.candidate_dir / "candidate.py")
+    shutil.copyfile(job.task_path, state.reference_dir / "task.py")
+    shutil.copyfile(job.candidate_path, state.candidate_dir / "candidate.py")
     launches = (
         state.candidate_dir / "launches.jsonl"
     )  # the candidate's worker writes it (its folder, its uid)
     result: dict[str, Any] = {"failure_kind": None, "failure_message": None, "checks": state.checks,
                               "timings": [], "kernels": []}  # fmt: skip
-    load = {
-        key: value
-        for key, value in job.items()
-        if key not in ("task_path", "correctness_cases", "performance_cases")
-    }
-    load |= {"op": "load", "candidate_path": str(state.candidate_dir / "candidate.py"), "launches_path": str(launches),
-             "job_dir": str(state.candidate_dir), "triton_cache": str(candidate.private_cache()),
-             "inline_build_root": str(candidate.private_cache() / "inline")}  # fmt: skip
+    hip = job.hip
+    load = Load(
+        platform=job.setup.platform, candidate_path=str(state.candidate_dir / "candidate.py"),
+        launches_path=str(launches), job_dir=str(state.candidate_dir), module_name=module_name,
+        triton_cache=str(candidate.private_cache()), inline_build_root=str(candidate.private_cache() / "inline"),
+        allow_tf32=job.allow_tf32, entry=job.entry, entries=list(job.entries), kernel_entries=job.kernel_entries,
+        test_imports=list(job.test_imports), allowed_ops=list(job.allowed_ops),
+        language="hip" if hip else "triton", hip_form=hip.form if hip else None,
+        hip_library=hip.library if hip else None, hip_source_sha=hip.source_sha if hip else None,
+    )  # fmt: skip
     died: SandboxResult | None = None
     try:
         try:
             state.ask_candidate(load)
             for index, case, trial in state.plan():
                 state.check_case(index, case, trial)
-            if job["timed"]:
-                result["timings"] = [state.time_case(case) for case in job["performance_cases"]]
+            if job.timed:
+                result["timings"] = [state.time_case(case) for case in job.performance_cases]
         except CheckStopped as stopped:
             if stopped.result is None:
                 died = stopped.run
@@ -358,7 +370,7 @@ def run_check(job: dict[str, Any], reference: PersistentWorker, candidate: Persi
                 result |= {"failure_kind": stopped.result.get("failure_kind"),
                            "failure_message": stopped.result.get("failure_message")}  # fmt: skip
         if died is None:
-            ended = candidate.request({"op": "end"}, 60.0)
+            ended = candidate.request(End(), 60.0)
             if ended is None:
                 died = candidate.last_run
             else:
@@ -378,7 +390,7 @@ def run_check(job: dict[str, Any], reference: PersistentWorker, candidate: Persi
                 if result["failure_kind"] == "integrity_reject":
                     candidate.retire("integrity_reject")  # judged here: the worker could not know
         # the verifier reads which kernels ran (the cross-compile stage, and whether anything compiled at all)
-        Path(job["launches_path"]).write_bytes(launches.read_bytes() if launches.is_file() else b"")
+        Path(job.launches_path).write_bytes(launches.read_bytes() if launches.is_file() else b"")
     finally:
         candidate.finish_job(number)
         reference.finish_job(number)

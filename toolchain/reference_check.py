@@ -22,6 +22,7 @@ from typing import Any
 
 import kernelvault
 from kernelvault.contracts import Task
+from kernelvault.toolchain.worker_jobs import CheckTask, from_wire, to_wire
 
 _MAX_ISSUES_PER_TASK = 6
 
@@ -114,13 +115,14 @@ def _worker_main(job_path: Path) -> int:
 
     from kernelvault.toolchain.reference_worker import ReferenceHost
 
-    job = json.loads(job_path.read_text())
+    job = from_wire("task_check", json.loads(job_path.read_text()))
+    assert isinstance(job, CheckTask)
     report: dict[str, Any] = {"cases_run": 0, "problems": []}
     try:
-        harness = ReferenceHost().harness(Path(job["task_path"]), torch.device("cpu"), job.get("entry"))
+        harness = ReferenceHost().harness(Path(job.task_path), torch.device("cpu"), job.entry)
         if isinstance(harness, dict):
             raise RuntimeError(harness["failure_message"])
-        for case in job["cases"]:
+        for case in job.cases:
             try:
                 report["problems"] += check_case(harness, case)
             except Exception as error:  # noqa: BLE001 - a broken reference is the finding
@@ -128,7 +130,7 @@ def _worker_main(job_path: Path) -> int:
             report["cases_run"] += 1
     except Exception as error:  # noqa: BLE001
         report["problems"].append(f"failed to load: {type(error).__name__}: {error}"[:500])
-    Path(job["result_path"]).write_text(json.dumps(report))
+    Path(job.result_path).write_text(json.dumps(report))
     return 0
 
 
@@ -142,13 +144,9 @@ def check_task(
     try:
         cases = list(task.correctness_cases) + (list(task.performance_cases) if include_performance else [])
         (workdir / "task.py").write_text(task.source)
-        job = {
-            "task_path": str(workdir / "task.py"),
-            "result_path": str(workdir / "result.json"),
-            "cases": [{"name": c.name, "overrides": c.overrides} for c in cases],
-            "entry": task.entry,
-        }
-        (workdir / "job.json").write_text(json.dumps(job))
+        job = CheckTask(str(workdir / "task.py"), str(workdir / "result.json"),
+                        [{"name": c.name, "overrides": c.overrides} for c in cases], task.entry)  # fmt: skip
+        (workdir / "job.json").write_text(json.dumps(to_wire(job)))
         project_root = str(Path(kernelvault.__file__).resolve().parents[1])  # the folder holding the package
         workdir.chmod(0o755)
         jail = folder_jail(resolve_isolation(os.environ.get("KV_ISOLATION", "auto"), python), workdir)

@@ -37,6 +37,7 @@ from kernelvault.toolchain.function_tasks import (
 from kernelvault.toolchain.kernel_tasks import untimed_autotuning
 from kernelvault.toolchain.tensor_files import read_tensors, write_tensors
 from kernelvault.toolchain.timing import time_on_device
+from kernelvault.toolchain.worker_jobs import Prepare, ReferenceRequest, TimeReference
 
 
 def to_device(value: Any, device: torch.device) -> Any:
@@ -134,27 +135,29 @@ class ReferenceHost:
         self.harnesses: dict[str, TaskHarness] = {}
         self.max_tasks = max_tasks
 
-    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        op = request.get("op")
-        device = torch.device("cuda" if request.get("platform") in ("cuda", "rocm") else "cpu")
-        allow_tf32 = bool(request.get("allow_tf32", False))
+    def handle(self, request: ReferenceRequest) -> dict[str, Any]:
+        device = torch.device("cuda" if request.platform in ("cuda", "rocm") else "cpu")
+        allow_tf32 = request.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = allow_tf32
         torch.backends.cudnn.allow_tf32 = allow_tf32
         torch.set_grad_enabled(False)
-        harness = self.harness(Path(request["task_path"]), device, request.get("entry"))
+        harness = self.harness(Path(request.task_path), device, request.entry)
         if isinstance(harness, dict):
             return harness
-        case = request.get("case", "?")
+        case = request.case
         try:
-            harness.apply(request.get("overrides", {}))
-            if op == "prepare":
+            harness.apply(request.overrides)
+            if isinstance(request, Prepare):
                 return self._prepare(harness, request, device)
-            if op == "time":
+            if isinstance(request, TimeReference):
                 return self._time(harness, request, device)
         except Exception as error:  # noqa: BLE001 - the task's failure: an infrastructure error, never a verdict
             return {"failure_kind": "infrastructure_error",
                     "failure_message": f"reference failed on case {case}: {one_line_error(error)}"}  # fmt: skip
-        return {"failure_kind": "infrastructure_error", "failure_message": f"unknown request {op!r}"}
+        return {
+            "failure_kind": "infrastructure_error",
+            "failure_message": f"unknown request {request!r}"[:200],
+        }
 
     def harness(self, task_path: Path, device: torch.device,
                  entry: str | None) -> TaskHarness | FunctionHarness | dict[str, Any]:  # fmt: skip
@@ -188,14 +191,14 @@ class ReferenceHost:
                 self.harnesses.pop(next(iter(self.harnesses)))
         return self.harnesses[key]
 
-    def _prepare(self, harness: TaskHarness, request: dict[str, Any], device: torch.device) -> dict[str, Any]:
-        folder = Path(request["out_dir"])
+    def _prepare(self, harness: TaskHarness, request: Prepare, device: torch.device) -> dict[str, Any]:
+        folder = Path(request.out_dir)
         init = harness.init_inputs()
         write_tensors(folder / "init.st", init)
-        reference = harness.reference(init, int(request["weight_seed"]))
+        reference = harness.reference(init, request.weight_seed)
         written: dict[str, dict[str, str | None]] = {}
         mutates = False  # a function task whose calls change their arguments (judged by them)
-        for entry in request["sets"]:
+        for entry in request.sets:
             name = str(entry["name"])
             inputs = harness.inputs(int(entry["seed"]))
             inputs_path = folder / f"{name}.inputs.st"
@@ -225,18 +228,16 @@ class ReferenceHost:
             del inputs
         return {"ok": True, "init": str(folder / "init.st"), "sets": written, "mutates_arguments": mutates}
 
-    def _time(self, harness: TaskHarness, request: dict[str, Any], device: torch.device) -> dict[str, Any]:
-        init = read_tensors(Path(request["init_path"]))
-        reference = harness.reference(list(init), int(request["weight_seed"]))
-        input_sets = [list(read_tensors(Path(path), device)) for path in request["inputs_paths"]]
+    def _time(self, harness: TaskHarness, request: TimeReference, device: torch.device) -> dict[str, Any]:
+        init = read_tensors(Path(request.init_path))
+        reference = harness.reference(list(init), request.weight_seed)
+        input_sets = [list(read_tensors(Path(path), device)) for path in request.inputs_paths]
 
-        fresh = bool(request.get("fresh_arguments"))
+        fresh = request.fresh_arguments
 
         def run_reference(inputs: Any) -> Any:
             return reference(*clone_value(inputs)) if fresh else reference(*inputs)
 
-        stats = time_on_device(
-            run_reference, input_sets, int(request["repetitions"]), int(request["warmup"]), device
-        )
+        stats = time_on_device(run_reference, input_sets, request.repetitions, request.warmup, device)
         return {"ok": True, "median_ms": stats.median_ms, "p25_ms": stats.p25_ms, "p75_ms": stats.p75_ms,
                 "spread": stats.spread, "repetitions": stats.repetitions}  # fmt: skip

@@ -55,6 +55,7 @@ from kernelvault.toolchain.reward import DEFAULT_REWARD, RewardConfig, graded_re
 from kernelvault.toolchain.sandbox import SandboxLimits, SandboxResult
 from kernelvault.toolchain.static_check import check_hip_candidate, check_triton_candidate
 from kernelvault.toolchain.static_wall import check_candidate
+from kernelvault.toolchain.worker_jobs import CaseSpec, CheckJob, CompileJob, HipBuild, WorkerJob, WorkerSetup
 
 LOG_LIMIT = 4000  # characters of compiler/runtime log kept per stage (the agents' feedback reads it)
 
@@ -172,8 +173,8 @@ class _Stages:
                 self.add(name, "skipped", 0.0)
 
 
-def _case_payload(cases: tuple[TaskCase, ...]) -> list[dict[str, Any]]:
-    return [{"name": case.name, "kind": case.kind, "overrides": case.overrides} for case in cases]
+def _case_specs(cases: tuple[TaskCase, ...]) -> tuple[CaseSpec, ...]:
+    return tuple(CaseSpec(case.name, case.kind, dict(case.overrides)) for case in cases)
 
 
 def _crash_message(run: SandboxResult, what: str) -> tuple[str, str]:
@@ -189,7 +190,7 @@ def _crash_message(run: SandboxResult, what: str) -> tuple[str, str]:
 class WorkerRunner(Protocol):
     """Runs one worker job somewhere else than a fresh process (`kernelvault.toolchain.device_worker.WorkerLane`)."""
 
-    def run(self, module: str, job: dict[str, Any], workdir: Path, limits: SandboxLimits,
+    def run(self, job: WorkerJob, limits: SandboxLimits,
             env: dict[str, str]) -> tuple[SandboxResult, dict[str, Any] | None]: ...  # fmt: skip
 
 
@@ -208,7 +209,7 @@ class Prepared:
     code: str = ""
     stages: tuple[StageRecord, ...] = ()
     workdir: str = ""
-    hip: dict[str, Any] | None = None
+    hip: HipBuild | None = None
 
 
 class Verifier:
@@ -281,7 +282,7 @@ class Verifier:
 
     @staticmethod
     def _for_device(route: str, stages: _Stages, task: Task, code: str, workdir: Path,
-                    hip: dict[str, Any] | None = None) -> Prepared:  # fmt: skip
+                    hip: HipBuild | None = None) -> Prepared:  # fmt: skip
         """What the CPU stages leave for a device stage (`complete`)."""
         target = "hip" if hip else "triton"
         return Prepared(task, target, None, route, code, tuple(stages.records), str(workdir), hip)
@@ -405,9 +406,7 @@ class Verifier:
                 stages.add("compile", "skipped", 0.0, message)
                 return self._finish(stages, task, code, target="hip", failure_kind="infrastructure_error",
                                     failure_message=message)  # fmt: skip
-            hip = {"language": "hip", "hip_form": "load_inline",
-                   "inline_build_root": str(self.config.hip_cache / "inline")}  # fmt: skip
-            return self._for_device("gpu", stages, task, code, workdir, hip)
+            return self._for_device("gpu", stages, task, code, workdir, HipBuild("load_inline"))
 
         source = static.hip_source or ""
         started = time.perf_counter()
@@ -444,42 +443,47 @@ class Verifier:
             stages.add("time", "skipped", 0.0, "no GPU: the cpu platform does not time kernels")
             return self._finish(stages, task, code, target="hip", compiled=True, correct=None,
                                 compile_log=trim(build.log) or message)  # fmt: skip
-        hip = {"language": "hip", "hip_form": "native", "hip_library": str(build.library),
-               "hip_source_sha": source_hash(source), "compile_log": trim(log)}  # fmt: skip
+        hip = HipBuild("native", str(build.library), source_hash(source), trim(log))
         return self._for_device("gpu", stages, task, code, workdir, hip)
 
-    def _check_job(self, task: Task, workdir: Path, timed: bool) -> dict[str, Any]:
-        return {
-            "platform": self.choice.platform,
-            "task_path": str(workdir / "task.py"),
-            "candidate_path": str(workdir / "candidate.py"),
-            "launches_path": str(workdir / "launches.jsonl"),
-            "correctness_cases": _case_payload(task.correctness_cases),
-            "performance_cases": _case_payload(task.performance_cases),
-            "atol": task.atol,
-            "rtol": task.rtol,
-            "allow_tf32": task.allow_tf32,
-            "entry": task.entry,  # a function task: the function the candidate defines (None: ModelNew)
-            "entries": list(function_entries(task)),  # ... and every other one its test calls
-            "kernel_entries": task.kernel_entry,  # ... as Triton kernels the test launches (`kernel_tasks`)
-            "test_imports": list(test_imports(task)),  # in scope for the candidate, as in TritonBench's file
-            "trials": self.config.trials,
-            "timed": timed,
-            "repetitions": self.config.repetitions,
-            "warmup": self.config.warmup,
-            "input_sets": self.config.input_sets,
-            "allowed_ops": list(self.config.allowed_ops),
-            "isolation": dataclasses.asdict(self.isolation),
-            "work_root": str(self.config.work_root) if self.config.work_root else None,
-            "read_only_paths": [str(self._hip_cache_folder())],  # the native HIP libraries the worker loads
-        }
+    def _setup(self) -> WorkerSetup:
+        """How every worker of a job starts: this verifier's platform and isolation, whatever the job."""
+        return WorkerSetup(
+            self.choice.platform, self.isolation,
+            str(self.config.work_root) if self.config.work_root else None,
+            (str(self._hip_cache_folder()),),  # the native HIP libraries the worker loads
+        )  # fmt: skip
 
-    def _run_worker(self, module: str, job: dict[str, Any], workdir: Path, limits: SandboxLimits,
-                    env: dict[str, str], runner: WorkerRunner | None) -> tuple[SandboxResult, dict[str, Any] | None]:  # fmt: skip
+    def _check_job(self, task: Task, workdir: Path, timed: bool, hip: HipBuild | None = None) -> CheckJob:
+        return CheckJob(
+            setup=self._setup(),
+            task_path=str(workdir / "task.py"),
+            candidate_path=str(workdir / "candidate.py"),
+            launches_path=str(workdir / "launches.jsonl"),
+            correctness_cases=_case_specs(task.correctness_cases),
+            performance_cases=_case_specs(task.performance_cases),
+            atol=task.atol,
+            rtol=task.rtol,
+            allow_tf32=task.allow_tf32,
+            entry=task.entry,
+            entries=tuple(function_entries(task)),
+            kernel_entries=task.kernel_entry,
+            test_imports=tuple(test_imports(task)),
+            trials=self.config.trials,
+            timed=timed,
+            repetitions=self.config.repetitions,
+            warmup=self.config.warmup,
+            input_sets=self.config.input_sets,
+            allowed_ops=tuple(self.config.allowed_ops),
+            hip=hip,
+        )
+
+    def _run_worker(self, job: WorkerJob, limits: SandboxLimits, env: dict[str, str],
+                    runner: WorkerRunner | None) -> tuple[SandboxResult, dict[str, Any] | None]:  # fmt: skip
         """Run a worker job on `runner` (a lane's persistent workers), else on a one-job worker: the
         per-candidate way. Either way the reply is authenticated, and a check talks to its judge."""
         if runner is not None:
-            return runner.run(module, job, workdir, limits, env)
+            return runner.run(job, limits, env)
         from kernelvault.toolchain.device_gate import DeviceGate
         from kernelvault.toolchain.device_worker import WorkerLane
 
@@ -487,7 +491,7 @@ class Verifier:
             self.config.python, "cpu", restart_every=1, gate=DeviceGate()
         )  # inherits the devices
         try:
-            return lane.run(module, job, workdir, limits, env)
+            return lane.run(job, limits, env)
         finally:
             lane.close()
 
@@ -530,8 +534,7 @@ class Verifier:
                        runner: WorkerRunner | None) -> Verdict:  # fmt: skip
         check_started = time.perf_counter()
         job = self._check_job(task, workdir, timed=self.config.time_on_cpu)
-        run, result = self._run_worker(f"{__package__}.candidate_worker", job, workdir,
-                                       self._check_limits(), self._worker_env(interpret=True), runner)  # fmt: skip
+        run, result = self._run_worker(job, self._check_limits(), self._worker_env(interpret=True), runner)
         check_seconds = time.perf_counter() - check_started
         check = self._check_verdict_fields(run, result)
         if check["failure_kind"] == "infrastructure_error" or check["failure_kind"] in (
@@ -550,14 +553,12 @@ class Verifier:
         launches = (workdir / "launches.jsonl").read_text().strip()
         compiled, compile_log = False, "no kernel launch was recorded, so nothing could be compiled"
         if launches:
-            compile_job = {
-                "candidate_path": str(workdir / "candidate.py"), "launches_path": str(workdir / "launches.jsonl"),
-                "backend": "hip", "arch": self.choice.arch,
-                "warp_size": AMD_WAVEFRONT,
-            }  # fmt: skip
+            compile_job = CompileJob(self._setup(), str(workdir / "candidate.py"), str(workdir / "launches.jsonl"),
+                                     "hip", self.choice.arch, AMD_WAVEFRONT, tuple(self.config.allowed_ops))  # fmt: skip
             limits = SandboxLimits(self.config.compile_timeout_s, None)
-            compile_run, compile_result = self._run_worker(f"{__package__}.cross_compile", compile_job, workdir, limits,
-                                                           self._worker_env(interpret=False), runner)  # fmt: skip
+            compile_run, compile_result = self._run_worker(
+                compile_job, limits, self._worker_env(interpret=False), runner
+            )
             if compile_result is None:
                 kind, compile_log = _crash_message(compile_run, "the cross-compiler")
             elif compile_result.get("failure_kind") == "integrity_reject":
@@ -605,25 +606,22 @@ class Verifier:
         )  # fmt: skip
 
     def _verify_on_gpu(self, stages: _Stages, task: Task, code: str, workdir: Path, runner: WorkerRunner | None,
-                       hip: dict[str, Any] | None = None) -> Verdict:  # fmt: skip
+                       hip: HipBuild | None = None) -> Verdict:  # fmt: skip
         """Check and time on the device. `hip`: the HIP build (form, library, compile log) when not Triton."""
         target = "hip" if hip else "triton"
         started = time.perf_counter()
-        job = {**self._check_job(task, workdir, timed=True), **(hip or {})}
+        job = self._check_job(task, workdir, timed=True, hip=hip)
         limits = self._check_limits()
-        if hip and hip["hip_form"] == "load_inline":  # the extension is built inside the worker (slow path)
+        if hip and hip.form == "load_inline":  # the extension is built inside the worker (slow path)
             limits = SandboxLimits(limits.timeout_s + self.config.compile_timeout_s, limits.memory_bytes)
-        run, result = self._run_worker(f"{__package__}.candidate_worker", job, workdir,
-                                       limits, self._worker_env(interpret=False), runner)  # fmt: skip
+        run, result = self._run_worker(job, limits, self._worker_env(interpret=False), runner)
         seconds = time.perf_counter() - started
         check = self._check_verdict_fields(run, result)
         kind = check["failure_kind"]
         launched = bool((workdir / "launches.jsonl").read_text().strip())
         compile_failed = kind in ("compile_error", "static_reject") or not launched
         compile_seconds = check.get("compile_seconds") or 0.0
-        if (
-            hip and hip["hip_form"] == "native"
-        ):  # compiled before the worker started: that is the compile stage
+        if hip and hip.form == "native":  # compiled before the worker started: that is the compile stage
             compile_failed = kind in ("compile_error", "static_reject")
             launched = launched or not compile_failed
         if kind == "infrastructure_error":
@@ -639,8 +637,8 @@ class Verifier:
             f"JIT-compiled on {self.choice.device} ({self.choice.arch}) during the first forward"
             if launched else "no kernel was launched, so nothing was compiled"
         )  # fmt: skip
-        if hip and hip["hip_form"] == "native":
-            compile_log = check["failure_message"] if kind == "compile_error" else hip["compile_log"]
+        if hip and hip.form == "native":
+            compile_log = check["failure_message"] if kind == "compile_error" else hip.compile_log
         else:
             stages.add(
                 "compile", "failed" if compile_failed else "passed", compile_seconds, compile_log or ""
@@ -651,7 +649,7 @@ class Verifier:
         timings = check["timings"]
         # The worker's run holds the JIT compile of the first forward (its own stage above, except for a
         # native HIP library, built before the worker).
-        jit_seconds = 0.0 if hip and hip["hip_form"] == "native" else compile_seconds
+        jit_seconds = 0.0 if hip and hip.form == "native" else compile_seconds
         timed_seconds = _add_check_stage(stages, check, seconds, jit_seconds)
         if kind is None:
             stages.add("time", "passed", timed_seconds, "; ".join(

@@ -1,6 +1,8 @@
 # exploit: behaves at import in the check (the interpreter is on) and writes outside its folder at import in the cross-compile worker (no interpreter), which used to import candidates with no guards at all.
 # expect: static_reject:builtin
-# behind-wall: integrity_reject:filesystem_write
+# behind-wall: correct
+# behind-wall-cuda: integrity_reject:filesystem_write
+# note: on the CPU platform, behind the static wall, the cross-compile worker is jailed like the others (it was not before 2026-12-02, when this file's write was caught only by the worker's Python guards); /tmp there is the jail's own, where a write is allowed and lands nowhere the host sees, and the ReLU is honest, so a correct verdict is right. On a GPU there is no cross-compile worker: the write happens at import in the candidate's worker, whose guards allow only its job folder.
 # writes: /tmp/kv_cross_compile_marker.txt
 import os
 

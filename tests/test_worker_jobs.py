@@ -1,0 +1,130 @@
+"""The records the parent sends its workers (toolchain/worker_jobs.py), and what they guarantee.
+
+Every request crosses the process boundary as JSON and is read back as the record it was, or refused with one
+line; and a job cannot start a worker without the verifier's isolation. The last test is the hole that the
+untyped jobs left: the cross-compile job travelled without the isolation, so on the CPU platform the worker
+that imports the candidate to compile its kernels ran outside the jail.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelvault.contracts import Candidate
+from kernelvault.toolchain.device_worker import WorkerLane
+from kernelvault.toolchain.jail import probe_isolation
+from kernelvault.toolchain.tasks import load_task_file
+from kernelvault.toolchain.verify import Verifier, VerifyConfig
+from kernelvault.toolchain.worker_jobs import (
+    OPERATIONS,
+    Build,
+    CheckTask,
+    Compile,
+    End,
+    Forward,
+    Load,
+    Prepare,
+    Time,
+    TimeReference,
+    WireError,
+    from_wire,
+    to_wire,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK = dict(
+    task_path="/job/task.py", platform="cuda", allow_tf32=False, entry=None, case="small", overrides={"N": 8}
+)
+REQUESTS = {
+    "candidate": [
+        Load("cuda", "/job/c.py", "/job/l.jsonl", "/job", "kv_candidate_1", "/cache", "/cache/inline", False,
+             "halve", ["halve"], False, ["import math"], ["aten::copy_"], "hip", "native", "/lib.so", "ab12"),
+        Build("/in/init.st", 7),
+        Forward("/in/x.st", "/out/y.st", poison=12345.0, reuse_inputs=True),
+        Time("/in/init.st", 7, ["/in/a.st", "/in/b.st"], 20, 3, {"6": "/out/t6.st"}, True),
+        End(),
+    ],
+    "reference": [
+        Prepare(**TASK, weight_seed=3, sets=[{"name": "check0", "seed": 5}], out_dir="/ref"),
+        TimeReference(**TASK, weight_seed=3, init_path="/ref/init.st", inputs_paths=["/ref/a.st"], repetitions=20,
+                      warmup=3),
+    ],
+    "cross_compile": [Compile("/job/c.py", "/job/l.jsonl", "kv_candidate_2", "hip", "gfx942", 64, [])],
+    "task_check": [CheckTask("/t/task.py", "/t/result.json", [{"name": "small", "overrides": {}}], "halve")],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", sorted(REQUESTS))
+def test_every_request_reads_back_as_the_record_it_was(kind: str) -> None:
+    assert {type(request) for request in REQUESTS[kind]} == set(OPERATIONS[kind].values())
+    for request in REQUESTS[kind]:
+        wire = to_wire(request)
+        assert wire["op"] == request.OP
+        assert from_wire(kind, wire) == request
+
+
+def test_an_operation_means_the_record_of_the_worker_that_receives_it() -> None:
+    # "time" is the candidate's timed calls to one worker and the reference's timing to the other.
+    candidate_time, reference_time = REQUESTS["candidate"][3], REQUESTS["reference"][1]
+    assert to_wire(candidate_time)["op"] == to_wire(reference_time)["op"] == "time"
+    with pytest.raises(WireError, match="unknown field"):
+        from_wire("reference", to_wire(candidate_time))
+    with pytest.raises(WireError, match="no request 'prepare'"):
+        from_wire("candidate", to_wire(REQUESTS["reference"][0]))
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"op": "build", "init_path": "/x"}, "missing field(s) weight_seed"),
+        ({"op": "build", "init_path": "/x", "weight_seed": 1, "seed": 2}, "unknown field(s) seed"),
+        ({"op": "compile"}, "has no request 'compile'"),
+        ({"init_path": "/x"}, "has no request None"),
+        (["build"], "a request is a JSON object, not list"),
+    ],
+)
+def test_a_request_that_is_not_one_of_the_workers_records_is_refused_in_one_line(
+    body: object, message: str
+) -> None:
+    with pytest.raises(WireError, match=message.replace("(", r"\(").replace(")", r"\)")) as refused:
+        from_wire("candidate", body)
+    assert "\n" not in str(refused.value)
+
+
+ISOLATION = probe_isolation(sys.executable)
+# Runs in the cross-compile stage only: the CPU check runs under Triton's interpreter, the compile stage does not.
+REPORTS_ITS_UID = (
+    (ROOT / "examples/triton/relu.py").read_text()
+    + """
+import os as _os
+
+if _os.environ.get("TRITON_INTERPRET") != "1":
+    raise RuntimeError(f"kv-probe uid={_os.getuid()}")
+"""
+)
+
+
+@pytest.mark.skipif(not ISOLATION.jailed, reason=f"no OS jail on this machine: {ISOLATION.detail}")
+@pytest.mark.parametrize("persistent", [True, False], ids=["lane", "fresh"])
+def test_the_cross_compile_stage_runs_the_candidate_in_the_jail(persistent: bool) -> None:
+    task = load_task_file(ROOT / "tasks" / "relu.py")
+    verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60, static_wall=False))
+    lane = WorkerLane(device="cpu") if persistent else None
+    try:
+        verdict = verifier.verify(
+            task, Candidate(task.task_id, "triton", REPORTS_ITS_UID, "test:uid"), runner=lane
+        )
+        if lane is not None:
+            assert {kind: worker.jailed for kind, worker in lane.workers.items()} == {
+                "candidate": True, "reference": True, "cross_compile": True}  # fmt: skip
+    finally:
+        if lane is not None:
+            lane.close()
+    compile_log = next(stage.log for stage in verdict.stages if stage.name == "compile")
+    assert "kv-probe uid=" in compile_log, compile_log
+    uid = int(compile_log.split("kv-probe uid=")[1].split()[0].rstrip(")'\""))
+    assert uid != os.getuid(), f"the cross-compiler ran the candidate as the pipeline's own user ({uid})"
