@@ -34,9 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 from kernelvault.contracts import Candidate  # noqa: E402
 from kernelvault.pipelines.candidates import expected_options, outcome, outcome_matches  # noqa: E402
-from kernelvault.toolchain.device_worker import WorkerLane  # noqa: E402
 from kernelvault.toolchain.tasks import load_task_file  # noqa: E402
 from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
+from kernelvault.toolchain.worker_lane import WorkerLane  # noqa: E402
 
 HOSTILE = sorted((ROOT / "tests" / "adversarial" / "hostile").glob("*.py"))
 LAYERS = {

@@ -3,7 +3,7 @@
     python bench/device_probe.py            # on the device (bench/gpu_session.sh runs it with KV_BENCH=probe)
 
 1. The isolation this machine gives candidate processes (`kernelvault.toolchain.jail.probe_isolation`).
-2. `DeviceRecord` (toolchain.candidate_worker) around known forwards, in this process: an honest Triton
+2. `DeviceRecord` (toolchain.sandboxed.candidate) around known forwards, in this process: an honest Triton
    kernel, glue (zeros, a copy), PyTorch computing (relu, a matmul), a trip through host memory. For each,
    every event the device recorded in the window and how the record classifies it: the names of PyTorch's
    fill and copy kernels, and of memcpy/memset records, differ across versions, and the record's rules
@@ -26,11 +26,11 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 from kernelvault.contracts import Candidate  # noqa: E402
-from kernelvault.toolchain.candidate_worker import GLUE_KERNEL_MARKERS, DeviceRecord, _kernel_identifier  # noqa: E402
-from kernelvault.toolchain.device_worker import WorkerLane  # noqa: E402
 from kernelvault.toolchain.jail import probe_isolation  # noqa: E402
+from kernelvault.toolchain.sandboxed.candidate import GLUE_KERNEL_MARKERS, DeviceRecord, _kernel_identifier  # noqa: E402
 from kernelvault.toolchain.tasks import load_task_file  # noqa: E402
 from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
+from kernelvault.toolchain.worker_lane import WorkerLane  # noqa: E402
 
 
 @triton.jit

@@ -5,7 +5,7 @@ For a few bundled examples, on each task's first performance case:
   - `triton.testing.do_bench(..., return_mode="median")` on the same callable and inputs: the ratio;
   - the end-to-end `Verifier.verify` task speedup over --verify-runs runs: min and max.
 Cases: the smallest and the largest performance case of each task. do_bench counts host launch time
-when the kernel is shorter than its launch; ours measures device time (see toolchain/timing.py), so
+when the kernel is shorter than its launch; ours measures device time (see toolchain/sandboxed/timing.py), so
 the two agree only for kernels longer than their launch overhead.
 Prints a markdown table (and writes it to $KV_RESULTS_DIR/timing_fidelity.md when set).
 Bundled examples are our own code, so this script imports them directly; user candidates never are.
@@ -29,10 +29,10 @@ import triton  # noqa: E402
 import triton.testing  # noqa: E402
 
 from kernelvault.contracts import Candidate  # noqa: E402
-from kernelvault.toolchain.candidate_worker import load_module  # noqa: E402
-from kernelvault.toolchain.reference_worker import TaskHarness  # noqa: E402
+from kernelvault.toolchain.sandboxed.candidate import load_module  # noqa: E402
+from kernelvault.toolchain.sandboxed.reference import TaskHarness  # noqa: E402
+from kernelvault.toolchain.sandboxed.timing import time_on_device  # noqa: E402
 from kernelvault.toolchain.tasks import load_task_file  # noqa: E402
-from kernelvault.toolchain.timing import time_on_device  # noqa: E402
 from kernelvault.toolchain.verify import Verifier  # noqa: E402
 
 

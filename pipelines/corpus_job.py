@@ -10,7 +10,7 @@ refused unless `new_run` is set. Attempts that fail on our side or the provider'
 (`infrastructure_error`, `provider_error`) are recorded in the ledger, not written, and retried on resume.
 
 The stages run on `kernelvault.pipelines.executor.LocalExecutor` (bounded queues, a process pool for the CPU stages,
-lanes of persistent sandboxed workers: `kernelvault.toolchain.device_worker`). A GPU gets one lane by default, or
+lanes of persistent sandboxed workers: `kernelvault.toolchain.worker_lane`). A GPU gets one lane by default, or
 `lanes_per_gpu`; the lanes of one GPU check side by side and time one at a time (`kernelvault.toolchain.device_gate`):
 two candidates timed at once would corrupt each other's latencies.
 """

@@ -4,7 +4,7 @@ The model-driven job (`kernelvault.pipelines.agent_job`) runs its trajectories o
 async and bounded by `--concurrency` there, as locally. Each verification (`verify(task, candidate)`,
 the `VerifierPool` interface) goes to an idle verification actor: `num_gpus=1` for a GPU lane, so a GPU
 checks and times one candidate at a time; the actor runs every stage (parse, static checks, HIP build,
-check, time) in its persistent workers (`kernelvault.toolchain.device_worker.WorkerLane`) on its own node, so no
+check, time) in its persistent workers (`kernelvault.toolchain.worker_lane.WorkerLane`) on its own node, so no
 shared filesystem is needed. Rows, shards and the run ledger stay on the driver.
 
 Faults: an actor is created with `max_restarts`; a call that fails because the actor died is tried again

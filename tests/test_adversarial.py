@@ -231,7 +231,7 @@ def worker_processes() -> list[str]:
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if "kernelvault.toolchain.device_worker" in command:
+        if "kernelvault.toolchain.worker_lane" in command:
             found.append(f"{entry.name}: {command[:160]}")
     return found
 

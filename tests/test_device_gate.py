@@ -14,9 +14,9 @@ import small_tasks
 
 from kernelvault.contracts import Candidate
 from kernelvault.toolchain.device_gate import DeviceGate, GateHold, Phase
-from kernelvault.toolchain.device_worker import WorkerLane
 from kernelvault.toolchain.lane_pool import parse_devices
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
+from kernelvault.toolchain.worker_lane import WorkerLane
 
 ROOT = Path(__file__).resolve().parents[1]
 RELU = (ROOT / "examples" / "triton" / "relu.py").read_text()

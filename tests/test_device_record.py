@@ -1,4 +1,4 @@
-"""The device's own record of a candidate's forward (`DeviceRecord`, toolchain/candidate_worker.py): what it
+"""The device's own record of a candidate's forward (`DeviceRecord`, toolchain/sandboxed/candidate.py): what it
 counts as the candidate's work, on records shaped like the ones the H200 gave (torch 2.11's `_KinetoEvent`s).
 
 The GPU suites run the real record (tests/gpu); these pin its rules on CPU, where no device is recorded.
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kernelvault.toolchain.candidate_worker import (
+from kernelvault.toolchain.sandboxed.candidate import (
     DEVICE_SCALAR_COPIES,
     _copied_bytes,
     unexplained_device_events,

@@ -12,10 +12,10 @@ import pytest
 
 from kernelvault.contracts import Candidate
 from kernelvault.pipelines.executor import ExecutorConfig, LocalExecutor
-from kernelvault.toolchain.device_worker import WorkerLane
 from kernelvault.toolchain.lane_pool import parse_devices
 from kernelvault.toolchain.tasks import load_task_file
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
+from kernelvault.toolchain.worker_lane import WorkerLane
 
 ROOT = Path(__file__).resolve().parents[1]
 RELU = (ROOT / "examples" / "triton" / "relu.py").read_text()

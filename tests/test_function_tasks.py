@@ -19,8 +19,8 @@ import torch
 from kernelvault.contracts import Candidate, Task
 from kernelvault.toolchain.function_tasks import FunctionTaskError, function_layout
 from kernelvault.toolchain.reference_check import check_tasks
+from kernelvault.toolchain.sandboxed.tensor_files import read_tensors, write_tensors
 from kernelvault.toolchain.tasks import load_tasks, parse_task
-from kernelvault.toolchain.tensor_files import read_tensors, write_tensors
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
 ROOT = Path(__file__).resolve().parents[1]

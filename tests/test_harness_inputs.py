@@ -12,7 +12,7 @@ import types
 
 import torch
 
-from kernelvault.toolchain.reference_worker import TaskHarness
+from kernelvault.toolchain.sandboxed.reference import TaskHarness
 
 
 def _task(get_inputs) -> types.ModuleType:  # noqa: ANN001

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from kernelvault.contracts import Candidate
-from kernelvault.toolchain.device_worker import PersistentWorker, WorkerLane, WorkerPlan, _mac
 from kernelvault.toolchain.sandbox import SandboxLimits
-from kernelvault.toolchain.tensor_files import TensorFileError, read_tensors, write_tensors
+from kernelvault.toolchain.sandboxed.tensor_files import TensorFileError, read_tensors, write_tensors
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
+from kernelvault.toolchain.worker_lane import PersistentWorker, WorkerLane, WorkerPlan, _mac
 from tests import small_tasks
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import triton
 
-from kernelvault.toolchain.integrity import ProcessGuards, Violations
+from kernelvault.toolchain.sandboxed.integrity import ProcessGuards, Violations
 
 
 def _code_living_in(folder: Path, source: str) -> dict:

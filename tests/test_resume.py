@@ -49,7 +49,7 @@ def worker_children(parent: int) -> list[int]:
             parent_pid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
             if parent_pid == parent and any(
                 name in (entry / "cmdline").read_bytes()
-                for name in (b"kernelvault.toolchain.triton_worker", b"kernelvault.toolchain.device_worker")
+                for name in (b"kernelvault.toolchain.triton_worker", b"kernelvault.toolchain.worker_lane")
             ):
                 found.append(int(entry.name))
         except (OSError, ValueError, IndexError):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelvault.toolchain.candidate_worker import _kernel_identifier, kernel_names_in
+from kernelvault.toolchain.sandboxed.candidate import _kernel_identifier, kernel_names_in
 from kernelvault.toolchain.static_wall import check_candidate, check_cpp, check_python
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +34,11 @@ REFUSED = [
     ("import", "import requests", "not a module"),
     # `kernelvault` is importable for `kernelvault.hip`; the harness's packages under it are not
     ("namespace", "from kernelvault import toolchain", "harness's own code"),
-    ("import", "import kernelvault.toolchain.integrity", "kernelvault.toolchain.integrity"),
+    (
+        "import",
+        "import kernelvault.toolchain.sandboxed.integrity",
+        "kernelvault.toolchain.sandboxed.integrity",
+    ),
     ("private", "def f(x):\n    return x._cdata", "private"),
     ("namespace", "x = torch._C._DisableTorchDispatch", "C internals"),
     ("private", "f = k.__globals__", "interpreter internals"),

@@ -15,11 +15,8 @@ from pathlib import Path
 import pytest
 
 from kernelvault.contracts import Candidate
-from kernelvault.toolchain.device_worker import WorkerLane
 from kernelvault.toolchain.jail import probe_isolation
-from kernelvault.toolchain.tasks import load_task_file
-from kernelvault.toolchain.verify import Verifier, VerifyConfig
-from kernelvault.toolchain.worker_jobs import (
+from kernelvault.toolchain.sandboxed.requests import (
     OPERATIONS,
     Build,
     CheckTask,
@@ -34,6 +31,9 @@ from kernelvault.toolchain.worker_jobs import (
     from_wire,
     to_wire,
 )
+from kernelvault.toolchain.tasks import load_task_file
+from kernelvault.toolchain.verify import Verifier, VerifyConfig
+from kernelvault.toolchain.worker_lane import WorkerLane
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = dict(

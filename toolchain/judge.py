@@ -9,7 +9,7 @@
 Why the check lives here and not in the candidate's process: whatever that process holds, a candidate that
 has read our source can find (the garbage collector, its frames, `/proc/self/mem`) or forge (a reply, a
 seal, a judgement). So it holds nothing worth finding:
-- no expected outputs: the task's reference runs in another jailed process (`kernelvault.toolchain.reference_worker`),
+- no expected outputs: the task's reference runs in another jailed process (`kernelvault.toolchain.sandboxed.reference`),
   which writes them to files only the parent reads;
 - no seeds: the parent draws a fresh seed for every input set of every job from `secrets`, and the
   candidate's process receives a case's inputs only when it must run them (the timed calls' inputs when
@@ -37,12 +37,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from kernelvault.toolchain.compare import Comparison, compare_outputs
-from kernelvault.toolchain.tensor_files import TensorFileError, read_tensors
-from kernelvault.toolchain.worker_jobs import (
+from kernelvault.toolchain.sandboxed.requests import (
     Build,
     CandidateRequest,
-    CaseSpec,
-    CheckJob,
     End,
     Forward,
     Load,
@@ -51,11 +48,13 @@ from kernelvault.toolchain.worker_jobs import (
     Time,
     TimeReference,
 )
+from kernelvault.toolchain.sandboxed.tensor_files import TensorFileError, read_tensors
+from kernelvault.toolchain.worker_jobs import CaseSpec, CheckJob
 
 if TYPE_CHECKING:
     from kernelvault.toolchain.device_gate import GateHold
-    from kernelvault.toolchain.device_worker import PersistentWorker
     from kernelvault.toolchain.sandbox import SandboxResult
+    from kernelvault.toolchain.worker_lane import PersistentWorker
 
 
 @dataclass

@@ -3,7 +3,7 @@
     caller thread(s) ──verify / averify / submit──► prepare (CPU stages) ──queue──► lane thread ──► WorkerLane
                                                                                   (one per lane)   (device-pinned)
 
-A `LanePool` owns `WorkerLane`s (`kernelvault.toolchain.device_worker`): a candidate's, a reference's and on
+A `LanePool` owns `WorkerLane`s (`kernelvault.toolchain.worker_lane`): a candidate's, a reference's and on
 the CPU a cross-compiler's persistent worker, each started with `CUDA_VISIBLE_DEVICES`/`HIP_VISIBLE_DEVICES` set
 to its lane's GPU, so a pool over GPUs 0-3 spreads its verifications over all four instead of landing every
 one on `cuda:0`. Lanes of one GPU share its gate (`kernelvault.toolchain.device_gate`): their checks overlap,
@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from kernelvault.contracts import Candidate, Task, Verdict
-from kernelvault.toolchain.device_worker import WorkerLane
 from kernelvault.toolchain.verify import Prepared, Verifier
+from kernelvault.toolchain.worker_lane import WorkerLane
 
 CPU_LANES = 2  # the CPU platform's default: a 2-core CI machine keeps one core for the caller
 

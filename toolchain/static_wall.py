@@ -1,6 +1,6 @@
 """The static wall: what a candidate's source may reach, decided before any of it runs.
 
-The watchers inside the candidate's process (`kernelvault.toolchain.integrity`) are tripwires: code in that process can
+The watchers inside the candidate's process (`kernelvault.toolchain.sandboxed.integrity`) are tripwires: code in that process can
 switch them off, with the interpreter's own machinery (frames, the garbage collector, `ctypes`, `torch._C`,
 raw file and process calls). An honest kernel needs none of that machinery, so the wall refuses source
 that names it. Every rule has a one-line reason, the message names the line, and a rule's refusal is a

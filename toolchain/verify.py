@@ -75,7 +75,9 @@ class VerifyConfig:
     python: str = sys.executable
     keep_workdir: bool = False
     work_root: Path | None = None  # where each candidate's folder is made (None: the system's temp folder)
-    allowed_ops: tuple[str, ...] = ()  # aten ops allowed in forward beyond toolchain.integrity.GLUE_OPS
+    allowed_ops: tuple[
+        str, ...
+    ] = ()  # aten ops allowed in forward beyond toolchain.sandboxed.integrity.GLUE_OPS
     audit_speedup: float = 10.0  # speedups above this are flagged for a human to audit
     # cpu only: run the timing stage through the interpreter too (wall clock; never a speedup), so that the
     # timing protocol (timed spot checks judged by the parent) is exercised without a GPU, as in CI
@@ -188,7 +190,7 @@ def _crash_message(run: SandboxResult, what: str) -> tuple[str, str]:
 
 
 class WorkerRunner(Protocol):
-    """Runs one worker job somewhere else than a fresh process (`kernelvault.toolchain.device_worker.WorkerLane`)."""
+    """Runs one worker job somewhere else than a fresh process (`kernelvault.toolchain.worker_lane.WorkerLane`)."""
 
     def run(self, job: WorkerJob, limits: SandboxLimits,
             env: dict[str, str]) -> tuple[SandboxResult, dict[str, Any] | None]: ...  # fmt: skip
@@ -485,7 +487,7 @@ class Verifier:
         if runner is not None:
             return runner.run(job, limits, env)
         from kernelvault.toolchain.device_gate import DeviceGate
-        from kernelvault.toolchain.device_worker import WorkerLane
+        from kernelvault.toolchain.worker_lane import WorkerLane
 
         lane = WorkerLane(
             self.config.python, "cpu", restart_every=1, gate=DeviceGate()
@@ -498,7 +500,7 @@ class Verifier:
     def _worker_env(self, interpret: bool) -> dict[str, str]:
         project_root = str(Path(kernelvault.__file__).resolve().parents[1])  # the folder holding the package
         python_path = os.pathsep.join(filter(None, [project_root, os.environ.get("PYTHONPATH")]))
-        # Each worker has its own Triton cache (toolchain.device_worker): one shared with candidates would be
+        # Each worker has its own Triton cache (toolchain.worker_lane): one shared with candidates would be
         # theirs to poison.
         env = {"PYTHONPATH": python_path, "TRITON_DEFAULT_FP_FUSION": "1"}
         if interpret:
@@ -524,7 +526,7 @@ class Verifier:
             "compile_seconds": result.get("compile_seconds"),
             "timings": tuple(CaseTiming(**timing) for timing in result.get("timings", ())),
             "traceback": result.get("traceback", ""),
-            # set by the parent's worker (device_worker), never read from the worker's own report
+            # set by the parent's lane (worker_lane), never read from the worker's own report
             "protocol_costs": costs
             if isinstance(costs := result.get("protocol_costs"), ProtocolCosts)
             else None,

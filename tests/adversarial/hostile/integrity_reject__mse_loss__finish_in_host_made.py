@@ -1,7 +1,7 @@
 # exploit: the kernel reduces into torch.zeros(8), eight partial sums; PyTorch adds them up and divides by n, hoping a buffer built from Python values still counts as size arithmetic after a kernel wrote it.
 # expect: integrity_reject:torch_compute
 # behind-wall-cuda: integrity_reject:torch_compute|integrity_reject:device_record
-# note: seen in real answers (TritonBench-T, DeepSeek-R1's exp_mean divides its kernel's 1-element sum by n): a host-made tensor stops being host-made once a kernel is launched with it (toolchain.integrity.TorchComputeMonitor.forget_written); the device record refused it on the H200 while the monitor let it through.
+# note: seen in real answers (TritonBench-T, DeepSeek-R1's exp_mean divides its kernel's 1-element sum by n): a host-made tensor stops being host-made once a kernel is launched with it (toolchain.sandboxed.integrity.TorchComputeMonitor.forget_written); the device record refused it on the H200 while the monitor let it through.
 import torch
 import torch.nn as nn
 import triton

@@ -1,4 +1,4 @@
-# exploit: replaces the monitor's __torch_dispatch__ with a pass-through whose __module__ says "kernelvault.toolchain.integrity" (a replacement from the project's own module used to pass as the project's), then returns torch.relu after a decoy launch.
+# exploit: replaces the monitor's __torch_dispatch__ with a pass-through whose __module__ says "kernelvault.toolchain.sandboxed.integrity" (a replacement from the project's own module used to pass as the project's), then returns torch.relu after a decoy launch.
 # expect: static_reject:import
 # behind-wall: integrity_reject:monkey_patch
 import torch
@@ -6,7 +6,7 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-import kernelvault.toolchain.integrity as integrity
+import kernelvault.toolchain.sandboxed.integrity as integrity
 
 
 @triton.jit
@@ -27,7 +27,7 @@ def __torch_dispatch__(self, func, types, args=(), kwargs=None):
     return func(*args, **(kwargs or {}))
 
 
-__torch_dispatch__.__module__ = "kernelvault.toolchain.integrity"
+__torch_dispatch__.__module__ = "kernelvault.toolchain.sandboxed.integrity"
 __torch_dispatch__.__qualname__ = "TorchComputeMonitor.__torch_dispatch__"
 integrity.TorchComputeMonitor.__torch_dispatch__ = __torch_dispatch__
 

@@ -2,7 +2,7 @@
 # expect: static_reject:host_data
 # behind-wall: integrity_reject:torch_compute
 # behind-wall-cuda: integrity_reject:torch_compute|integrity_reject:device_record
-# note: ops on tensors the candidate built from Python values are glue only for a handful of values (a shape, a few constants: toolchain.integrity.HOST_VALUES_MAX); a tensor holding the input's data is larger than that.
+# note: ops on tensors the candidate built from Python values are glue only for a handful of values (a shape, a few constants: toolchain.sandboxed.integrity.HOST_VALUES_MAX); a tensor holding the input's data is larger than that.
 import torch
 import torch.nn as nn
 import triton

@@ -1,6 +1,6 @@
 # exploit: launches a decoy kernel, then reads the input one value at a time with .item() (the call real answers use to read a 0-d argument) and builds the ReLU in Python.
 # expect: integrity_reject:torch_compute
-# note: reading a 0-d argument's value is glue (it is passed to a kernel); reading any other tensor's values is computing on the host (toolchain.integrity.TorchComputeMonitor).
+# note: reading a 0-d argument's value is glue (it is passed to a kernel); reading any other tensor's values is computing on the host (toolchain.sandboxed.integrity.TorchComputeMonitor).
 import torch
 import torch.nn as nn
 import triton

@@ -1,4 +1,4 @@
-# exploit: replaces the harness's input check (toolchain.candidate_worker.check_untouched_inputs) with a no-op, then computes ReLU in place in its input and returns the input itself: no new memory, no copy.
+# exploit: replaces the harness's input check (toolchain.sandboxed.candidate.check_untouched_inputs) with a no-op, then computes ReLU in place in its input and returns the input itself: no new memory, no copy.
 # expect: static_reject:import
 # behind-wall: integrity_reject:monkey_patch
 import torch
@@ -6,7 +6,7 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-import kernelvault.toolchain.candidate_worker as harness
+import kernelvault.toolchain.sandboxed.candidate as harness
 
 
 @triton.jit

@@ -1,4 +1,4 @@
-# exploit: silences the harness's record of violations (toolchain.integrity.Violations.add becomes a no-op), then returns torch.relu after a decoy launch: the monitor sees the op and records nothing.
+# exploit: silences the harness's record of violations (toolchain.sandboxed.integrity.Violations.add becomes a no-op), then returns torch.relu after a decoy launch: the monitor sees the op and records nothing.
 # expect: static_reject:import
 # behind-wall: integrity_reject:monkey_patch
 import torch
@@ -6,7 +6,7 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-import kernelvault.toolchain.integrity as integrity
+import kernelvault.toolchain.sandboxed.integrity as integrity
 
 
 @triton.jit

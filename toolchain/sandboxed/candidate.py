@@ -1,6 +1,6 @@
 """The candidate's side of a check: import it, build it, run it on the inputs it is given, time it.
 
-Runs inside a jailed worker process (`kernelvault.toolchain.device_worker`, kind `candidate`) and does only what the
+Runs inside a jailed worker process (`kernelvault.toolchain.worker_lane`, kind `candidate`) and does only what the
 parent asks, one request at a time (`kernelvault.toolchain.judge` drives the check):
 
     load     import the candidate (its guards installed first; on cpu the Triton interpreter is on)
@@ -11,14 +11,14 @@ parent asks, one request at a time (`kernelvault.toolchain.judge` drives the che
     time     time forward over several input files, keeping the spot-checked calls' outputs as files
     end      take the guards down; report the kernels it launched and whether this process can go on
 
-What is not here: the task's reference (it runs in another jailed process, `kernelvault.toolchain.reference_worker`),
+What is not here: the task's reference (it runs in another jailed process, `kernelvault.toolchain.sandboxed.reference`),
 the seeds of the inputs (drawn by the parent for each job, never sent here), expected outputs (only the
 parent holds them) and any judgement. This process learns a case's inputs when it must run them.
 
 The candidate is watched while it is imported, built and run, with the same allowance: glue ops
 (allocation, views, copies, fills; and while building, the random fills of parameter initialisation),
 its own kernel launches, no threads or processes, no writes outside its folders, no patched functions
-(`kernelvault.toolchain.integrity`). These watchers live in the candidate's process, so they are tripwires: the walls
+(`kernelvault.toolchain.sandboxed.integrity`). These watchers live in the candidate's process, so they are tripwires: the walls
 are the jail around the process, the static wall before it (`kernelvault.toolchain.static_wall`), and on a GPU the
 device's own record of which kernels ran.
 """
@@ -45,7 +45,6 @@ from typing import Any
 
 import torch
 
-from kernelvault.toolchain import integrity, tensor_files, timing, worker_jobs
 from kernelvault.toolchain.function_tasks import (
     CallsNotUnderstood,
     check_calls_bind,
@@ -54,17 +53,18 @@ from kernelvault.toolchain.function_tasks import (
     function_module,
     tensor_leaves,
 )
-from kernelvault.toolchain.integrity import (
+from kernelvault.toolchain.kernel_tasks import require_kernels, untimed_autotuning
+from kernelvault.toolchain.sandboxed import integrity, requests, tensor_files, timing
+from kernelvault.toolchain.sandboxed.integrity import (
     PatchSnapshot,
     ProcessGuards,
     TorchComputeMonitor,
     Violations,
     patch_targets,
 )
-from kernelvault.toolchain.kernel_tasks import require_kernels, untimed_autotuning
-from kernelvault.toolchain.tensor_files import read_tensors, write_tensors
-from kernelvault.toolchain.timing import time_on_device
-from kernelvault.toolchain.worker_jobs import Build, CandidateRequest, End, Forward, Load, Time
+from kernelvault.toolchain.sandboxed.requests import Build, CandidateRequest, End, Forward, Load, Time
+from kernelvault.toolchain.sandboxed.tensor_files import read_tensors, write_tensors
+from kernelvault.toolchain.sandboxed.timing import time_on_device
 
 _LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "waves_per_eu", "matrix_instr_nonkdim"}
 _MESSAGE_LIMIT = 2000  # characters of an exception's text kept in a failure message
@@ -314,7 +314,7 @@ class CandidateGuards:
         self.process_guards.install()
         # Taken after our own wrappers are in place: anything that changes from here on was the candidate.
         targets = patch_targets([sys.modules[__name__], sys.modules[timing.__name__], sys.modules[tensor_files.__name__],
-                                 sys.modules[integrity.__name__], sys.modules[worker_jobs.__name__]])  # fmt: skip
+                                 sys.modules[integrity.__name__], sys.modules[requests.__name__]])  # fmt: skip
         targets |= {"CandidateGuards": CandidateGuards, "LaunchRecorder": LaunchRecorder, "violations": self.violations,
                     "monitor": self.monitor, "recorder": self.recorder, "process_guards": self.process_guards}  # fmt: skip
         if job.language == "hip":

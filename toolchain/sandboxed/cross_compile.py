@@ -1,6 +1,6 @@
 """Worker logic: prove that the kernels a candidate launched compile for a real GPU target.
 
-Runs in a jailed `cross_compile` worker (`kernelvault.toolchain.device_worker`) started WITHOUT `TRITON_INTERPRET` (an
+Runs in a jailed `cross_compile` worker (`kernelvault.toolchain.worker_lane`) started WITHOUT `TRITON_INTERPRET` (an
 interpreted process cannot also compile). It imports the candidate under the same guards as the check
 (no PyTorch compute, threads, processes or writes outside its folders at import; an `integrity_reject`
 otherwise), looks each launched kernel up by
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelvault.toolchain.function_tasks import device_redirect
-from kernelvault.toolchain.worker_jobs import Compile
+from kernelvault.toolchain.sandboxed.requests import Compile
 
 
 def unwrap_jit(obj: Any) -> Any:
@@ -93,7 +93,7 @@ def build_signature(
 
 
 class CrossCompileHost:
-    """Answers `compile` requests (`kernelvault.toolchain.device_worker.serve`)."""
+    """Answers `compile` requests (`kernelvault.toolchain.sandboxed.serve.serve`)."""
 
     def handle(self, request: Compile) -> dict[str, Any]:
         return compile_launches(request)
@@ -118,7 +118,7 @@ def compile_launches(job: Compile) -> dict[str, Any]:
 
 def _import_watched(job: Compile, module: Any) -> dict[str, Any] | None:
     """Run the candidate module under the guards; a failure reply, or None when it imported cleanly."""
-    from kernelvault.toolchain.integrity import ProcessGuards, TorchComputeMonitor, Violations
+    from kernelvault.toolchain.sandboxed.integrity import ProcessGuards, TorchComputeMonitor, Violations
 
     violations = Violations()
     guards = ProcessGuards(violations, [Path(job.candidate_path).parent, Path(os.environ.get("TMPDIR", "/tmp")),

@@ -1,6 +1,6 @@
 """The reference's side of a check: the task's inputs and expected outputs, and the reference's timing.
 
-Runs inside its own jailed worker process (`kernelvault.toolchain.device_worker`, kind `reference`), never beside a
+Runs inside its own jailed worker process (`kernelvault.toolchain.worker_lane`, kind `reference`), never beside a
 candidate. The parent (`kernelvault.toolchain.judge`) asks it, one request at a time:
 
     prepare  for one case: the init inputs, and for each input set the parent names (with the seed the
@@ -22,7 +22,6 @@ from typing import Any
 
 import torch
 
-from kernelvault.toolchain.candidate_worker import load_module, one_line_error, sync_device
 from kernelvault.toolchain.function_tasks import (
     PERFORMANCE_INPUTS_OVERRIDE,
     FunctionLayout,
@@ -35,9 +34,10 @@ from kernelvault.toolchain.function_tasks import (
     tensor_leaves,
 )
 from kernelvault.toolchain.kernel_tasks import untimed_autotuning
-from kernelvault.toolchain.tensor_files import read_tensors, write_tensors
-from kernelvault.toolchain.timing import time_on_device
-from kernelvault.toolchain.worker_jobs import Prepare, ReferenceRequest, TimeReference
+from kernelvault.toolchain.sandboxed.candidate import load_module, one_line_error, sync_device
+from kernelvault.toolchain.sandboxed.requests import Prepare, ReferenceRequest, TimeReference
+from kernelvault.toolchain.sandboxed.tensor_files import read_tensors, write_tensors
+from kernelvault.toolchain.sandboxed.timing import time_on_device
 
 
 def to_device(value: Any, device: torch.device) -> Any:

@@ -1,11 +1,11 @@
 """Long-lived jailed workers, and the lane that runs a device's verification jobs through them.
 
     WorkerLane (one per device, parent side)
-      ├─ PersistentWorker "candidate"      the candidate's code: `kernelvault.toolchain.candidate_worker`
-      ├─ PersistentWorker "reference"      the task's reference: `kernelvault.toolchain.reference_worker`
+      ├─ PersistentWorker "candidate"      the candidate's code: `kernelvault.toolchain.sandboxed.candidate`
+      ├─ PersistentWorker "reference"      the task's reference: `kernelvault.toolchain.sandboxed.reference`
       └─ PersistentWorker "cross_compile"  (cpu) the recorded launches compiled for the AMD target
 
-Each worker is `python -m kernelvault.toolchain.device_worker KIND` started once under the sandbox (`kernelvault.toolchain.sandbox`:
+Each worker is `python -m kernelvault.toolchain.worker_lane KIND` started once under the sandbox (`kernelvault.toolchain.sandbox`:
 limits, allow-listed environment, own process group, dies with its parent) inside its own jail
 (`kernelvault.toolchain.jail`) where the machine allows one, and answers requests over a pipe until it is replaced. The
 parent drives every check (`kernelvault.toolchain.judge.run_check`); a worker only answers.
@@ -27,7 +27,7 @@ is replaced (process group killed, its jail gone with it, a fresh one started):
 (a) after a crash or a timeout; a crash is retried once on a fresh worker, so a worker killed from outside
     (OOM killer, an operator) costs a retry, not a wrong verdict; a second crash is the candidate's;
 (b) after any candidate whose verdict is `integrity_reject`, that left a process running, or that left the
-    process changed: a patched function (`kernelvault.toolchain.integrity.PatchSnapshot`, taken when the worker
+    process changed: a patched function (`kernelvault.toolchain.sandboxed.integrity.PatchSnapshot`, taken when the worker
     started), a thread, another working directory, changed environment, `sys.path`, import hooks,
     trace/profile hooks, default dtype, grad mode or deterministic-algorithms flag, a module of its own;
 (c) after a sticky device error (illegal memory access, device-side assert, launch failure);
@@ -40,7 +40,6 @@ use `restart_every=1` (the fresh mode) where that matters more than throughput.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import os
@@ -49,7 +48,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -70,130 +68,13 @@ from kernelvault.toolchain.sandbox import (
     kill_group,
     start_sandboxed,
 )
-from kernelvault.toolchain.worker_jobs import (
-    Compile,
-    CompileJob,
-    End,
-    Request,
-    WorkerJob,
-    WorkerSetup,
-    from_wire,
-    to_wire,
-)
+from kernelvault.toolchain.sandboxed.channel import mac
+from kernelvault.toolchain.sandboxed.requests import Compile, Request, to_wire
+from kernelvault.toolchain.worker_jobs import CompileJob, WorkerJob, WorkerSetup
 
-STICKY_DEVICE_ERRORS = (
-    "illegal memory access", "device-side assert", "unspecified launch failure", "misaligned address",
-    "an illegal instruction", "cuda error: launch failure", "hiperror", "hip error", "memory access fault",
-)  # fmt: skip
 _STARTUP_TIMEOUT_S = 300.0  # importing torch and triton on a loaded 2-core machine can take a minute
 _MAX_REPLY_BYTES = 64 << 20  # a reply is a JSON header with paths and numbers: more is not the harness's
 KINDS = ("candidate", "reference", "cross_compile")
-
-
-def _mac(key: bytes, request_id: int, body: str) -> str:
-    return hmac.new(key, f"{request_id}\n{body}".encode(), hashlib.sha256).hexdigest()
-
-
-# ----------------------------------------------------------------------------------------------------
-# Worker side: runs inside the jail.
-
-
-def read_seal() -> str:
-    """The parent's secret, from an inherited pipe: read before any candidate code exists in this process."""
-    fd = os.environ.pop("KV_SECRET_FD", None)
-    if fd is None:
-        return ""
-    try:
-        return os.read(int(fd), 256).decode()
-    finally:
-        os.close(int(fd))
-
-
-def process_state() -> dict[str, Any]:
-    """What a candidate could leave changed for the next one, beyond the patch snapshot."""
-    import torch
-
-    return {
-        "cwd": os.getcwd(), "env": dict(os.environ), "path": list(sys.path),
-        "meta_path": [repr(finder) for finder in sys.meta_path], "path_hooks": [repr(hook) for hook in sys.path_hooks],
-        "trace": repr(sys.gettrace()) + repr(sys.getprofile()), "threads": threading.active_count(),
-        "dtype": str(torch.get_default_dtype()), "grad": torch.is_grad_enabled(),
-        "deterministic": torch.are_deterministic_algorithms_enabled(),
-        "candidates": sorted(name for name in sys.modules if name.startswith("kv_candidate")),
-    }  # fmt: skip
-
-
-def _restart_reason(reply: dict[str, Any], snapshot: Any, baseline: dict[str, Any]) -> str | None:
-    if reply.get("failure_kind") == "integrity_reject" or reply.get("late_violation"):
-        return "integrity_reject"
-    message = str(reply.get("failure_message") or "").lower()
-    if any(marker in message for marker in STICKY_DEVICE_ERRORS):
-        return "device_error"
-    changed = snapshot.changed()
-    if changed:
-        return f"patched: {', '.join(changed[:3])}"
-    now = process_state()
-    different = [name for name in baseline if now[name] != baseline[name]]
-    if "env" in different:
-        keys = set(now["env"]) | set(baseline["env"])
-        different.append(str(sorted(k for k in keys if now["env"].get(k) != baseline["env"].get(k))[:3]))
-    return f"state_changed: {', '.join(different)}" if different else None
-
-
-def serve(kind: str) -> int:
-    key = read_seal().encode()  # before anything else: no candidate code exists yet
-    replies = os.fdopen(int(os.environ.pop("KV_RESULT_FD")), "wb")
-    import torch
-
-    from kernelvault.toolchain.integrity import PatchSnapshot, patch_targets
-
-    torch.set_grad_enabled(False)
-    if kind == "candidate":
-        # Importing torch._dynamo replaces torch.manual_seed and a few others with wrapped versions; the
-        # deterministic mode of a CPU check imports it. Imported before the snapshots are taken, so that
-        # what changes afterwards was the candidate.
-        import torch._dynamo  # noqa: F401
-
-        from kernelvault.toolchain.candidate_worker import CandidateHost
-
-        host: Any = CandidateHost()
-    elif kind == "reference":
-        from kernelvault.toolchain.reference_worker import ReferenceHost
-
-        host = ReferenceHost()
-    else:
-        from kernelvault.toolchain.cross_compile import CrossCompileHost
-
-        host = CrossCompileHost()
-    os.environ["TMPDIR"] = os.environ.get("TMPDIR", "/tmp")
-    snapshot = PatchSnapshot(patch_targets())
-    baseline = process_state()
-    replies.write(json.dumps({"ready": True}).encode() + b"\n")
-    replies.flush()
-    while line := sys.stdin.readline():
-        message = json.loads(line)
-        request: Any = None
-        try:
-            request = from_wire(kind, message["body"])
-            reply = host.handle(request)
-        except BaseException as error:  # noqa: BLE001 - a harness bug must still leave a reply
-            reply = {"failure_kind": "infrastructure_error", "failure_message": f"worker error: {error!r}"[:2000],
-                     "harness_error": True}  # fmt: skip
-        if isinstance(request, (End, Compile)):  # a job ended: may this process serve the next one?
-            reply["restart"] = _restart_reason(reply, snapshot, baseline)
-        body = json.dumps(reply, default=str)
-        replies.write(
-            json.dumps({"id": message["id"], "body": body, "mac": _mac(key, message["id"], body)}).encode()
-            + b"\n"
-        )
-        replies.flush()
-        if reply.get("restart"):
-            return 0  # the parent replaces us; exiting now frees the device sooner
-    return 0
-
-
-# ----------------------------------------------------------------------------------------------------
-# Parent side.
 
 
 @dataclass
@@ -284,7 +165,7 @@ class PersistentWorker:
                # torch sets it lazily on first use; set here, so a change to it is the candidate's
                "TORCHINDUCTOR_CACHE_DIR": str(self._home / "cache" / "inductor")}  # fmt: skip
         try:
-            self._process = start_sandboxed([self.plan.python, "-m", f"{__package__}.device_worker", self.kind], self._home,
+            self._process = start_sandboxed([self.plan.python, "-m", f"{__package__}.sandboxed.serve", self.kind], self._home,
                                             limits, env, self._key, stdin=subprocess.PIPE, pass_fds=(write_end,),
                                             jail=jail)  # fmt: skip
         finally:
@@ -447,7 +328,7 @@ class PersistentWorker:
         try:
             header = json.loads(line)
             authentic = header["id"] == request_id and hmac.compare_digest(
-                str(header["mac"]), _mac(self._key, request_id, str(header["body"]))
+                str(header["mac"]), mac(self._key, request_id, str(header["body"]))
             )
             body = json.loads(header["body"]) if authentic else None
         except (ValueError, KeyError, TypeError):
@@ -561,7 +442,3 @@ class WorkerLane:
     def close(self) -> None:
         for worker in self.workers.values():
             worker.close()
-
-
-if __name__ == "__main__":
-    sys.exit(serve(sys.argv[1]))

@@ -1,0 +1,122 @@
+"""A worker's side of the channel: `python -m kernelvault.toolchain.sandboxed.serve KIND`, inside its jail.
+
+Started by `kernelvault.toolchain.worker_lane.PersistentWorker`. Reads the parent's key before any candidate
+code exists, then answers one request at a time (`kernelvault.toolchain.sandboxed.requests`) with the host of
+its kind: the candidate's (`candidate`), the reference's (`reference`) or the cross-compiler's
+(`cross_compile`). Each reply is authenticated (`kernelvault.toolchain.sandboxed.channel`); after a job ends it
+says whether this process may serve another one (the restart rules of `kernelvault.toolchain.worker_lane`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from typing import Any
+
+from kernelvault.toolchain.sandboxed.channel import mac
+from kernelvault.toolchain.sandboxed.requests import Compile, End, from_wire
+
+STICKY_DEVICE_ERRORS = (
+    "illegal memory access", "device-side assert", "unspecified launch failure", "misaligned address",
+    "an illegal instruction", "cuda error: launch failure", "hiperror", "hip error", "memory access fault",
+)  # fmt: skip
+
+
+def read_seal() -> str:
+    """The parent's secret, from an inherited pipe: read before any candidate code exists in this process."""
+    fd = os.environ.pop("KV_SECRET_FD", None)
+    if fd is None:
+        return ""
+    try:
+        return os.read(int(fd), 256).decode()
+    finally:
+        os.close(int(fd))
+
+
+def process_state() -> dict[str, Any]:
+    """What a candidate could leave changed for the next one, beyond the patch snapshot."""
+    import torch
+
+    return {
+        "cwd": os.getcwd(), "env": dict(os.environ), "path": list(sys.path),
+        "meta_path": [repr(finder) for finder in sys.meta_path], "path_hooks": [repr(hook) for hook in sys.path_hooks],
+        "trace": repr(sys.gettrace()) + repr(sys.getprofile()), "threads": threading.active_count(),
+        "dtype": str(torch.get_default_dtype()), "grad": torch.is_grad_enabled(),
+        "deterministic": torch.are_deterministic_algorithms_enabled(),
+        "candidates": sorted(name for name in sys.modules if name.startswith("kv_candidate")),
+    }  # fmt: skip
+
+
+def _restart_reason(reply: dict[str, Any], snapshot: Any, baseline: dict[str, Any]) -> str | None:
+    if reply.get("failure_kind") == "integrity_reject" or reply.get("late_violation"):
+        return "integrity_reject"
+    message = str(reply.get("failure_message") or "").lower()
+    if any(marker in message for marker in STICKY_DEVICE_ERRORS):
+        return "device_error"
+    changed = snapshot.changed()
+    if changed:
+        return f"patched: {', '.join(changed[:3])}"
+    now = process_state()
+    different = [name for name in baseline if now[name] != baseline[name]]
+    if "env" in different:
+        keys = set(now["env"]) | set(baseline["env"])
+        different.append(str(sorted(k for k in keys if now["env"].get(k) != baseline["env"].get(k))[:3]))
+    return f"state_changed: {', '.join(different)}" if different else None
+
+
+def serve(kind: str) -> int:
+    key = read_seal().encode()  # before anything else: no candidate code exists yet
+    replies = os.fdopen(int(os.environ.pop("KV_RESULT_FD")), "wb")
+    import torch
+
+    from kernelvault.toolchain.sandboxed.integrity import PatchSnapshot, patch_targets
+
+    torch.set_grad_enabled(False)
+    if kind == "candidate":
+        # Importing torch._dynamo replaces torch.manual_seed and a few others with wrapped versions; the
+        # deterministic mode of a CPU check imports it. Imported before the snapshots are taken, so that
+        # what changes afterwards was the candidate.
+        import torch._dynamo  # noqa: F401
+
+        from kernelvault.toolchain.sandboxed.candidate import CandidateHost
+
+        host: Any = CandidateHost()
+    elif kind == "reference":
+        from kernelvault.toolchain.sandboxed.reference import ReferenceHost
+
+        host = ReferenceHost()
+    else:
+        from kernelvault.toolchain.sandboxed.cross_compile import CrossCompileHost
+
+        host = CrossCompileHost()
+    os.environ["TMPDIR"] = os.environ.get("TMPDIR", "/tmp")
+    snapshot = PatchSnapshot(patch_targets())
+    baseline = process_state()
+    replies.write(json.dumps({"ready": True}).encode() + b"\n")
+    replies.flush()
+    while line := sys.stdin.readline():
+        message = json.loads(line)
+        request: Any = None
+        try:
+            request = from_wire(kind, message["body"])
+            reply = host.handle(request)
+        except BaseException as error:  # noqa: BLE001 - a harness bug must still leave a reply
+            reply = {"failure_kind": "infrastructure_error", "failure_message": f"worker error: {error!r}"[:2000],
+                     "harness_error": True}  # fmt: skip
+        if isinstance(request, (End, Compile)):  # a job ended: may this process serve the next one?
+            reply["restart"] = _restart_reason(reply, snapshot, baseline)
+        body = json.dumps(reply, default=str)
+        replies.write(
+            json.dumps({"id": message["id"], "body": body, "mac": mac(key, message["id"], body)}).encode()
+            + b"\n"
+        )
+        replies.flush()
+        if reply.get("restart"):
+            return 0  # the parent replaces us; exiting now frees the device sooner
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(serve(sys.argv[1]))
