@@ -8,7 +8,9 @@ package (tests/test_packaging.py checks it): the commands call the library, not 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from pathlib import Path
 
 from kernelvault.cli import corpus, evaluate, publish, release, report, rl, sft, stats, tasks, verify
 from kernelvault.cli.common import UsageError
@@ -18,10 +20,26 @@ __all__ = ["UsageError", "build_parser", "main"]
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kernelvault", description="Execution-verified GPU kernel corpora.")
+    parser.add_argument("--version", action="version", version=f"kernelvault {installed_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     for command in (verify, corpus, release, publish, stats, tasks, evaluate, report, sft, rl):
         command.register(commands)
     return parser
+
+
+def installed_version() -> str:
+    """The installed distribution's version; in a checkout that is not installed, pyproject.toml's."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kernelvault")
+    except PackageNotFoundError:  # (tomllib is 3.11+: the one line is read by pattern)
+        pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+        try:
+            found = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text(), re.MULTILINE)
+        except OSError:
+            found = None
+        return found.group(1) if found else "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:

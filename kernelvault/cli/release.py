@@ -15,9 +15,16 @@ def cmd_release(args: argparse.Namespace) -> int:
     from kernelvault.corpus.release import build_release
 
     dataset, out = Path(args.dataset), Path(args.out)
-    if out.exists() and any(out.iterdir()):
+    if not dataset.is_dir():
+        raise UsageError(
+            f"--dataset {dataset} is not a folder (a corpus folder written by `kernelvault corpus`)"
+        )
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"release folder {out} is not empty")
-    report = build_release(dataset, out, eval_tasks=eval_tasks(args.decontaminate))
+    try:
+        report = build_release(dataset, out, eval_tasks=eval_tasks(args.decontaminate))
+    except ValueError as error:  # no shards to release: the input's fault, said in one line
+        raise UsageError(str(error)) from None
     for line in report.lines():
         print(line)
     print(f"release written to {out.resolve()}")

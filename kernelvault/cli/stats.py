@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kernelvault.cli.common import (
-    attempt_tables,
-)
+from kernelvault.cli.common import UsageError, attempt_tables
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
     from kernelvault.corpus.stats import compute_stats, format_table, write_plots
 
+    if args.plots and Path(args.plots).exists() and not Path(args.plots).is_dir():
+        raise UsageError(f"--plots {args.plots} is a file: it names the folder the plots go into")
     tables = attempt_tables(Path(args.dataset))
     stats = [compute_stats(table, config) for config, table in tables.items()]
     print(format_table(stats, markdown=args.markdown))
