@@ -11,9 +11,10 @@ import torch
 
 from kernelvault.contracts import Candidate
 from kernelvault.toolchain.sandbox import SandboxLimits
+from kernelvault.toolchain.sandboxed.channel import mac
 from kernelvault.toolchain.sandboxed.tensor_files import TensorFileError, read_tensors, write_tensors
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
-from kernelvault.toolchain.worker_lane import PersistentWorker, WorkerLane, WorkerPlan, _mac
+from kernelvault.toolchain.worker_lane import PersistentWorker, WorkerLane, WorkerPlan
 from tests import small_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,7 +45,7 @@ def test_a_reply_is_authentic_only_with_the_workers_key_and_the_request_id() -> 
     worker = PersistentWorker("candidate", {}, SandboxLimits(30.0, None), WorkerPlan())
     worker._key = b"k" * 64
     body = json.dumps({"ok": True})
-    good = json.dumps({"id": 7, "body": body, "mac": _mac(worker._key, 7, body)}).encode()
+    good = json.dumps({"id": 7, "body": body, "mac": mac(worker._key, 7, body)}).encode()
     assert worker._authentic(good, 7) == {"ok": True}
     assert worker._authentic(good, 8) is None, "a reply to another request"
     forged = json.dumps({"id": 7, "body": json.dumps({"ok": True, "seconds": 0.0}), "mac": "0" * 64}).encode()
