@@ -26,8 +26,20 @@ KNOWN_CONFIGS: dict[str, str] = {
     "hip": "verified attempts at HIP kernels, one row per attempt (schema below)",
     "sft": "chat-format supervised fine-tuning examples built from verified trajectories",
     "rl": "prompts and reference data for reinforcement learning with the execution reward",
+    "rl_verl": "the `rl` prompts in verl's RLHFDataset layout (prompt, data_source, ability, reward_model, "
+    "extra_info)",
 }
 TAGS = ["code", "gpu-kernels", "triton", "hip"]
+LANGUAGES = ["en"]  # prompts, feedback and explanations; the kernels themselves are code (the `code` tag)
+# The Hub's size buckets (`size_categories`), by the number of rows of the whole release.
+SIZE_CATEGORIES = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+                   (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M")]  # fmt: skip
+
+
+def size_category(rows: int) -> str:
+    """The Hub's `size_categories` bucket for a dataset of `rows` rows."""
+    return next((name for limit, name in SIZE_CATEGORIES if rows < limit), "n>100M")
+
 
 PLATFORM_MEANING: dict[str, str] = {
     "rocm": "AMD Instinct GPU with a ROCm build of PyTorch: compiled for the device, checked and timed",
@@ -76,16 +88,22 @@ def build_card(
     if not configs:
         raise ValueError(f"{release_dir} holds no config folder with train-*.parquet shards")
     name = repo_id.split("/")[-1]
+    rows = {config: _rows(release_dir / config) for config in configs}
+    # The first config (the kernel attempts where there are any) is the default: `load_dataset(repo)` with no
+    # config name loads it instead of failing.
     data = DatasetCardData(
         license=license,
         pretty_name=name,
         tags=TAGS,
+        language=LANGUAGES,
+        size_categories=[size_category(sum(rows.values()))],
         task_categories=["text-generation"],
         configs=[
-            {"config_name": config, "data_files": [{"split": "train", "path": f"{config}/train-*.parquet"}]}
-            for config in configs
+            {"config_name": config, "data_files": [{"split": "train", "path": f"{config}/train-*.parquet"}],
+             **({"default": True} if index == 0 else {})}
+            for index, config in enumerate(configs)
         ],
-    )
+    )  # fmt: skip
     tag = f"v{version}"
     lines = [
         f"# {name} {tag}",
@@ -101,13 +119,14 @@ def build_card(
         "| config | rows | contents |",
         "|---|---|---|",
         *(
-            f"| `{config}` | {_rows(release_dir / config)} | {KNOWN_CONFIGS.get(config, 'additional data')} |"
+            f"| `{config}` | {rows[config]} | {KNOWN_CONFIGS.get(config, 'additional data')} |"
             for config in configs
         ),
         "",
         "## Loading a version",
         "",
-        f"Each release is one commit with a tag; `{tag}` is this one. Pin the tag to get exactly these rows:",
+        f"Each release is one commit with a tag; `{tag}` is this one. Pin the tag to get exactly these rows "
+        f"(`{configs[0]}` is the default config):",
         "",
         "```python",
         "import datasets",

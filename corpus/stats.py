@@ -249,11 +249,12 @@ def _split_by_config(
 def write_plots(
     table: pa.Table | Mapping[str, pa.Table], stats: Sequence[ConfigStats], out_dir: Path
 ) -> list[Path]:
-    """Three PNGs per config: reward distribution, speedup distribution (log x), failures by kind.
+    """Up to three PNGs per config: reward distribution, speedup distribution (log x), failures by kind.
 
     `table` is either a mapping config -> attempt rows, or one table whose rows are split by `target`
-    (the attempt configs are named after their target). A config with nothing to draw still gets its three
-    files, each saying "no data" and why, so that the card's image links never break.
+    (the attempt configs are named after their target). A plot with nothing to draw is not written: a corpus
+    verified on CPU has no measured speedup, and an empty chart on a card says less than none. The paths
+    returned are the plots written (the card links those).
     """
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -274,11 +275,6 @@ def write_plots(
         figure.savefig(path, format="png", dpi=100)
         written.append(path)
 
-    def no_data(axes: Any, reason: str) -> None:
-        axes.text(0.5, 0.5, f"no data: {reason}", ha="center", va="center", transform=axes.transAxes)
-        axes.set_xticks([])
-        axes.set_yticks([])
-
     for s in stats:
         figure = Figure(figsize=(6, 3.5))
         axes = figure.add_subplot()
@@ -289,9 +285,7 @@ def write_plots(
             axes.bar(REWARD_BIN_EDGES[:-1], s.reward_histogram, width=REWARD_BIN_WIDTH, align="edge")
             axes.set_xlim(0, REWARD_MAX)
             axes.yaxis.set_major_locator(MaxNLocator(integer=True))
-        else:
-            no_data(axes, "no attempts")
-        save(figure, f"{s.config}-reward.png")
+            save(figure, f"{s.config}-reward.png")
 
         speedups = measured_speedups(tables[s.config])
         figure = Figure(figsize=(6, 3.5))
@@ -311,9 +305,7 @@ def write_plots(
             axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}x"))
             axes.xaxis.set_minor_formatter(NullFormatter())
             axes.yaxis.set_major_locator(MaxNLocator(integer=True))
-        else:
-            no_data(axes, "no correct attempt with a measured speedup")
-        save(figure, f"{s.config}-speedup.png")
+            save(figure, f"{s.config}-speedup.png")
 
         figure = Figure(figsize=(6, 3.5))
         axes = figure.add_subplot()
@@ -324,7 +316,5 @@ def write_plots(
             kinds = list(s.failures)[::-1]  # most frequent at the top
             axes.barh(kinds, [s.failures[kind] for kind in kinds])
             axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-        else:
-            no_data(axes, "no failures recorded")
-        save(figure, f"{s.config}-failures.png")
+            save(figure, f"{s.config}-failures.png")
     return written

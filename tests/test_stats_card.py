@@ -12,7 +12,7 @@ import yaml
 from huggingface_hub import DatasetCard
 
 from kernelvault.contracts import Candidate, RewardBreakdown, RunEnvironment, Task, Verdict, content_hash
-from kernelvault.corpus.card import build_card, release_configs
+from kernelvault.corpus.card import KNOWN_CONFIGS, build_card, release_configs, size_category
 from kernelvault.corpus.schema import ATTEMPT_SCHEMA, SCHEMA_VERSION_KEY, SchemaVersionError, attempt_row
 from kernelvault.corpus.stats import (
     ConfigStats,
@@ -127,17 +127,32 @@ def test_table_has_one_column_per_config():
     assert markdown[1] == "|---|---|---|"
 
 
-def test_plots_are_png_files_even_for_an_empty_config(tmp_path):
+def test_plots_are_png_files_and_a_plot_with_nothing_to_draw_is_not_written(tmp_path):
     triton = attempts_table("triton")
     stats = [compute_stats(triton, "triton"), compute_stats(ATTEMPT_SCHEMA.empty_table(), "hip")]
     paths = write_plots(triton, stats, tmp_path / "plots")  # one table, split by target
-    assert sorted(path.name for path in paths) == sorted(
-        f"{config}-{kind}.png" for config in ("triton", "hip") for kind in ("reward", "speedup", "failures")
-    )
+    # hip has no attempts: no plot at all, rather than three charts saying "no data"
+    assert sorted(path.name for path in paths) == [
+        "triton-failures.png",
+        "triton-reward.png",
+        "triton-speedup.png",
+    ]
+    assert sorted(path.name for path in (tmp_path / "plots").iterdir()) == sorted(path.name for path in paths)
     for path in paths:
         content = path.read_bytes()
         assert content.startswith(PNG_SIGNATURE), path
         assert len(content) > 5000, path  # axes, title and labels, not a blank image
+
+
+def test_a_corpus_verified_on_cpu_has_no_speedup_plot(tmp_path):
+    # Issue #21: a CPU-only corpus published an empty speedup chart. Nothing was timed, so there is none.
+    cpu_only = pa.Table.from_pylist(
+        [attempt(i, *outcome) for i, outcome in enumerate(ATTEMPTS) if outcome[4] == "cpu"],
+        schema=ATTEMPT_SCHEMA,
+    )
+    stats = [compute_stats(cpu_only, "triton")]
+    names = sorted(path.name for path in write_plots({"triton": cpu_only}, stats, tmp_path / "plots"))
+    assert names == ["triton-failures.png", "triton-reward.png"]
 
 
 def test_load_attempts_reads_every_shard(tmp_path):
@@ -182,10 +197,14 @@ def test_card_metadata_lists_the_configs_present(tmp_path):
     card.save(tmp_path / "release" / "README.md")
     loaded = DatasetCard.load(tmp_path / "release" / "README.md")
     assert loaded.data.configs == [
-        {"config_name": "triton", "data_files": [{"split": "train", "path": "triton/train-*.parquet"}]},
+        {"config_name": "triton", "data_files": [{"split": "train", "path": "triton/train-*.parquet"}],
+         "default": True},
         {"config_name": "sft", "data_files": [{"split": "train", "path": "sft/train-*.parquet"}]},
-    ]  # no hip folder, no hip config; the plots folder is not a config
+    ]  # no hip folder, no hip config; the plots folder is not a config  # fmt: skip
     assert loaded.data.license == "apache-2.0"
+    assert loaded.data.language == ["en"]
+    assert loaded.data.size_categories == ["n<1K"]  # 10 attempts + 1 sft row
+    assert loaded.data.task_categories == ["text-generation"]
     assert set(loaded.data.tags) == {"code", "gpu-kernels", "triton", "hip"}
     metadata = yaml.safe_load((tmp_path / "release" / "README.md").read_text().split("---")[1])
     assert metadata["pretty_name"] == "kernels"
@@ -224,3 +243,17 @@ def test_a_release_of_several_models_answers_has_a_column_per_model(tmp_path):
     text = build_card(tmp_path / "release", "kv/kernels", "0.3.0", stats, plots,
                       model_stats=list(by_model.values())).text  # fmt: skip
     assert "### Per model" in text and format_table(list(by_model.values()), markdown=True) in text
+
+
+def test_a_release_loads_without_a_config_name_and_every_known_config_is_described(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    stats, plots = make_release(tmp_path / "release")
+    build_card(tmp_path / "release", "kv/kernels", "0.3.0", stats, plots).save(
+        tmp_path / "release" / "README.md"
+    )
+    # Before issue #21 the card had no default config, and loading without a name failed.
+    rows = datasets.load_dataset(str(tmp_path / "release"), split="train", cache_dir=str(tmp_path / "cache"))
+    assert rows.num_rows == 10 and "candidate_hash" in rows.column_names  # the triton attempts
+    assert size_category(999) == "n<1K" and size_category(1_000) == "1K<n<10K"
+    assert size_category(62_153) == "10K<n<100K" and size_category(10**9) == "n>100M"
+    assert "rl_verl" in KNOWN_CONFIGS and "additional data" not in KNOWN_CONFIGS["rl_verl"]
