@@ -9,7 +9,9 @@ Hidden files and folders of the release (a shard writer's `.name.tmp`) are not p
 Two hubs with one method set (`publish`, `versions`):
 - `LocalHub`, the default: a folder with the Hub's layout, each dataset repo `ORG/NAME` a git repository at
   `<root>/datasets/ORG/NAME`, so everything works offline. `checkout` materialises a revision as a plain
-  read-only folder that `datasets.load_dataset(str(path), config)` reads.
+  read-only folder that `datasets.load_dataset(str(path), config)` reads. The repository's own folder holds
+  no release files (`_empty_work_tree` says why): loading it directly fails instead of returning the
+  latest version whatever revision was asked for.
 - `RemoteHub`: the Hugging Face Hub (or any endpoint speaking its API) through `huggingface_hub.HfApi`.
   The token comes from the `HF_TOKEN` environment variable only; it is read when a request is made, never
   stored on the object, written to disk, logged or put into an error message.
@@ -93,6 +95,23 @@ def _sorted_versions(tags: list[str]) -> list[str]:
     )
 
 
+def _empty_work_tree(repo: Path) -> None:
+    """Everything of a repo's folder but its `.git`: the versions live in git, not in the folder.
+
+    A repo's work tree is kept empty between publishes because `datasets.load_dataset(<folder>, config,
+    revision=tag)` ignores `revision` for a local folder: a work tree holding the latest release made a load
+    of v0.1.0 silently return v0.2.0's rows. With nothing in the folder, such a load fails; a version is
+    read from `checkout(repo, tag)`, which every loader of the project uses.
+    """
+    for entry in repo.iterdir():
+        if entry.name == ".git":
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
 class LocalHub:
     """Dataset repos as git repositories under one folder; tags are versions."""
 
@@ -155,13 +174,7 @@ class LocalHub:
         self._init(repo)
         if self._has_tag(repo, tag):
             raise PublishError(f"{repo_id} already has {tag} (at {repo}); published versions never change")
-        for entry in repo.iterdir():
-            if entry.name == ".git":
-                continue
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
+        _empty_work_tree(repo)  # (a repo published before its work tree was kept empty still holds one)
         for relative in files:
             (repo / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(Path(release_dir) / relative, repo / relative)
@@ -170,6 +183,7 @@ class LocalHub:
         self._git(repo, "commit", "-q", "--no-verify", "--allow-empty", "-m", f"Release {tag}")
         self._git(repo, "tag", tag)
         commit = self._git(repo, "rev-parse", "HEAD")
+        _empty_work_tree(repo)
         return PublishResult(repo_id, version, tag, commit, len(files), str(repo))
 
     def checkout(self, repo_id: str, revision: str) -> Path:

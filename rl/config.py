@@ -33,9 +33,11 @@ class RLConfig:
                        "folder, merged on load) or a Hub id", "")  # fmt: skip
     output_dir: str = _help("where checkpoints, the reward log and trainer logs go", "out/rl")
     dataset: str | None = _help("the RL prompts: a release folder (its rl/ config), a folder of rl parquet files, "
-                                "or hub:ORG/NAME (loaded with config `dataset_config` at `dataset_revision`)", None)  # fmt: skip
+                                "or hub:ORG/NAME@vX.Y.Z (a version on the hub KV_HUB picks: the local hub by "
+                                "default, the Hugging Face Hub with KV_HUB=hf; config `dataset_config`)", None)  # fmt: skip
     dataset_config: str = _help("the dataset config to read (the release's prompts are `rl`)", "rl")
-    dataset_revision: str | None = _help("the dataset version tag (e.g. v1.0.0) for hub datasets", None)
+    dataset_revision: str | None = _help("the version tag (e.g. v1.0.0) of a hub:ORG/NAME without @vX.Y.Z "
+                                         "(the older form; default: the latest version)", None)  # fmt: skip
     tasks: str | None = _help(
         "instead of a dataset: a task file or folder; prompts are built from it on the spot", None
     )

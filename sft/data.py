@@ -30,7 +30,8 @@ from typing import Any
 import datasets
 
 from kernelvault.contracts import TARGETS, Task
-from kernelvault.corpus.hub import LocalHub, check_repo_id, hub_from_env
+from kernelvault.corpus.dataset_ref import parse_dataset_ref
+from kernelvault.corpus.hub import LocalHub, hub_from_env
 from kernelvault.sft.config import SFTRunConfig
 from kernelvault.toolchain.tasks import TaskFormatError, parse_task
 
@@ -50,13 +51,11 @@ class DatasetSource:
 
 
 def resolve_source(dataset: str, revision: str | None = None) -> DatasetSource:
-    """A folder on disk, else a dataset repo on the hub `hub_from_env` picks, pinned to a version tag."""
-    if not dataset:
-        raise ValueError("no dataset given: --dataset DIR or ORG/NAME (or `dataset:` in the YAML)")
-    path = Path(dataset).expanduser()
-    if path.is_dir():
-        if revision:
-            raise ValueError(f"--revision applies to dataset repos, not to the folder {path}")
+    """A folder on disk, else a dataset repo on the hub `hub_from_env` picks, pinned to a version tag
+    (`kernelvault.corpus.dataset_ref`: `hub:ORG/NAME@vX.Y.Z`, or the older `ORG/NAME` with `--revision`)."""
+    ref = parse_dataset_ref(dataset, revision)
+    if ref.folder is not None:
+        path = ref.folder
         if any(any((path / "data" / target).glob("*.parquet")) for target in TARGETS):
             return DatasetSource("corpus", str(path), folder=path)
         if any((path / "sft").glob("*.parquet")):
@@ -64,10 +63,7 @@ def resolve_source(dataset: str, revision: str | None = None) -> DatasetSource:
         raise ValueError(
             f"{path} is neither a corpus folder (data/<target>/*.parquet) nor a release (sft/*.parquet)"
         )
-    try:
-        check_repo_id(dataset)
-    except ValueError:
-        raise ValueError(f"dataset {dataset!r} is not a folder and not a repo id ORG/NAME") from None
+    dataset, revision = str(ref.repo), ref.revision
     hub = hub_from_env()
     versions = hub.versions(dataset)
     if isinstance(hub, LocalHub):

@@ -389,3 +389,21 @@ def test_same_tag_of_two_datasets_never_share_a_datasets_cache_entry(tmp_path, h
     beta = datasets.load_dataset(str(hub.checkout("kv-org/beta", "v0.1.0")), "triton", split="train")
     assert sorted(alpha["sample_index"]) == [0, 1]
     assert sorted(beta["sample_index"]) == [7, 8, 9]
+
+
+def test_loading_the_local_repo_folder_by_tag_cannot_return_another_versions_rows(tmp_path):
+    # Issue #21: `datasets.load_dataset(<local hub repo>, "triton", revision="v0.1.0")` returned v0.2.0's rows,
+    # because `datasets` ignores `revision` for a local folder and the folder held the latest release.
+    datasets = pytest.importorskip("datasets")
+    hub = LocalHub(tmp_path / "hub")
+    publish(write_release(tmp_path / "r1", [0, 1, 2, 3, 4], "first"), REPO, "0.1.0", hub)
+    publish(write_release(tmp_path / "r2", [5, 6, 7, 8, 9], "second"), REPO, "0.2.0", hub)
+    repo = hub.repo_path(REPO)
+    assert [entry.name for entry in repo.iterdir()] == [".git"]
+    with pytest.raises(Exception) as refused:  # noqa: B017 - whichever error `datasets` gives an empty folder
+        datasets.load_dataset(str(repo), "triton", revision="v0.1.0", split="train",
+                              cache_dir=str(tmp_path / "cache"))  # fmt: skip
+    assert "sample_index" not in str(refused.value)
+    rows = datasets.load_dataset(str(hub.checkout(REPO, "v0.1.0")), "triton", split="train",
+                                 cache_dir=str(tmp_path / "cache"))  # fmt: skip
+    assert sorted(rows["sample_index"]) == [0, 1, 2, 3, 4]

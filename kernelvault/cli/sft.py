@@ -1,7 +1,7 @@
 """`kernelvault sft`: fine-tune on a corpus version, then measure the pass rate on held-out tasks.
 
     kernelvault sft --config sft/configs/tiny.yaml --dataset out/triton          # a corpus folder
-    kernelvault sft --config sft/configs/qwen3-8b-lora.yaml --dataset ORG/NAME --revision v1.0.0
+    kernelvault sft --config sft/configs/qwen3-8b-lora.yaml --dataset hub:ORG/NAME@v1.0.0
     accelerate launch --config_file sft/configs/accelerate-fsdp-8gpu.yaml -m kernelvault.cli.sft \\
         --config sft/configs/qwen3-8b-full-fsdp.yaml --dataset ORG/NAME
 

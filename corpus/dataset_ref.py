@@ -1,0 +1,58 @@
+"""One way to name a corpus dataset in every command: a folder, or `hub:ORG/NAME[@REVISION]`.
+
+- A folder on disk: a corpus (`data/<target>/`) or a release (`<config>/`).
+- `hub:ORG/NAME@v1.0.0`: that version of a dataset repo on the hub `KV_HUB` picks (`hub_from_env`: the local
+  hub by default, the Hugging Face Hub with `KV_HUB=hf`); without `@REVISION`, the repo's latest version tag.
+
+The older forms stay accepted: `ORG/NAME` (sft's `--dataset`) and a revision given on its own (sft's
+`--revision`, rl's `dataset_revision`); one that contradicts the `@REVISION` of the name is refused.
+Task suites are named separately (`kernelvault.toolchain.tasks`: `hub:REPO[:SPLIT][#COLUMN]` is a Hugging Face
+dataset of reference programs, not a corpus).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelvault.corpus.hub import check_repo_id
+
+FORMS = "a folder, or hub:ORG/NAME[@vX.Y.Z]"
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    """A folder, or a repo on the hub with the revision asked for (None: the latest version tag)."""
+
+    folder: Path | None = None
+    repo: str | None = None
+    revision: str | None = None
+
+
+def parse_dataset_ref(spec: str, revision: str | None = None, bare_repo: bool = True) -> DatasetRef:
+    """What `spec` names; a one-line ValueError when it names nothing this project can load. `bare_repo`:
+    whether `ORG/NAME` without `hub:` names a repo (sft's older form); elsewhere it is a missing folder."""
+    if not spec:
+        raise ValueError(f"no dataset given: {FORMS}")
+    if not spec.startswith("hub:"):
+        path = Path(spec).expanduser()
+        if path.exists():
+            if not path.is_dir():
+                raise ValueError(f"{path} is a file, not a dataset folder ({FORMS})")
+            if revision:
+                raise ValueError(
+                    f"a revision ({revision}) applies to dataset repos, not to the folder {path}"
+                )
+            return DatasetRef(folder=path)
+        if not bare_repo:
+            raise ValueError(f"no folder {path} ({FORMS})")
+    repo, at, pinned = spec.removeprefix("hub:").partition("@")
+    if at and not pinned:
+        raise ValueError(f"dataset {spec!r} has nothing after @ ({FORMS})")
+    try:
+        check_repo_id(repo)
+    except ValueError:
+        raise ValueError(f"dataset {spec!r} is not a folder here and not a repo ({FORMS})") from None
+    if pinned and revision and pinned != revision:
+        raise ValueError(f"dataset {spec!r} names revision {pinned}, but {revision} was given as well")
+    return DatasetRef(repo=repo, revision=pinned or revision)
