@@ -253,7 +253,7 @@ def test_a_release_loads_without_a_config_name_and_every_known_config_is_describ
     )
     # Before issue #21 the card had no default config, and loading without a name failed.
     rows = datasets.load_dataset(str(tmp_path / "release"), split="train", cache_dir=str(tmp_path / "cache"))
-    assert rows.num_rows == 10 and "candidate_hash" in rows.column_names  # the triton attempts
+    assert rows.num_rows == 10 and "attempt_id" in rows.column_names  # the triton attempts, not sft
     assert size_category(999) == "n<1K" and size_category(1_000) == "1K<n<10K"
     assert size_category(62_153) == "10K<n<100K" and size_category(10**9) == "n>100M"
     assert "rl_verl" in KNOWN_CONFIGS and "additional data" not in KNOWN_CONFIGS["rl_verl"]
