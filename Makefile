@@ -11,6 +11,8 @@ BIN := $(VENV)/bin
 TARGET ?= triton
 TORCH_SPEC ?= torch==2.13.0
 TRITON_SPEC ?= triton==3.9.0
+# The versions CI tested (pip freeze of this .venv): a fresh machine installs the same ones.
+CONSTRAINTS ?= constraints/cpu.txt
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.kernelvault-installed
 
@@ -22,7 +24,7 @@ venv: $(STAMP)
 # packages are installed where missing, otherwise the HIP compile stage names what to install.
 HIP_PACKAGES := hipcc libamdhip64-dev rocm-device-libs
 
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml Makefile $(CONSTRAINTS)
 	@if ! command -v hipcc >/dev/null && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "installing $(HIP_PACKAGES) (Debian's ROCm compiler, for HIP candidates)"; \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(HIP_PACKAGES) >/dev/null \
@@ -30,8 +32,8 @@ $(STAMP): pyproject.toml Makefile
 		    $(HIP_PACKAGES) >/dev/null) || echo "could not install $(HIP_PACKAGES)"; \
 	fi
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check "$(TORCH_SPEC)" numpy "$(TRITON_SPEC)"
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev,train,agents,dist]"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS) "$(TORCH_SPEC)" numpy "$(TRITON_SPEC)"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS) -e ".[dev,train,agents,dist]"
 	touch $(STAMP)
 
 ARGS ?=
