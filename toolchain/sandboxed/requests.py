@@ -81,33 +81,32 @@ class End:
 
 
 @dataclass(frozen=True)
-class Prepare:
-    """The reference's inputs and expected outputs for one case and the parent's seeds (reference worker)."""
+class _ReferenceCase:
+    """What every request to the reference worker names: the task, how it runs, the case and its weights."""
 
-    OP: ClassVar[str] = "prepare"
     task_path: str
     platform: str
     allow_tf32: bool
-    entry: str | None
+    entry: str | None  # a function task's function (None: a Model class)
     case: str
     overrides: dict[str, Any]
     weight_seed: int
+
+
+@dataclass(frozen=True)
+class Prepare(_ReferenceCase):
+    """The reference's inputs and expected outputs for one case and the parent's seeds (reference worker)."""
+
+    OP: ClassVar[str] = "prepare"
     sets: list[dict[str, Any]]  # {"name", "seed", "expected": whether its expected output is computed}
     out_dir: str
 
 
 @dataclass(frozen=True)
-class TimeReference:
+class TimeReference(_ReferenceCase):
     """The reference timed on input sets it prepared, the way the candidate is timed."""
 
     OP: ClassVar[str] = "time"
-    task_path: str
-    platform: str
-    allow_tf32: bool
-    entry: str | None
-    case: str
-    overrides: dict[str, Any]
-    weight_seed: int
     init_path: str
     inputs_paths: list[str]
     repetitions: int
