@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from kernelvault.contracts import TaskCase
 from kernelvault.toolchain.compare import Comparison, compare_outputs
 from kernelvault.toolchain.sandboxed.requests import (
     Build,
@@ -49,7 +50,7 @@ from kernelvault.toolchain.sandboxed.requests import (
     TimeReference,
 )
 from kernelvault.toolchain.sandboxed.tensor_files import TensorFileError, read_tensors
-from kernelvault.toolchain.worker_jobs import CaseSpec, CheckJob
+from kernelvault.toolchain.worker_jobs import CheckJob
 
 if TYPE_CHECKING:
     from kernelvault.toolchain.device_gate import GateHold
@@ -212,7 +213,7 @@ class _Check:
 
     # -- the plan ------------------------------------------------------------------------------------
 
-    def plan(self) -> Iterator[tuple[int, CaseSpec, int]]:
+    def plan(self) -> Iterator[tuple[int, TaskCase, int]]:
         """(index, case, trial) for every check: correctness cases × trials, performance cases once."""
         cases = list(self.job.correctness_cases) + (
             list(self.job.performance_cases) if self.job.timed else []
@@ -223,7 +224,7 @@ class _Check:
                 yield index, case, trial
                 index += 1
 
-    def check_case(self, index: int, case: CaseSpec, trial: int) -> None:
+    def check_case(self, index: int, case: TaskCase, trial: int) -> None:
         weight_seed = draw_seed()
         sets = [{"name": f"check{index}", "seed": draw_seed()}]
         # first seed of each case: run again over other poison, and on new values in place
@@ -282,7 +283,7 @@ class _Check:
                     f"cached_results: new values in the same input tensors gave a wrong result ({check.message})",
                 )
 
-    def time_case(self, case: CaseSpec) -> dict[str, Any]:
+    def time_case(self, case: TaskCase) -> dict[str, Any]:
         repetitions, warmup, count = self.job.repetitions, self.job.warmup, self.job.input_sets
         spot_checks = sorted(
             {repetitions // 3, repetitions - 1}

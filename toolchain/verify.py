@@ -33,7 +33,6 @@ from kernelvault.contracts import (
     RunEnvironment,
     StageRecord,
     Task,
-    TaskCase,
     Verdict,
     content_hash,
 )
@@ -55,7 +54,7 @@ from kernelvault.toolchain.reward import DEFAULT_REWARD, RewardConfig, graded_re
 from kernelvault.toolchain.sandbox import SandboxLimits, SandboxResult
 from kernelvault.toolchain.static_check import check_hip_candidate, check_triton_candidate
 from kernelvault.toolchain.static_wall import check_candidate
-from kernelvault.toolchain.worker_jobs import CaseSpec, CheckJob, CompileJob, HipBuild, WorkerJob, WorkerSetup
+from kernelvault.toolchain.worker_jobs import CheckJob, CompileJob, HipBuild, WorkerJob, WorkerSetup
 
 LOG_LIMIT = 4000  # characters of compiler/runtime log kept per stage (the agents' feedback reads it)
 
@@ -173,10 +172,6 @@ class _Stages:
         for name in ("parse", "static", "compile", "check", "time"):
             if name not in done:
                 self.add(name, "skipped", 0.0)
-
-
-def _case_specs(cases: tuple[TaskCase, ...]) -> tuple[CaseSpec, ...]:
-    return tuple(CaseSpec(case.name, case.kind, dict(case.overrides)) for case in cases)
 
 
 def _crash_message(run: SandboxResult, what: str) -> tuple[str, str]:
@@ -462,8 +457,8 @@ class Verifier:
             task_path=str(workdir / "task.py"),
             candidate_path=str(workdir / "candidate.py"),
             launches_path=str(workdir / "launches.jsonl"),
-            correctness_cases=_case_specs(task.correctness_cases),
-            performance_cases=_case_specs(task.performance_cases),
+            correctness_cases=task.correctness_cases,
+            performance_cases=task.performance_cases,
             atol=task.atol,
             rtol=task.rtol,
             allow_tf32=task.allow_tf32,

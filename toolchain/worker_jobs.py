@@ -9,9 +9,10 @@ process boundary and live with the workers, in `kernelvault.toolchain.sandboxed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
+from kernelvault.contracts import TaskCase
 from kernelvault.toolchain.jail import Isolation
 
 
@@ -28,15 +29,6 @@ class WorkerSetup:
     @property
     def gpu(self) -> bool:
         return self.platform in ("cuda", "rocm")
-
-
-@dataclass(frozen=True)
-class CaseSpec:
-    """One of a task's cases: its name, kind and the module attributes it overrides (sizes)."""
-
-    name: str
-    kind: Literal["correctness", "performance"]
-    overrides: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -58,8 +50,8 @@ class CheckJob:
     task_path: str
     candidate_path: str
     launches_path: str  # the kernels the check launched, written back here for the verifier
-    correctness_cases: tuple[CaseSpec, ...]
-    performance_cases: tuple[CaseSpec, ...]
+    correctness_cases: tuple[TaskCase, ...]  # the task's own: this record stays in the parent's process
+    performance_cases: tuple[TaskCase, ...]
     atol: float | None
     rtol: float | None
     allow_tf32: bool
