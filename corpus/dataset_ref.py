@@ -15,14 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelvault.corpus.hub import check_repo_id
+from kernelvault.corpus.hub import LocalHub, check_repo_id, hub_from_env
 
 FORMS = "a folder, or hub:ORG/NAME[@vX.Y.Z]"
 
 
 @dataclass(frozen=True)
 class DatasetRef:
-    """A folder, or a repo on the hub with the revision asked for (None: the latest version tag)."""
+    """A folder, or a repo on the hub with the revision asked for (None: the latest version tag). After `pin`,
+    a repo of the local hub has both: the repo and revision it names, and the folder of its checkout."""
 
     folder: Path | None = None
     repo: str | None = None
@@ -56,3 +57,28 @@ def parse_dataset_ref(spec: str, revision: str | None = None, bare_repo: bool = 
     if pinned and revision and pinned != revision:
         raise ValueError(f"dataset {spec!r} names revision {pinned}, but {revision} was given as well")
     return DatasetRef(repo=repo, revision=pinned or revision)
+
+
+def pin(ref: DatasetRef) -> DatasetRef:
+    """A repo pinned to a version on the hub `KV_HUB` picks; a folder as it is.
+
+    On the local hub: the checkout of the revision asked for, or of the latest version tag (`datasets` ignores
+    `revision` for a local folder, so a version is read from its checkout). On the Hugging Face Hub: the
+    revision asked for, else the latest version tag, else `main` (which moves). A version that is not there is
+    a one-line ValueError.
+    """
+    if ref.repo is None:
+        return ref
+    hub = hub_from_env()
+    versions = hub.versions(ref.repo)
+    if not isinstance(hub, LocalHub):
+        return DatasetRef(repo=ref.repo, revision=ref.revision or (versions[-1] if versions else "main"))
+    if not versions:
+        raise ValueError(f"no dataset {ref.repo} in the local hub at {hub.root} (publish one with "
+                         "`kernelvault publish`, or set KV_HUB=hf for the Hugging Face Hub)")  # fmt: skip
+    revision = ref.revision or versions[-1]
+    try:
+        folder = hub.checkout(ref.repo, revision)
+    except (FileNotFoundError, ValueError) as error:
+        raise ValueError(str(error)) from None
+    return DatasetRef(folder=folder, repo=ref.repo, revision=revision)

@@ -31,8 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelvault.contracts import Task
-from kernelvault.corpus.dataset_ref import DatasetRef, parse_dataset_ref
-from kernelvault.corpus.hub import LocalHub, hub_from_env
+from kernelvault.corpus.dataset_ref import parse_dataset_ref, pin
 from kernelvault.rl.config import ConfigError, RLConfig
 from kernelvault.rl.rewards import ExecutionReward, TrajectoryReward
 from kernelvault.rl.rollout import RolloutConfig, prompt_key, trl_rollout_func
@@ -58,26 +57,13 @@ def _dataset_rows(config: RLConfig) -> list[dict[str, Any]]:
     import datasets
 
     spec = str(config.dataset)
-    revision: str | None = None
-    try:
-        ref = parse_dataset_ref(spec, config.dataset_revision, bare_repo=False)
-        if ref.repo is not None:  # a repo on the hub KV_HUB picks (the local hub by default): one place
-            hub = hub_from_env()
-            versions = hub.versions(ref.repo)
-            revision = ref.revision or (versions[-1] if versions else None)
-            if isinstance(hub, LocalHub):
-                if revision is None:
-                    raise ValueError(f"no dataset {ref.repo} in the local hub at {hub.root} (set KV_HUB=hf for "
-                                     "the Hugging Face Hub)")  # fmt: skip
-                ref = DatasetRef(folder=hub.checkout(ref.repo, revision))
-    except (ValueError, FileNotFoundError) as error:
+    try:  # a repo on the hub KV_HUB picks (the local hub by default), as in every other command
+        ref = pin(parse_dataset_ref(spec, config.dataset_revision, bare_repo=False))
+    except ValueError as error:
         raise ConfigError(str(error)) from None
-    if ref.repo is not None:
-        table = datasets.load_dataset(
-            ref.repo, config.dataset_config, revision=revision or "main", split="train"
-        )
+    if ref.folder is None:
+        table = datasets.load_dataset(ref.repo, config.dataset_config, revision=ref.revision, split="train")
     else:
-        assert ref.folder is not None
         folder = (
             ref.folder / config.dataset_config
             if (ref.folder / config.dataset_config).is_dir()

@@ -30,8 +30,7 @@ from typing import Any
 import datasets
 
 from kernelvault.contracts import TARGETS, Task
-from kernelvault.corpus.dataset_ref import parse_dataset_ref
-from kernelvault.corpus.hub import LocalHub, hub_from_env
+from kernelvault.corpus.dataset_ref import parse_dataset_ref, pin
 from kernelvault.sft.config import SFTRunConfig
 from kernelvault.toolchain.tasks import TaskFormatError, parse_task
 
@@ -53,31 +52,19 @@ class DatasetSource:
 def resolve_source(dataset: str, revision: str | None = None) -> DatasetSource:
     """A folder on disk, else a dataset repo on the hub `hub_from_env` picks, pinned to a version tag
     (`kernelvault.corpus.dataset_ref`: `hub:ORG/NAME@vX.Y.Z`, or the older `ORG/NAME` with `--revision`)."""
-    ref = parse_dataset_ref(dataset, revision)
-    if ref.folder is not None:
-        path = ref.folder
-        if any(any((path / "data" / target).glob("*.parquet")) for target in TARGETS):
-            return DatasetSource("corpus", str(path), folder=path)
-        if any((path / "sft").glob("*.parquet")):
-            return DatasetSource("release", str(path), folder=path)
-        raise ValueError(
-            f"{path} is neither a corpus folder (data/<target>/*.parquet) nor a release (sft/*.parquet)"
-        )
-    dataset, revision = str(ref.repo), ref.revision
-    hub = hub_from_env()
-    versions = hub.versions(dataset)
-    if isinstance(hub, LocalHub):
-        if not versions:
-            raise ValueError(f"no dataset {dataset} in the local hub at {hub.root} (publish one with "
-                             "`kernelvault publish`, or set KV_HUB=hf for the Hugging Face Hub)")  # fmt: skip
-        revision = revision or versions[-1]
-        try:
-            folder = hub.checkout(dataset, revision)
-        except (FileNotFoundError, ValueError) as error:
-            raise ValueError(str(error)) from None
-        return DatasetSource("local-hub", dataset, revision, folder)
-    # No version tag on the Hub: fall back to the default branch, which moves; say so in the summary.
-    return DatasetSource("hub", dataset, revision or (versions[-1] if versions else "main"))
+    ref = pin(parse_dataset_ref(dataset, revision))
+    if ref.repo is not None:
+        kind = "local-hub" if ref.folder is not None else "hub"  # the Hub's default branch moves: say which
+        return DatasetSource(kind, ref.repo, ref.revision, ref.folder)
+    path = ref.folder
+    assert path is not None
+    if any(any((path / "data" / target).glob("*.parquet")) for target in TARGETS):
+        return DatasetSource("corpus", str(path), folder=path)
+    if any((path / "sft").glob("*.parquet")):
+        return DatasetSource("release", str(path), folder=path)
+    raise ValueError(
+        f"{path} is neither a corpus folder (data/<target>/*.parquet) nor a release (sft/*.parquet)"
+    )
 
 
 def _load_folder_config(folder: Path, config: str) -> datasets.Dataset:
