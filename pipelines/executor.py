@@ -11,19 +11,22 @@ holds at most `queue_size` items and a full queue blocks its producer, and the p
 per lane, however long the source is and however slow the writer.
 
 What it does NOT do: keep the source's order (rows are written as lanes finish), survive its own process
-being killed (the run ledger does that), or retry a stage that raises: a stage that raises is a
+being killed (the run ledger does that; the pool's processes and the lanes' workers die with it), or retry a stage that raises: a stage that raises is a
 programming error, stops the run and is re-raised here.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
+
+from kernelvault.toolchain.sandbox import die_with_parent
 
 In = TypeVar("In")
 Mid = TypeVar("Mid")
@@ -104,7 +107,8 @@ class LocalExecutor:
                     context = multiprocessing.get_context(
                         "spawn"
                     )  # threads live here: fork would copy their locks
-                    pool = ProcessPoolExecutor(config.compile_workers, mp_context=context)
+                    pool = ProcessPoolExecutor(config.compile_workers, mp_context=context,
+                                               initializer=die_with_parent, initargs=(os.getpid(),))  # fmt: skip
                 in_flight: set[Future[Mid]] = set()
                 for item in source:
                     if stop.is_set():

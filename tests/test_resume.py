@@ -39,22 +39,29 @@ def rows_by_attempt(out: Path) -> dict[tuple[str, int, int], dict]:
     return {key: row for key, row in zip(keys, rows, strict=True)}
 
 
-def worker_children(parent: int) -> list[int]:
-    """Candidate worker processes started by `parent` (other test runs' workers are not ours to count)."""
-    found = []
+def descendants(root: int) -> dict[int, bytes]:
+    """Every process below the run `root` (its pool, the jail's launchers, their workers), with its command line.
+
+    Other test runs' processes are not ours to count, so the walk follows parent links from `root` down."""
+    parents: dict[int, int] = {}
+    commands: dict[int, bytes] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            parent_pid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            if parent_pid == parent and any(
-                name in (entry / "cmdline").read_bytes()
-                for name in (b"kernelvault.toolchain.triton_worker", b"kernelvault.toolchain.worker_lane")
-            ):
-                found.append(int(entry.name))
+            parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            commands[int(entry.name)] = (entry / "cmdline").read_bytes()
         except (OSError, ValueError, IndexError):
             continue
-    return found
+    below, frontier = set(), {root}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - below
+        below |= frontier
+    return {pid: commands.get(pid, b"") for pid in below}
+
+
+def candidate_workers(processes: dict[int, bytes]) -> list[int]:
+    return [pid for pid, command in processes.items() if b"kernelvault.toolchain.sandboxed" in command]
 
 
 def alive(pid: int) -> bool:
@@ -74,24 +81,34 @@ def test_killed_runs_resume_to_the_uninterrupted_result(suite: tuple[Path, Path]
     assert len(expected) == len(SUBSET_EXAMPLES)
 
     chooser = random.Random(20261129)
-    kills = 0
+    kills = watched_workers = 0
     for _ in range(3):
         process = subprocess.Popen(corpus_command(tasks, examples, killed_out), cwd=ROOT,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-        time.sleep(chooser.uniform(1.0, 7.0))
-        workers = worker_children(process.pid)
+        # Kill at a random moment once candidates are being verified: on a slow machine a fixed delay can
+        # fall before the run has begun, and a run killed then has nothing to resume.
+        deadline = time.monotonic() + 120
+        while (
+            not candidate_workers(descendants(process.pid))
+            and process.poll() is None
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.1)
+        time.sleep(chooser.uniform(0.0, 4.0))
+        below = descendants(process.pid)  # the pool, the resource tracker, the jail's launchers and workers
+        watched_workers += len(candidate_workers(below))
         if process.poll() is None:
             os.kill(process.pid, signal.SIGKILL)
             kills += 1
         process.wait()
         deadline = time.monotonic() + 10
-        while (
-            any(alive(pid) for pid in workers) and time.monotonic() < deadline
-        ):  # they die with their parent
+        while any(alive(pid) for pid in below) and time.monotonic() < deadline:  # they die with their parent
             time.sleep(0.2)
-        assert not any(alive(pid) for pid in workers), "a killed run left candidate workers running"
+        left = {pid: below[pid].replace(b"\0", b" ")[:80] for pid in below if alive(pid)}
+        assert not left, f"a killed run left processes running: {left}"
         rows_by_attempt(killed_out)  # readable and duplicate-free after every kill
     assert kills >= 2
+    assert watched_workers > 0  # the leftover-worker check above watched real workers
     final = subprocess.run(corpus_command(tasks, examples, killed_out), capture_output=True, text=True, cwd=ROOT,
                            timeout=300)  # fmt: skip
     assert final.returncode == 0, final.stderr

@@ -61,6 +61,19 @@ _LIBC = (
 )
 
 
+def die_with_parent(parent_pid: int) -> None:
+    """Make this process die when `parent_pid` does: an initializer for the pipeline's own helper processes.
+
+    A process pool's workers block on their call queue, and a parent killed with SIGKILL never closes it:
+    without this they outlive a killed run, each holding its imports' memory. The death signal follows
+    the thread that started the process, so start pools from a thread that outlives them. If the parent
+    died before the signal was armed, exit now."""
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
 @dataclass(frozen=True)
 class SandboxLimits:
     timeout_s: float = 120.0
