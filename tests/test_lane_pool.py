@@ -146,7 +146,8 @@ def test_the_rl_reward_functions_spread_over_the_named_gpus(relu_task: Task) -> 
 
 def test_rl_serve_puts_a_lane_on_each_named_gpu(relu_task: Task) -> None:
     """`kernelvault rl serve --devices 0,1`: one pool, a lane on each device, four requests in flight land on
-    both (its /v1/health says how many device stages each lane ran); the verdicts are the toolchain's."""
+    both (its /v1/health says how many device stages each lane ran); the verdicts are the toolchain's.
+    Started as a script's background job would start it (SIGINT ignored), Ctrl-C still stops it."""
     import json
     import signal
     import subprocess
@@ -155,8 +156,21 @@ def test_rl_serve_puts_a_lane_on_each_named_gpu(relu_task: Task) -> None:
 
     from kernelvault.rl.reward_service import RemoteVerifier
 
+    serve = [
+        sys.executable,
+        "-m",
+        "kernelvault.cli",
+        "rl",
+        "serve",
+        "--platform",
+        "cpu",
+        "--devices",
+        "0,1",
+        "--port",
+        "0",
+    ]
     server = subprocess.Popen(
-        [sys.executable, "-m", "kernelvault.cli", "rl", "serve", "--platform", "cpu", "--devices", "0,1", "--port", "0"],
+        ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *serve],  # SIG_IGN for SIGINT survives the exec
         stdout=subprocess.PIPE, text=True, cwd=ROOT,
     )  # fmt: skip
     try:
@@ -174,7 +188,8 @@ def test_rl_serve_puts_a_lane_on_each_named_gpu(relu_task: Task) -> None:
             health = json.loads(response.read())
     finally:
         server.send_signal(signal.SIGINT)
-        server.wait(timeout=60)
+        stopped = server.wait(timeout=60)
+    assert stopped == 0
     assert all(verdict.correct is True for verdict in verdicts)
     spread = _spread(health["lanes"])
     assert set(spread) == {"0", "1"} and sum(spread.values()) == 4 and min(spread.values()) >= 1, health

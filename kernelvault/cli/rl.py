@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import signal
 from pathlib import Path
 
 from kernelvault.cli.common import UsageError
@@ -238,12 +239,16 @@ def cmd_rl_serve(args: argparse.Namespace) -> int:
     except OSError as error:
         pool.close()
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {error}") from None
+    # SIGINT and SIGTERM both stop it, also where it was started with SIGINT ignored (a background job of a
+    # script: Python then raises no KeyboardInterrupt) or by a service manager (which sends SIGTERM).
+    stopping = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda _signum, _frame: stopping.set())
     print(f"reward service at {url} ({verifier.choice.device}, lanes on {','.join(lanes)}, {workers} request(s) "
-          f"at once, {'token required' if token else 'no token'}); Ctrl-C stops it", flush=True)  # fmt: skip
+          f"at once, {'token required' if token else 'no token'}); Ctrl-C or SIGTERM stops it", flush=True)  # fmt: skip
     try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
+        while not stopping.wait(1.0):  # a timed wait: signal handlers run between waits
+            pass
     finally:
         service.stop()
         pool.close()
