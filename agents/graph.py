@@ -5,8 +5,9 @@
                └──────── reflect ◄──────┘            (the verdict, trimmed, as the next user turn)
 
 The turn budget (default 3) is a field of the state, counted by `verify`; LangGraph's recursion limit
-is only a backstop. `verify` calls the toolchain's public `verify` in a thread (candidates run in
-sandboxed worker processes; at most `verify_slots` at once). A model answer is never trusted to be
+is only a backstop. The verify node awaits the main job's engine (`submit`: the turn is an attempt of the
+same executor as every other candidate), or calls a `verify` function in a thread (at most `verify_slots`
+at once: the RL rollout's reward pool); either way candidates run in sandboxed worker processes. A model answer is never trusted to be
 well formed: no code, several blocks, thinking text or a cut-off answer become `parse_error` verdicts
 with the raw text kept. An endpoint that stays down raises `ProviderError` out of `run`, and the
 caller records the trajectory for a later resume.
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -29,6 +30,8 @@ from kernelvault.contracts import Candidate, Task, Verdict
 from kernelvault.toolchain.reward import DEFAULT_REWARD, RewardConfig, trajectory_return
 
 VerifyFunction = Callable[[Task, Candidate], Verdict]
+# (task, candidate, sample index, turn) → verdict: the main job's engine, which verifies every turn as an attempt
+SubmitFunction = Callable[[Task, Candidate, int, int], Awaitable[Verdict]]
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,8 @@ class KernelAgent:
     target: str  # "triton" | "hip"
     platform: str  # the platform verdicts come from: picks the prompts (cpu verifies for AMD)
     client: ModelClient
-    verify: VerifyFunction
+    verify: VerifyFunction | None = None  # called in a thread, at most `verify_slots` at once
+    submit: SubmitFunction | None = None  # or awaited: the caller bounds the work (the main job's engine)
     sampling: SamplingSettings = dataclasses.field(default_factory=SamplingSettings)
     max_turns: int = 3
     stop_on_correct: bool = True  # False: keep optimising for speed until the budget is spent
@@ -73,6 +77,8 @@ class KernelAgent:
     reward: RewardConfig = dataclasses.field(default_factory=lambda: DEFAULT_REWARD)
 
     def __post_init__(self) -> None:
+        if (self.verify is None) == (self.submit is None):
+            raise ValueError("a KernelAgent verifies through exactly one of verify and submit")
         self._verify_semaphore = asyncio.Semaphore(self.verify_slots)
         graph = StateGraph(AgentState)
         graph.add_node("draft", self._draft)
@@ -99,8 +105,12 @@ class KernelAgent:
         task = state["task"]
         candidate = Candidate(task.task_id, self.target, reply.content,  # type: ignore[arg-type]
                               f"model:{self.client.endpoint.model}")  # fmt: skip
-        async with self._verify_semaphore:
-            verdict = await asyncio.to_thread(self.verify, task, candidate)
+        if self.submit is not None:
+            verdict = await self.submit(task, candidate, state["sample_index"], len(state["turns"]))
+        else:
+            assert self.verify is not None
+            async with self._verify_semaphore:
+                verdict = await asyncio.to_thread(self.verify, task, candidate)
         if reply.finish_reason == "length" and verdict.failure_kind == "parse_error":
             verdict = dataclasses.replace(
                 verdict,

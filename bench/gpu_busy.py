@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from kernelvault.agents.client import EndpointConfig, SamplingSettings  # noqa: E402
 from kernelvault.pipelines.agent_job import AgentJobConfig, run_agent_job  # noqa: E402
+from kernelvault.pipelines.engine import EngineOptions  # noqa: E402
 from kernelvault.simulated_openai import Answer, FakeOpenAI  # noqa: E402
 from kernelvault.toolchain.lane_pool import DeviceJob, LanePool  # noqa: E402
 from kernelvault.toolchain.tasks import LoadedTasks, load_task_file  # noqa: E402
@@ -98,7 +99,7 @@ def main() -> int:
     platform = verifier.choice.platform
     lanes = args.lanes or (2 if platform == "cpu" else 1)
     config = AgentJobConfig(endpoint=EndpointConfig(base_url=url, model="simulated"), samples=args.samples,
-                            max_turns=1, concurrency=args.concurrency, verify_workers=lanes,
+                            max_turns=1, concurrency=args.concurrency, engine=EngineOptions(workers=lanes),
                             sampling=SamplingSettings(temperature=0.6, top_p=0.95, max_tokens=4096))  # fmt: skip
     pools: list[LanePool] = []
     started = time.monotonic()

@@ -240,13 +240,14 @@ def run_persistent(verifier: Verifier, items: list[Attempt], devices: str, lanes
                    executor: str = "local", lanes_per_gpu: int = 1) -> tuple[float, list[dict[str, Any]]]:  # fmt: skip
     from kernelvault.corpus.shards import read_columns, run_shards
     from kernelvault.pipelines.corpus_job import run_corpus_job
+    from kernelvault.pipelines.engine import EngineOptions
 
     tasks = LoadedTasks(tasks=list({a.task.task_id: a.task for a in items}.values()))
     with tempfile.TemporaryDirectory() as out:
         started = time.monotonic()
-        summary = run_corpus_job(tasks, FixedSource(items), verifier, Path(out), "triton", workers=lanes,
-                                 progress=False, devices=devices, compile_workers=compile_workers,
-                                 executor=executor, lanes_per_gpu=lanes_per_gpu)  # fmt: skip
+        summary = run_corpus_job(tasks, FixedSource(items), verifier, Path(out), "triton",
+                                 EngineOptions(workers=lanes, devices=devices, compile_workers=compile_workers,
+                                               executor=executor, lanes_per_gpu=lanes_per_gpu), progress=False)  # fmt: skip
         seconds = time.monotonic() - started
         table = read_columns(
             run_shards(Path(out) / "data" / "triton", summary.run_id),

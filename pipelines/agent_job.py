@@ -2,46 +2,44 @@
 
     tasks × samples ──► KernelAgent (LangGraph: draft → verify → reflect, N trajectories at once)
                            │ model requests: async, bounded by --concurrency
-                           │ verification: a LanePool, persistent lanes pinned to GPUs (toolchain/lane_pool.py)
+                           │ each turn's candidate: an attempt of the one engine (`kernelvault.pipelines.engine`:
+                           │ compile processes, lanes pinned to GPUs, local or Ray), its verdict back to the turn
                            ▼
                      ShardWriter (a trajectory's turns land in one shard) ◄─► run ledger
 
-A trajectory is the unit of resume: its rows are written together, so after a kill it is either
+The trajectories are a candidate source of the engine (`kernelvault.pipelines.trajectory_source`), so
+`--devices`, `--lanes-per-gpu`, `--compile-workers`, `--workers` and `--executor ray` do what they do for the
+corpus job. A trajectory is the unit of resume: its rows are written together, so after a kill it is either
 wholly in a shard (skipped on resume) or not at all (redone). A trajectory whose endpoint stays down
-(`ProviderError`) is recorded in the ledger as `provider_error` and left for the resume.
+(`ProviderError`), or one of whose turns failed on our side (`infrastructure_error`: a lane lost), is recorded
+in the ledger and left for the resume; it is not written, and its model is not asked again in this run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kernelvault.agents.client import EndpointConfig, ModelClient, ProviderError, RunBudget, SamplingSettings
 from kernelvault.agents.graph import KernelAgent, Trajectory
 from kernelvault.agents.prompting import PROMPT_FILES, check_prompts
-from kernelvault.contracts import Candidate, Task
+from kernelvault.contracts import Candidate, Task, Verdict
 from kernelvault.corpus.ledger import AttemptInfo, attempt_key
 from kernelvault.corpus.schema import attempt_row
 from kernelvault.corpus.shards import ShardWriter
-from kernelvault.pipelines.corpus_job import (
-    RunSummary,
-    _progress_bar,
-    close_run,
-    default_workers,
-    job_identity,
-    open_run,
-)
-from kernelvault.toolchain.lane_pool import LanePool, pool_lanes, visible_gpus
+from kernelvault.pipelines.candidates import Attempt
+from kernelvault.pipelines.corpus_job import RunSummary, _progress_bar, close_run, job_identity, open_run
+from kernelvault.pipelines.corpus_stages import RETRIED_FAILURES, VerifiedAttempt
+from kernelvault.pipelines.engine import EngineOptions, verify_attempts
+from kernelvault.pipelines.trajectory_source import AsyncVerify, TrajectorySource
 from kernelvault.toolchain.tasks import LoadedTasks
 from kernelvault.toolchain.verify import Verifier, require_jail_for_model_output
-
-if TYPE_CHECKING:
-    from kernelvault.pipelines.ray_verify_pool import RayVerifierPool
 
 
 @dataclass(frozen=True)
@@ -54,10 +52,7 @@ class AgentJobConfig:
     sampling: SamplingSettings = SamplingSettings()
     max_requests: int | None = None
     max_tokens: int | None = None
-    verify_workers: int | None = None  # verifications at once (default: cores on cpu, 1 per GPU)
-    lanes_per_gpu: int = 1  # verification lanes per GPU: checks overlap, timings take turns (device_gate)
-    # GPU ids (`0,1`) the lanes go on; default: every visible GPU, or the first verify_workers of them
-    devices: str | None = None
+    engine: EngineOptions = EngineOptions()  # where and how the candidates are verified
     allow_unjailed: bool = False  # verify the model's kernels even where the machine has no OS jail
 
 
@@ -99,6 +94,10 @@ def trajectory_rows(
     return rows
 
 
+class TrajectoryAborted(Exception):
+    """A turn's verification failed on our side: the trajectory stops and is redone on resume."""
+
+
 def run_agent_job(
     loaded: LoadedTasks,
     verifier: Verifier,
@@ -110,13 +109,15 @@ def run_agent_job(
     shard_rows: int = 1000,
     flush_interval_s: float = 60.0,
     on_pool: Callable[[Any], None] = lambda pool: None,
-    executor: str = "local",
-    address: str | None = None,
 ) -> RunSummary:
-    """`executor`: "local" (a LanePool of this machine's lanes) or "ray" (a RayVerifierPool: one actor
-    per GPU of the cluster at `address`). `on_pool` receives the pool (bench/gpu_busy.py reads its timeline)."""
+    """Run `config.samples` trajectories per task through the engine; write every turn; return the summary.
+
+    `on_pool` receives the local executor's lane pool (bench/gpu_busy.py reads its timeline).
+    Raises corpus.ledger.ConfigurationChanged when out_dir holds a run with another configuration.
+    """
     require_jail_for_model_output(verifier, config.allow_unjailed)  # raises before any model call
     check_prompts(loaded.tasks, target)  # likewise: HIP for a function task is refused by the toolchain
+    config.engine.check()
     started = time.monotonic()
     platform = verifier.choice.platform
     identity = job_identity(loaded, agent_source_identity(config), verifier, target)
@@ -135,38 +136,39 @@ def run_agent_job(
     writer = ShardWriter(out_dir, config=target, run_id=run.run_id, max_rows=shard_rows,
                          flush_interval_s=flush_interval_s, on_shard=record_shard)  # fmt: skip
     bar = _progress_bar(len(work), progress)
-    with writer:
-        asyncio.run(_run_trajectories(work, verifier, target, platform, config, run, writer, bar, on_pool,
-                                      executor, address))  # fmt: skip
+    source = TrajectorySource(
+        functools.partial(_run_trajectories, work, target, platform, config, run, writer, bar)
+    )
+
+    def deliver(item: VerifiedAttempt) -> None:
+        run.summary.record_stages(item.verdict)
+        source.deliver(item)
+
+    try:
+        with writer:
+            stats = verify_attempts(source, verifier, config.engine, deliver, on_pool=on_pool)
+    finally:
+        source.close()
+    run.summary.executor = stats
     bar.close()
     return close_run(run, out_dir / "data" / target, started)
 
 
-async def _run_trajectories(work: list[tuple[Task, int]], verifier: Verifier, target: str, platform: str,
-                            config: AgentJobConfig, run: Any, writer: ShardWriter, bar: Any,
-                            on_pool: Callable[[Any], None], executor: str, address: str | None) -> None:  # fmt: skip
+async def _run_trajectories(work: list[tuple[Task, int]], target: str, platform: str, config: AgentJobConfig,
+                            run: Any, writer: ShardWriter, bar: Any, verify: AsyncVerify) -> None:  # fmt: skip
+    """Every trajectory of the job, on the source's event loop; `verify` hands a turn to the engine."""
     budget = RunBudget(max_requests=config.max_requests, max_tokens=config.max_tokens)
     client = ModelClient(config.endpoint, concurrency=config.concurrency, budget=budget)
-    slots = config.verify_workers or default_workers(platform)
-    pool: LanePool | RayVerifierPool
-    if executor == "ray":
-        from kernelvault.pipelines.ray_executor import RayOptions
-        from kernelvault.pipelines.ray_verify_pool import RayVerifierPool
 
-        pool = RayVerifierPool(verifier, slots, RayOptions(address=address))
-        slots = len(pool.actors)
-    else:  # interpreter lanes on cpu; on a GPU platform lanes_per_gpu lanes on each of the job's GPUs
-        devices = config.devices
-        if devices is None and platform != "cpu" and config.verify_workers:
-            devices = ",".join(visible_gpus()[: config.verify_workers])
-        pool = LanePool(verifier, pool_lanes(platform, devices, config.lanes_per_gpu, cpu_lanes=slots))
-        slots = len(pool.devices)
-    on_pool(pool)
-    # Twice the lanes in flight: while a lane runs one candidate, the next one's CPU stages (parse, static,
-    # HIP build) run on a caller's thread, so a lane finds work waiting when it finishes.
+    async def verify_turn(task: Task, candidate: Candidate, sample: int, turn: int) -> Verdict:
+        verdict = await verify(Attempt(task, candidate, sample, turn, config.endpoint.model))
+        if verdict.failure_kind in RETRIED_FAILURES:
+            raise TrajectoryAborted(f"turn {turn}: {verdict.failure_kind}: {verdict.failure_message}")
+        return verdict
+
     agent = KernelAgent(
-        target=target, platform=platform, client=client, verify=pool.verify, sampling=config.sampling,
-        max_turns=config.max_turns, stop_on_correct=config.stop_on_correct, verify_slots=2 * slots,
+        target=target, platform=platform, client=client, submit=verify_turn, sampling=config.sampling,
+        max_turns=config.max_turns, stop_on_correct=config.stop_on_correct,
     )  # fmt: skip
 
     async def one(task: Task, sample: int) -> None:
@@ -178,13 +180,15 @@ async def _run_trajectories(work: list[tuple[Task, int]], verifier: Verifier, ta
         except ProviderError as error:
             run.ledger.mark_failed(run.run_id, key, "provider_error", str(error))
             run.summary.retry_later.append(f"{task.name}/{sample}: provider_error: {error}")
+        except TrajectoryAborted as error:
+            run.ledger.mark_failed(run.run_id, key, "infrastructure_error", str(error))
+            run.summary.retry_later.append(f"{task.name}/{sample}: {error}")
         else:
             writer.write_group(trajectory_rows(run.run_id, trajectory, config, target))
         bar.update(1)
 
     try:
-        # Trajectories are cheap coroutines; the client's semaphore and the verifier's slots bound the work.
+        # Trajectories are cheap coroutines; the client's semaphore and the engine's queues bound the work.
         await asyncio.gather(*(one(task, sample) for task, sample in work))
     finally:
         await client.close()
-        await asyncio.to_thread(pool.close)

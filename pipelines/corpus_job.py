@@ -9,10 +9,10 @@ Resumable: the same command in the same output folder continues the run it finds
 refused unless `new_run` is set. Attempts that fail on our side or the provider's
 (`infrastructure_error`, `provider_error`) are recorded in the ledger, not written, and retried on resume.
 
-The stages run on `kernelvault.pipelines.executor.LocalExecutor` (bounded queues, a process pool for the CPU stages,
-lanes of persistent sandboxed workers: `kernelvault.toolchain.worker_lane`). A GPU gets one lane by default, or
-`lanes_per_gpu`; the lanes of one GPU check side by side and time one at a time (`kernelvault.toolchain.device_gate`):
-two candidates timed at once would corrupt each other's latencies.
+The stages run on the one engine (`kernelvault.pipelines.engine`: the local or the Ray executor, a process pool
+for the CPU stages, lanes of persistent sandboxed workers: `kernelvault.toolchain.worker_lane`). A GPU gets one
+lane by default, or `lanes_per_gpu`; the lanes of one GPU check side by side and time one at a time
+(`kernelvault.toolchain.device_gate`): two candidates timed at once would corrupt each other's latencies.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import secrets
 import statistics
 import sys
@@ -40,21 +39,15 @@ from kernelvault.corpus.shards import ShardWriter, read_columns, run_shards
 from kernelvault.pipelines.candidates import Attempt, CandidateSource, expected_outcome
 from kernelvault.pipelines.corpus_stages import (
     RETRIED_FAILURES,
-    AttemptLane,
     ShardSink,
     VerifiedAttempt,
     attempt_of_row,
-    discard_prepared,
-    job_pool,
     landed_shards,
-    lost_attempt,
-    own_pool_lane,
-    prepare_attempt,
     row_of,
     shard_attempts,
 )
-from kernelvault.pipelines.executor import ExecutorConfig, LocalExecutor
-from kernelvault.toolchain.lane_pool import check_lanes_per_gpu, parse_devices
+from kernelvault.pipelines.engine import EngineOptions, verify_attempts
+from kernelvault.pipelines.executor import ExecutorStats
 from kernelvault.toolchain.tasks import LoadedTasks
 from kernelvault.toolchain.verify import Verifier
 
@@ -82,6 +75,7 @@ class RunSummary:
     # This session's verdicts only (a resumed run's earlier rows are not re-timed): seconds per stage.
     stage_seconds: dict[str, list[float]] = field(default_factory=dict)
     verified_here: int = 0
+    executor: ExecutorStats | None = None  # how the engine's stages ran (lanes used, items lost and redone)
 
     def record_stages(self, verdict: Verdict) -> None:
         self.verified_here += 1
@@ -169,10 +163,6 @@ def new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
-def default_workers(platform: str) -> int:
-    return 1 if platform in ("cuda", "rocm") else max(1, os.cpu_count() or 1)
-
-
 def job_identity(loaded: LoadedTasks, source_identity: dict[str, Any], verifier: Verifier,
                  target: str) -> dict[str, Any]:  # fmt: skip
     """Everything that decides what the rows of a run contain; a resume must match it exactly."""
@@ -203,32 +193,25 @@ def run_corpus_job(
     verifier: Verifier,
     out_dir: Path,
     target: str,
-    workers: int | None = None,
+    engine: EngineOptions | None = None,
     progress: bool = True,
     new_run: bool = False,
     shard_rows: int = 1000,
     flush_interval_s: float = 60.0,
-    devices: str | None = None,
-    compile_workers: int | None = None,
-    persistent: bool = True,
-    queue_size: int | None = None,
-    executor: str = "local",
-    address: str | None = None,
     ray_writers: str = "actors",
-    lanes_per_gpu: int = 1,
 ) -> RunSummary:
     """Verify every attempt the source yields for the loaded tasks; write shards; return the summary.
 
-    `devices`: `cpu` or GPU indices (`0,1`), `lanes_per_gpu` verification lanes each (default: `workers`
-    lanes on cpu, GPU 0 otherwise); `compile_workers`: processes of the prepare stage (default: one per core);
-    `persistent`: long-lived workers per lane (False: a fresh worker process per candidate, as before);
-    `executor`: `local`, or `ray` (`kernelvault.pipelines.ray_executor`: joins the cluster at `address`, or starts a
-    local instance; on a GPU platform one lane per GPU of the cluster unless `devices` is given);
-    `ray_writers`: with ray, `actors` (each verification actor writes its own shards into `out_dir`, which
-    every node must then see: a shared filesystem) or `driver` (rows come back to this process's writer).
+    `engine`: the executor, lanes and compile processes (`kernelvault.pipelines.engine`); `ray_writers`: with
+    ray, `actors` (each verification actor writes its own shards into `out_dir`, which every node must then
+    see: a shared filesystem) or `driver` (rows come back to this process's writer).
 
     Raises corpus.ledger.ConfigurationChanged when out_dir holds a run with another configuration.
     """
+    engine = engine or EngineOptions()
+    engine.check()
+    if ray_writers not in ("actors", "driver"):
+        raise ValueError(f"ray_writers is 'actors' or 'driver', not {ray_writers!r}")
     started = time.monotonic()
     platform = verifier.choice.platform
     run = open_run(
@@ -240,9 +223,6 @@ def run_corpus_job(
     def record_shard(path: Path, rows: list[dict[str, Any]]) -> None:
         ledger.mark_finished(run_id, [attempt_of_row(row) for row in rows], path.name)
 
-    workers = workers or default_workers(platform)
-    check_lanes_per_gpu(lanes_per_gpu, executor)
-    lanes = parse_devices(devices or ("cpu" if platform == "cpu" else "0"), workers, lanes_per_gpu)
     bar = _progress_bar(len(attempts), progress)
     writer = ShardWriter(out_dir, config=target, run_id=run_id, max_rows=shard_rows,
                          flush_interval_s=flush_interval_s, on_shard=record_shard)  # fmt: skip
@@ -259,66 +239,30 @@ def run_corpus_job(
             _write_verdict(item.attempt, item.verdict, writer, ledger, summary)
         bar.update(1)
 
-    pool = (os.cpu_count() or 1) if compile_workers is None else compile_workers
-    prepare = functools.partial(prepare_attempt, verifier)
-    if executor == "ray":
-        # One pool per lane actor.
-        open_lane: Any = functools.partial(own_pool_lane, verifier, persistent=persistent)
-        if ray_writers not in ("actors", "driver"):
-            raise ValueError(f"ray_writers is 'actors' or 'driver', not {ray_writers!r}")
-        writing = None
-        if ray_writers == "actors":
-            from kernelvault.pipelines.ray_executor import Landed, LaneWriting
+    writing = None
+    if engine.executor == "ray" and ray_writers == "actors":
+        from kernelvault.pipelines.ray_executor import Landed, LaneWriting
 
-            def account(item: VerifiedAttempt) -> None:  # its row is in a landed shard, or it has none
-                with ledger_lock:
-                    _write_verdict(item.attempt, item.verdict, None, ledger, summary)
-                bar.update(1)
+        def account(item: VerifiedAttempt) -> None:  # its row is in a landed shard, or it has none
+            with ledger_lock:
+                _write_verdict(item.attempt, item.verdict, None, ledger, summary)
+            bar.update(1)
 
-            def commit(shard: Landed) -> None:
-                with ledger_lock:
-                    ledger.mark_finished(run_id, list(shard.keys), shard.name)
+        def commit(shard: Landed) -> None:
+            with ledger_lock:
+                ledger.mark_finished(run_id, list(shard.keys), shard.name)
 
-            write = account
-            writing = LaneWriting(
-                open_sink=functools.partial(ShardSink, out_dir, target, run_id, max_rows=shard_rows,
-                                            flush_interval_s=flush_interval_s),
-                commit=commit, recover=functools.partial(landed_shards, out_dir / "data" / target, run_id),
-                key=_key,
-            )  # fmt: skip
-        _run_on_ray(lanes, pool, queue_size, address, devices, platform, verifier, writer,
-                    started_attempts(), prepare, open_lane, write, writing)  # fmt: skip
-    else:
-        config = ExecutorConfig(lanes=lanes, compile_workers=pool, queue_size=queue_size or 2 * len(lanes))
-        with writer, job_pool(verifier, lanes, persistent) as lane_pool:
-            LocalExecutor(config).run(
-                started_attempts(), prepare, lambda _device: AttemptLane(lane_pool), write
-            )
+        write = account
+        writing = LaneWriting(
+            open_sink=functools.partial(ShardSink, out_dir, target, run_id, max_rows=shard_rows,
+                                        flush_interval_s=flush_interval_s),
+            commit=commit, recover=functools.partial(landed_shards, out_dir / "data" / target, run_id),
+            key=_key,
+        )  # fmt: skip
+    with writer:
+        summary.executor = verify_attempts(started_attempts(), verifier, engine, write, writing)
     bar.close()
     return close_run(run, out_dir / "data" / target, started)
-
-
-def _run_on_ray(lanes: tuple[str, ...], pool: int, queue_size: int | None, address: str | None,
-                devices: str | None, platform: str, verifier: Verifier, writer: ShardWriter,
-                attempts: Iterator[Attempt], prepare: Any, open_lane: Any, write: Any,
-                writing: Any = None) -> None:  # fmt: skip
-    from kernelvault.pipelines.ray_executor import RayExecutor, RayOptions
-
-    ray_executor = RayExecutor(ExecutorConfig(), RayOptions(address=address))
-    try:
-        if platform != "cpu" and not devices:  # every GPU of the cluster; GPU indices mean nothing there
-            gpus = ray_executor.cluster_gpus()
-            if gpus == 0:
-                raise ValueError(f"the platform is {platform}, but the Ray cluster has no GPUs")
-            lanes = ("gpu",) * gpus
-        ray_executor.config = ExecutorConfig(lanes=lanes, compile_workers=pool,
-                                             queue_size=queue_size or 2 * len(lanes))  # fmt: skip
-        with writer:
-            ray_executor.run(attempts, prepare, open_lane, write, give_up=functools.partial(lost_attempt, verifier),
-                             affinity=lambda attempt: attempt.task.task_id,
-                             discard=functools.partial(discard_prepared, verifier), writing=writing)  # fmt: skip
-    finally:
-        ray_executor.shutdown()
 
 
 @dataclass

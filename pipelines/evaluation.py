@@ -233,6 +233,7 @@ def _evaluate_answers(config: EvalConfig, loaded: LoadedTasks, contamination: tu
     """The answers in `config.answers` verified as a corpus run in run_dir, then the metrics per model."""
     from kernelvault.pipelines.answers import AnswerCandidates
     from kernelvault.pipelines.corpus_job import run_corpus_job
+    from kernelvault.pipelines.engine import EngineOptions
     from kernelvault.toolchain.verify import require_jail_for_model_output
 
     assert config.answers is not None
@@ -244,7 +245,7 @@ def _evaluate_answers(config: EvalConfig, loaded: LoadedTasks, contamination: tu
     if not attempts:
         raise EvalInputError(f"no answer in {config.answers} matches one of the {len(loaded.tasks)} task(s)")
     require_jail_for_model_output(verifier, config.allow_unjailed)
-    summary = run_corpus_job(loaded, source, verifier, run_dir, config.target, workers=config.workers,
+    summary = run_corpus_job(loaded, source, verifier, run_dir, config.target, EngineOptions(workers=config.workers),
                              progress=progress, new_run=new_run)  # fmt: skip
     models = sorted({attempt.model or "unknown" for attempt in attempts})
     settings = EvalSettings(

@@ -21,8 +21,9 @@ import multiprocessing
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -101,35 +102,20 @@ class LocalExecutor:
             stop.set()
 
         def feed() -> None:
-            pool = None
-            try:
-                if config.compile_workers > 0:
-                    context = multiprocessing.get_context(
-                        "spawn"
-                    )  # threads live here: fork would copy their locks
-                    pool = ProcessPoolExecutor(config.compile_workers, mp_context=context,
-                                               initializer=die_with_parent, initargs=(os.getpid(),))  # fmt: skip
-                in_flight: set[Future[Mid]] = set()
-                for item in source:
-                    if stop.is_set():
-                        return
-                    stats.submitted += 1
-                    if pool is None:
+            if config.compile_workers <= 0:
+                try:
+                    for item in source:
+                        if stop.is_set():
+                            return
+                        stats.submitted += 1
                         prepared.put(prepare(item))
-                        continue
-                    in_flight.add(pool.submit(prepare, item))
-                    stats.pool_high_water = max(stats.pool_high_water, len(in_flight))
-                    while len(in_flight) >= 2 * config.compile_workers and not stop.is_set():
-                        in_flight = _hand_over(in_flight, prepared)
-                while in_flight and not stop.is_set():
-                    in_flight = _hand_over(in_flight, prepared)
-            except BaseException as error:  # noqa: BLE001 - re-raised by run()
-                fail(error)
-            finally:
-                if pool is not None:
-                    pool.shutdown(wait=True, cancel_futures=True)
-                for _ in config.lanes:
-                    prepared.put(_END)
+                except BaseException as error:  # noqa: BLE001 - re-raised by run()
+                    fail(error)
+                finally:
+                    for _ in config.lanes:
+                        prepared.put(_END)
+                return
+            _feed_pool(source, prepare, prepared, config, stats, stop, fail)
 
         def serve(index: int, device: str) -> None:
             name = f"{device}#{index}"
@@ -166,6 +152,10 @@ class LocalExecutor:
         finally:
             if errors:
                 stop.set()
+                # A source that waits for verdicts (the agent job's trajectories) would wait for ever now.
+                interrupt = getattr(source, "interrupt", None)
+                if interrupt is not None:
+                    interrupt()
             for thread in threads:
                 thread.join()
         stats.prepared_high_water, stats.verified_high_water = prepared.high_water, verified.high_water
@@ -174,9 +164,58 @@ class LocalExecutor:
         return stats
 
 
-def _hand_over(in_flight: set[Future[Any]], prepared: BoundedQueue[Any]) -> set[Future[Any]]:
-    """Wait for some prepare calls to finish and queue their results (blocking while the queue is full)."""
-    done, rest = wait(in_flight, return_when=FIRST_COMPLETED)
-    for future in done:
-        prepared.put(future.result())
-    return rest
+def _feed_pool(source: Iterable[Any], prepare: Callable[[Any], Any], prepared: BoundedQueue[Any],
+               config: ExecutorConfig, stats: ExecutorStats, stop: threading.Event,
+               fail: Callable[[BaseException], None]) -> None:  # fmt: skip
+    """The prepare stage on a process pool: read the source, submit, and hand each result over as it finishes.
+
+    The hand-over runs on a thread of its own, so a prepared item reaches the lanes while the source blocks.
+    A source may block until earlier items are verified (the agent job's next turn needs this turn's verdict):
+    an item held here until the next one arrived would never arrive.
+    """
+    slots = threading.BoundedSemaphore(2 * config.compile_workers)  # submissions in flight
+    finished: queue.Queue[Any] = queue.Queue()  # prepare calls that ended, in the order they ended
+    counts = {"outstanding": 0}
+    lock = threading.Lock()
+    # Threads live in this process: fork would copy their locks. The pool's processes die with this one.
+    context = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(config.compile_workers, mp_context=context, initializer=die_with_parent,
+                               initargs=(os.getpid(),))  # fmt: skip
+
+    def hand_over() -> None:
+        try:
+            while (future := finished.get()) is not _END:
+                prepared.put(future.result())
+                with lock:
+                    counts["outstanding"] -= 1
+                slots.release()
+        except BaseException as error:  # noqa: BLE001 - a stage that raised: re-raised by run()
+            fail(error)
+
+    mover = threading.Thread(target=hand_over, name="kv-hand-over", daemon=True)
+    mover.start()
+    try:
+        for item in source:
+            while not slots.acquire(timeout=0.2):
+                if stop.is_set():
+                    return
+            if stop.is_set():
+                return
+            stats.submitted += 1
+            with lock:
+                counts["outstanding"] += 1
+                stats.pool_high_water = max(stats.pool_high_water, counts["outstanding"])
+            pool.submit(prepare, item).add_done_callback(finished.put)
+        while not stop.is_set():  # the source is done: let the last submissions through
+            with lock:
+                if counts["outstanding"] == 0:
+                    break
+            time.sleep(0.05)
+    except BaseException as error:  # noqa: BLE001 - re-raised by run()
+        fail(error)
+    finally:
+        finished.put(_END)
+        mover.join()
+        pool.shutdown(wait=True, cancel_futures=True)
+        for _ in config.lanes:
+            prepared.put(_END)

@@ -40,8 +40,9 @@ documented behaviour but have only run on CPU lanes (interpreter platform).
 Affinity: with `affinity` (the corpus job passes the task), an idle lane takes from its node's ready
 items one of a task it ran lately, so a task's reference is built once per actor where the queue allows.
 
-Model-driven runs use `kernelvault.pipelines.ray_verify_pool.RayVerifierPool` instead (the agent's trajectories on
-the driver, each verification on an actor; their rows are the driver's). What it does NOT do: survive the
+Model-driven runs use it too: their source (`kernelvault.pipelines.trajectory_source`) yields a trajectory's next
+turn only once this one's verdict is back, so the source is read on a thread of its own (`SourceFeed`) and
+the driver's loop never blocks on it. What it does NOT do: survive the
 driver's own death (the ledger does that: rerun the same command to resume; the shards actors landed are
 reconciled then), or fence off an actor Ray declared dead that still runs (a partitioned node): its
 writer could still land a shard the driver has already redone, a duplicate a resume would then see.
@@ -50,9 +51,11 @@ writer could still land a shard the driver has already redone, a duplicate a res
 from __future__ import annotations
 
 import os
+import queue
+import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -177,6 +180,62 @@ def _prepare_task(prepare: Callable[[Any], Any], item: Any) -> Any:
 
 def _discard_task(discard: Callable[[Any], None], prepared: Any) -> None:
     discard(prepared)
+
+
+_NOTHING_YET = object()  # the source has no item now, and may have one later
+_EXHAUSTED = object()  # the source is done
+
+
+class SourceFeed:
+    """The source read on a thread of its own, one item ahead, so the driver's loop never blocks on it.
+
+    A source may wait until earlier items are verified (the agent job's next turn needs this turn's
+    verdict); the driver collects those verdicts, so it must not sit in `next()` meanwhile.
+    """
+
+    def __init__(self, source: Iterable[Any]) -> None:
+        self._source = source
+        self._items: queue.Queue[Any] = queue.Queue(maxsize=1)
+        self._error: BaseException | None = None
+        self._waiting: Any = _NOTHING_YET  # an item wait() took off the queue, for take() to return
+        self._thread = threading.Thread(target=self._read, name="kv-ray-source", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            for item in self._source:
+                self._items.put(item)
+        except BaseException as error:  # noqa: BLE001 - raised on the driver by take()
+            self._error = error
+        self._items.put(_EXHAUSTED)
+
+    def take(self) -> Any:
+        """The next item, `_NOTHING_YET`, or `_EXHAUSTED`; raises what the source raised."""
+        value, self._waiting = self._waiting, _NOTHING_YET
+        if value is _NOTHING_YET:
+            try:
+                value = self._items.get_nowait()
+            except queue.Empty:
+                return _NOTHING_YET
+        if value is _EXHAUSTED:
+            self._waiting = _EXHAUSTED  # stays exhausted
+            if self._error is not None:
+                raise self._error
+        return value
+
+    def wait(self, seconds: float) -> None:
+        """Return once an item (or the end) is there to take, or after `seconds`."""
+        if self._waiting is _NOTHING_YET:
+            try:
+                self._waiting = self._items.get(timeout=seconds)
+            except queue.Empty:
+                return
+
+    def interrupt(self) -> None:
+        """The run stopped early: wake a source that waits for verdicts (it has `interrupt`), if any."""
+        interrupt = getattr(self._source, "interrupt", None)
+        if interrupt is not None:
+            interrupt()
 
 
 @dataclass
@@ -331,7 +390,7 @@ class RayExecutor:
         retry.clear()
         ready: dict[str, deque[_Item]] = {}  # per node
         preparing: dict[str, int] = {}  # per node
-        items: Iterator[Any] = iter(source)
+        feed = SourceFeed(source)
         exhausted = False
         in_flight_limit = 2 * max(1, config.compile_workers)
 
@@ -387,11 +446,13 @@ class RayExecutor:
                     if retry:
                         item = retry.popleft()
                     elif not exhausted:
-                        try:
-                            item = _Item(next(items))
-                        except StopIteration:
+                        value = feed.take()
+                        if value is _EXHAUSTED:
                             exhausted = True
                             break
+                        if value is _NOTHING_YET:  # a source that waits for verdicts: collect some first
+                            break
+                        item = _Item(value)
                         stats.submitted += 1
                     else:
                         break
@@ -427,12 +488,18 @@ class RayExecutor:
                     raise RuntimeError(
                         f"every verification actor died for good; the last: {self._lane_error}"
                     )
-                done, _ = ray.wait(list(calls), num_returns=1)
+                if not calls:  # nothing in flight: only the source can bring work
+                    feed.wait(1.0)
+                    continue
+                # While the source may still bring items, look at it again soon.
+                done, _ = ray.wait(list(calls), num_returns=1, timeout=None if exhausted else 0.05)
                 for ref in done:
                     kind, item, lane = calls.pop(ref)
                     self._finish(kind, ref, item, lane, lanes, ready, preparing, stats, write, lose, calls,
                                  writing)  # fmt: skip
         finally:
+            if not finished:  # a source that waits for verdicts would wait for ever now
+                feed.interrupt()
             if cleanups:  # best effort: a node that died took its files with it
                 ray.wait(cleanups, num_returns=len(cleanups), timeout=30)
             if finished:  # stop the persistent workers cleanly; otherwise they die with their actor

@@ -47,6 +47,7 @@ from kernelvault.contracts import Candidate, Task, content_hash
 from kernelvault.corpus.shards import read_columns, run_shards
 from kernelvault.pipelines.candidates import Attempt, expected_options, outcome, outcome_matches
 from kernelvault.pipelines.corpus_job import RunSummary, run_corpus_job
+from kernelvault.pipelines.engine import EngineOptions
 from kernelvault.toolchain.tasks import LoadedTasks, load_task_file
 from kernelvault.toolchain.verify import Verifier, VerifyConfig, resolve_isolation
 
@@ -262,7 +263,7 @@ def _run_suite(out: Path, candidates: Sequence[CandidateFile], static_wall: bool
             source = AdversarialSource(candidates)
             verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=30, static_wall=static_wall))
             summary = run_corpus_job(
-                _tasks(candidates), source, verifier, out, "triton", workers=2, progress=False
+                _tasks(candidates), source, verifier, out, "triton", EngineOptions(workers=2), progress=False
             )
         written_outside = {path: path.exists() for c in WRITING_FILES for path in c.writes}
     finally:

@@ -16,6 +16,7 @@ import pytest
 
 from kernelvault.agents.client import EndpointConfig, SamplingSettings
 from kernelvault.pipelines.agent_job import AgentJobConfig, run_agent_job
+from kernelvault.pipelines.engine import EngineOptions
 from kernelvault.simulated_openai import Answer, FakeOpenAI
 from kernelvault.toolchain.tasks import LoadedTasks, load_task_file
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
@@ -75,8 +76,9 @@ def scripted_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[FakeOpenAI, 
     out = tmp_path_factory.mktemp("agents")
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60))
     # Two fake devices (GPU ids on the CPU platform): the job's lanes go on both, as `--devices 0,1` would
-    # put them on two GPUs (test_verifications_spread_over_the_jobs_devices).
-    config = AgentJobConfig(endpoint=endpoint(url), samples=1, max_turns=3, concurrency=4, devices="0,1",
+    # put them on two GPUs, and two compile processes prepare the turns (test_the_model_job_runs_on_the_engine).
+    config = AgentJobConfig(endpoint=endpoint(url), samples=1, max_turns=3, concurrency=4,
+                            engine=EngineOptions(devices="0,1", compile_workers=2),
                             sampling=SamplingSettings(temperature=0.6, top_p=0.95, max_tokens=4096))  # fmt: skip
     pools: list[Any] = []
     try:
@@ -87,12 +89,17 @@ def scripted_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[FakeOpenAI, 
     return server, out, summary, pools[0]
 
 
-def test_verifications_spread_over_the_jobs_devices(scripted_run) -> None:  # noqa: ANN001
-    """`--devices 0,1` with a model: the agent job's lane pool has a lane on each device and both verify."""
-    pool = scripted_run[3]
+def test_the_model_job_runs_on_the_engine(scripted_run) -> None:  # noqa: ANN001
+    """With a model, `--devices 0,1` and `--compile-workers 2` do what they do without one: every turn is an
+    attempt of the engine, prepared in the compile processes and verified on lanes of both devices."""
+    _, out, summary, pool = scripted_run
     assert pool.devices == ("0", "1")
     lanes = pool.lane_jobs()
     assert set(lanes) == {"0#0", "1#1"} and all(count >= 1 for count in lanes.values()), lanes
+    turns = len(rows_of(out))
+    assert summary.executor.submitted == turns == sum(summary.executor.lane_items.values())
+    assert summary.executor.pool_high_water >= 1  # the turns went through the compile processes
+    assert summary.verified_here == turns and "stage compile" in summary.table()
 
 
 def by_task(rows: list[dict]) -> dict[str, list[dict]]:

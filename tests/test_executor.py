@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import queue
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -49,6 +52,85 @@ def test_every_item_is_written_once_and_queues_stay_within_their_bounds(compile_
     assert stats.verified_high_water == 3  # the slow writer really did fill its queue
     assert stats.pool_high_water <= 2 * compile_workers
     assert sorted(closed) == ["a", "b"] and sum(stats.lane_items.values()) == 60
+
+
+class Conversation:
+    """Yields item n+1 only once item n's result has been written, as an agent's next turn waits for the
+    verdict of this one. An executor that held a prepared item until the next item arrived would wait for ever."""
+
+    def __init__(self, turns: int) -> None:
+        self.turns = turns
+        self.answers: queue.Queue[int] = queue.Queue()
+
+    def __iter__(self) -> Iterator[int]:
+        for turn in range(self.turns):
+            yield turn
+            self.answers.get(timeout=60)  # raises queue.Empty: the executor never wrote this turn's result
+
+    def write(self, item: tuple[str, int]) -> None:
+        self.answers.put(item[1])
+
+
+def run_within(seconds: float, run: Callable[[], object]) -> object:
+    """`run()`'s result, or a failed test (not a hung one) when it takes longer than `seconds`."""
+    box: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = run()
+        except BaseException as error:  # noqa: BLE001 - re-raised on the test's thread
+            box["error"] = error
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still running after {seconds:.0f} s"
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["result"]
+
+
+@pytest.mark.parametrize("compile_workers", [0, 2])
+def test_a_source_that_waits_for_its_results_is_fed_to_the_end(compile_workers: int) -> None:
+    conversation = Conversation(turns=6)
+    config = ExecutorConfig(lanes=("a", "b"), compile_workers=compile_workers, queue_size=2)
+    stats = run_within(
+        120,
+        lambda: LocalExecutor(config).run(conversation, abs, lambda d: SlowLane(d, []), conversation.write),
+    )
+    assert stats.written == 6 and stats.submitted == 6  # type: ignore[attr-defined]
+
+
+def test_a_failed_run_wakes_a_source_that_waits_for_results() -> None:
+    """A lane that raises while trajectories wait for verdicts: the run stops with the lane's error, the
+    trajectories are cancelled, and nothing hangs."""
+    from kernelvault.pipelines.candidates import Attempt
+    from kernelvault.pipelines.trajectory_source import TrajectorySource
+
+    task = load_task_file(ROOT / "tasks" / "relu.py")
+    cancelled: list[int] = []
+
+    async def trajectories(verify) -> None:  # noqa: ANN001
+        async def one(sample: int) -> None:
+            try:
+                await verify(Attempt(task, Candidate(task.task_id, "triton", RELU, "test"), sample, 0))
+            except asyncio.CancelledError:
+                cancelled.append(sample)
+                raise
+
+        await asyncio.gather(*(one(sample) for sample in range(3)))
+
+    class BrokenLane(SlowLane):
+        def __call__(self, item: object) -> tuple[str, int]:
+            raise RuntimeError("the lane broke")
+
+    source = TrajectorySource(trajectories)
+    config = ExecutorConfig(lanes=("a",), compile_workers=0, queue_size=2)
+    with pytest.raises(RuntimeError, match="the lane broke"):
+        run_within(60, lambda: LocalExecutor(config).run(source, lambda a: a, lambda d: BrokenLane(d, []),
+                                                          source.deliver))  # fmt: skip
+    source.close()
+    assert sorted(cancelled) == [0, 1, 2]
 
 
 def test_a_stage_that_raises_stops_the_run_and_is_reraised() -> None:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -24,6 +25,7 @@ ray = pytest.importorskip(
 from example_suite import SUBSET_EXAMPLES, copy_example_suite  # noqa: E402
 
 from kernelvault.pipelines.corpus_job import run_corpus_job  # noqa: E402
+from kernelvault.pipelines.engine import EngineOptions  # noqa: E402
 from kernelvault.pipelines.executor import ExecutorConfig  # noqa: E402
 from kernelvault.pipelines.ray_executor import Landed, LaneWriting, RayExecutor, RayOptions  # noqa: E402
 from kernelvault.toolchain.tasks import load_tasks  # noqa: E402
@@ -164,9 +166,9 @@ def corpus(suite: tuple[Path, Path], out: Path, executor: str, work_root: Path |
 
     tasks, examples = suite
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=120, work_root=work_root))
-    summary = run_corpus_job(load_tasks(str(tasks)), ExampleCandidates("triton", examples), verifier, out, "triton", workers=2,
-                             progress=False, shard_rows=2, compile_workers=2, executor=executor,
-                             ray_writers=ray_writers)  # fmt: skip
+    summary = run_corpus_job(load_tasks(str(tasks)), ExampleCandidates("triton", examples), verifier, out, "triton",
+                             EngineOptions(workers=2, compile_workers=2, executor=executor), progress=False,
+                             shard_rows=2, ray_writers=ray_writers)  # fmt: skip
     assert not summary.retry_later and not summary.unexpected
     rows = [
         row
@@ -385,8 +387,9 @@ def test_a_lane_keeps_to_the_tasks_it_has_loaded(local_ray) -> None:  # noqa: AN
 
 @pytest.mark.slow
 def test_a_model_driven_run_verifies_on_ray_actors_and_survives_a_killed_one(local_ray, tmp_path) -> None:  # noqa: ANN001
-    """The agent job on Ray: trajectories and the ledger on the driver, each verification on an actor; an
-    actor SIGKILLed mid-verification is restarted and the call tried again, so every turn is written once."""
+    """The agent job on Ray is the same engine as the corpus job's: trajectories and the ledger on the driver,
+    each turn an attempt prepared by a Ray task and verified on a lane actor. An actor SIGKILLed mid-verification
+    is restarted and the turn prepared and verified again, so every turn is written once."""
     from kernelvault.agents.client import EndpointConfig, SamplingSettings
     from kernelvault.pipelines.agent_job import AgentJobConfig, run_agent_job
     from kernelvault.simulated_openai import Answer, FakeOpenAI
@@ -404,23 +407,19 @@ def test_a_model_driven_run_verifies_on_ray_actors_and_survives_a_killed_one(loc
     })  # fmt: skip
     url, stop = server.start()
     config = AgentJobConfig(endpoint=EndpointConfig(url, "qwen3-test", attempts=2, backoff_initial_s=0.01),
-                            samples=2, max_turns=3, concurrency=4, verify_workers=2,
+                            samples=2, max_turns=3, concurrency=4, engine=EngineOptions(workers=2, executor="ray"),
                             sampling=SamplingSettings(temperature=0.6, top_p=0.95, max_tokens=4096))  # fmt: skip
-    pools: list = []
     killed: list[int] = []
-    killer = threading.Thread(
-        target=kill_a_running_lane, args=(120.0, killed, None, ("VerifyHost", ".verify"))
-    )
+    killer = threading.Thread(target=kill_a_running_lane, args=(120.0, killed))
     killer.start()
     try:
         summary = run_agent_job(LoadedTasks(tasks=[relu, vector_add]), Verifier(VerifyConfig(platform="cpu",
-                                timeout_s=120)), tmp_path / "agent", "triton", config, progress=False,
-                                executor="ray", on_pool=pools.append)  # fmt: skip
+                                timeout_s=120)), tmp_path / "agent", "triton", config, progress=False)  # fmt: skip
     finally:
         killer.join()
         stop()
     assert killed, "no verification actor was seen verifying"
-    assert pools[0].lost >= 1 and not summary.retry_later
+    assert summary.executor.lost >= 1 and not summary.retry_later
     rows = [row for shard in sorted((tmp_path / "agent" / "data" / "triton").glob("*.parquet"))
             for row in pq.read_table(shard).to_pylist()]  # fmt: skip
     turns = sorted((row["task_name"], row["sample_index"], row["turn"], row["failure_kind"]) for row in rows)
@@ -429,7 +428,7 @@ def test_a_model_driven_run_verifies_on_ray_actors_and_survives_a_killed_one(loc
         ("vector_add", 0, 0, None), ("vector_add", 1, 0, None),
     ]  # fmt: skip
     assert (
-        len({pid for pids in pools[0].pids.values() for pid in pids} - {os.getpid()}) >= 2
+        len({pid for pids in summary.executor.lane_pids.values() for pid in pids} - {os.getpid()}) >= 2
     )  # actors, restarted
 
 
@@ -456,3 +455,26 @@ def test_the_cli_runs_a_model_driven_job_on_ray(local_ray, tmp_path) -> None:  #
         stop()
     assert code == 0, printed.getvalue()
     assert "correct                    2 (100%)" in printed.getvalue()
+
+
+def test_a_source_that_waits_for_its_results_is_fed_to_the_end(local_ray) -> None:  # noqa: ANN001
+    """The agent job's source yields a trajectory's next turn only once this turn's verdict is written: the
+    driver reads it on a thread of its own, so its loop keeps collecting results instead of waiting in next()."""
+    import queue
+
+    answers: queue.Queue[int] = queue.Queue()
+
+    def conversation() -> Iterator[int]:
+        for turn in range(6):
+            yield turn
+            answers.get(timeout=60)  # raises queue.Empty: the executor never wrote this turn's result
+
+    written: list[int] = []
+
+    def write(item: tuple[int, int]) -> None:
+        written.append(item[0])
+        answers.put(item[0])
+
+    config = ExecutorConfig(lanes=("cpu",), compile_workers=1, queue_size=2)
+    stats = RayExecutor(config).run(conversation(), abs, SleepyLane, write)
+    assert written == list(range(6)) and stats.submitted == 6

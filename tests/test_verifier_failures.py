@@ -7,6 +7,7 @@ from pathlib import Path
 from kernelvault.contracts import Candidate
 from kernelvault.pipelines.candidates import Attempt
 from kernelvault.pipelines.corpus_job import run_corpus_job
+from kernelvault.pipelines.engine import EngineOptions
 from kernelvault.toolchain.tasks import LoadedTasks, load_task_file, parse_task
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
@@ -31,7 +32,7 @@ def test_a_worker_that_cannot_start_is_an_infrastructure_error(tmp_path: Path) -
             return {"kind": "test"}
 
     summary = run_corpus_job(LoadedTasks(tasks=[task]), TwoAttempts(), verifier, tmp_path / "out", "triton",
-                             workers=1, progress=False)  # fmt: skip
+                             EngineOptions(workers=1), progress=False)  # fmt: skip
     # The run went on after the first failure; both attempts are left for a resume, not written as rows.
     assert len(summary.retry_later) == 2 and "no-such-python" in summary.retry_later[0]
     assert summary.attempts == 0 and not summary.shards

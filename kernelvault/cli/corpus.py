@@ -48,7 +48,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     from kernelvault.corpus.ledger import ConfigurationChanged
     from kernelvault.pipelines.candidates import CandidateSource, ExampleCandidates
     from kernelvault.pipelines.corpus_job import run_corpus_job
-    from kernelvault.toolchain.lane_pool import check_lanes_per_gpu, parse_devices
+    from kernelvault.pipelines.engine import EngineOptions
     from kernelvault.toolchain.verify import UnjailedModelOutput, require_jail_for_model_output
 
     loaded = load_tasks_or_exit(args.tasks)
@@ -84,10 +84,11 @@ def cmd_corpus(args: argparse.Namespace) -> int:
             raise UsageError(str(error)) from None
     elif args.address or args.ray_writers != "actors":
         raise UsageError("--address and --ray-writers are for --executor ray")
+    # One engine with a model or without: these options mean the same for both (kernelvault.pipelines.engine).
+    engine = EngineOptions(workers=args.workers, devices=args.devices, lanes_per_gpu=args.lanes_per_gpu,
+                           compile_workers=args.compile_workers, executor=args.executor, address=args.address)  # fmt: skip
     try:
-        check_lanes_per_gpu(args.lanes_per_gpu, args.executor)
-        if args.devices:
-            parse_devices(args.devices, 1, args.lanes_per_gpu)
+        engine.check()
     except ValueError as error:
         raise UsageError(str(error)) from None
     verifier = build_verifier(args)
@@ -114,26 +115,22 @@ def cmd_corpus(args: argparse.Namespace) -> int:
                 source = ExampleCandidates(args.target, Path(args.examples) if args.examples else None)
                 print(f"no model endpoint configured (--base-url / OPENAI_BASE_URL): verifying the "
                       f"{source.description}")  # fmt: skip
-            summary = run_corpus_job(loaded, source, verifier, out_dir, args.target, workers=args.workers,
+            summary = run_corpus_job(loaded, source, verifier, out_dir, args.target, engine,
                                      progress=not args.no_progress, new_run=args.new_run,
-                                     shard_rows=args.shard_rows, devices=args.devices,
-                                     compile_workers=args.compile_workers, executor=args.executor,
-                                     address=args.address, ray_writers=args.ray_writers,
-                                     lanes_per_gpu=args.lanes_per_gpu)  # fmt: skip
+                                     shard_rows=args.shard_rows, ray_writers=args.ray_writers)  # fmt: skip
         else:
             config = AgentJobConfig(
                 endpoint=endpoint, samples=args.samples, max_turns=args.turns,
                 stop_on_correct=not args.keep_optimising, concurrency=args.concurrency,
                 sampling=SamplingSettings(args.temperature, args.top_p, args.max_new_tokens),
-                max_requests=args.max_requests, max_tokens=args.max_tokens, verify_workers=args.workers,
-                lanes_per_gpu=args.lanes_per_gpu, devices=args.devices, allow_unjailed=args.allow_unjailed,
+                max_requests=args.max_requests, max_tokens=args.max_tokens, engine=engine,
+                allow_unjailed=args.allow_unjailed,
             )  # fmt: skip
             agent_name = "HIPKernelGen" if args.target == "hip" else "TritonKernelGen"
             print(f"{agent_name} with model {endpoint.model} at {endpoint.base_url}: {len(loaded.tasks)} tasks × "
                   f"{args.samples} samples, up to {args.turns} turns, verified on {verifier.choice.platform}")  # fmt: skip
             summary = run_agent_job(loaded, verifier, out_dir, args.target, config, progress=not args.no_progress,
-                                    new_run=args.new_run, shard_rows=args.shard_rows, executor=args.executor,
-                                    address=args.address)  # fmt: skip
+                                    new_run=args.new_run, shard_rows=args.shard_rows)  # fmt: skip
     except (ConfigurationChanged, UnjailedModelOutput) as error:
         raise UsageError(str(error)) from None
     print(summary.table())

@@ -73,6 +73,7 @@ def _eval_config(args: argparse.Namespace) -> EvalConfig:
     try:
         from kernelvault.agents.client import EndpointConfig, SamplingSettings
         from kernelvault.pipelines.agent_job import AgentJobConfig
+        from kernelvault.pipelines.engine import EngineOptions
     except ImportError as error:
         raise UsageError(f"evaluation needs the 'agents' extra ({error.name} is missing): "
                          "pip install 'kernelvault[agents]'") from None  # fmt: skip
@@ -89,7 +90,7 @@ def _eval_config(args: argparse.Namespace) -> EvalConfig:
     agent = AgentJobConfig(
         endpoint=endpoint, samples=args.samples, max_turns=args.turns, stop_on_correct=not args.keep_optimising,
         concurrency=args.concurrency, sampling=SamplingSettings(args.temperature, args.top_p, args.max_new_tokens),
-        max_requests=args.max_requests, max_tokens=args.max_tokens, verify_workers=args.workers,
+        max_requests=args.max_requests, max_tokens=args.max_tokens, engine=EngineOptions(workers=args.workers),
         allow_unjailed=args.allow_unjailed,
     )  # fmt: skip
     return EvalConfig(

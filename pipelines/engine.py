@@ -1,0 +1,139 @@
+"""The one engine every main job runs on: attempts in, verified attempts out, on the local or the Ray executor.
+
+    attempts ──► prepare (compile processes) ──► lanes (persistent workers, pinned to devices) ──► write
+
+The corpus job feeds it the attempts of a candidate source (bundled examples, answers files); the agent job
+feeds it the turns of its trajectories as the model writes them (`kernelvault.pipelines.trajectory_source`),
+and gets each verdict back through `write`. Either way `--devices`, `--lanes-per-gpu`, `--compile-workers`,
+`--workers` and `--executor ray` mean the same thing: this module is where they are read.
+
+Lanes: `devices` names them (`cpu`, or GPU ids `0,1`, `lanes_per_gpu` each). Without it, the CPU platform gets
+`workers` interpreter lanes (default: one per core) and a GPU platform a lane on every visible GPU (the first
+`workers` of them when `workers` is given); on Ray, one actor per GPU of the cluster.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from kernelvault.pipelines.candidates import Attempt
+from kernelvault.pipelines.corpus_stages import (
+    AttemptLane,
+    VerifiedAttempt,
+    discard_prepared,
+    job_pool,
+    lost_attempt,
+    own_pool_lane,
+    prepare_attempt,
+)
+from kernelvault.pipelines.executor import ExecutorConfig, ExecutorStats, LocalExecutor
+from kernelvault.toolchain.lane_pool import LanePool, check_lanes_per_gpu, parse_devices, visible_gpus
+from kernelvault.toolchain.verify import Verifier
+
+EXECUTORS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """How a job's attempts are verified (the command line's `--workers`, `--devices`, … of every main job)."""
+
+    workers: int | None = (
+        None  # CPU platform: interpreter lanes; GPU platform: how many visible GPUs get lanes
+    )
+    devices: str | None = None  # `cpu` or GPU ids `0,1`; None: see the module docstring
+    lanes_per_gpu: int = 1  # lanes of one GPU check side by side and time one at a time (device_gate)
+    compile_workers: int | None = None  # processes of the prepare stage (default: one per core); 0: in-thread
+    persistent: bool = True  # False: a fresh worker process per candidate (the benchmarks' baseline)
+    queue_size: int | None = None  # prepared items waiting for a lane (default: two per lane)
+    executor: str = "local"  # or "ray"
+    address: str | None = None  # with ray: the cluster to join (None: start a local instance)
+
+    def check(self) -> None:
+        """Refuse what no executor can honour (ValueError, one line), before anything starts."""
+        if self.executor not in EXECUTORS:
+            raise ValueError(f"the executor is one of {', '.join(EXECUTORS)}, not {self.executor!r}")
+        check_lanes_per_gpu(self.lanes_per_gpu, self.executor)
+        if self.devices:
+            parse_devices(self.devices, 1, self.lanes_per_gpu)
+        if self.workers is not None and self.workers < 1:
+            raise ValueError(f"--workers is at least 1, not {self.workers}")
+        if self.compile_workers is not None and self.compile_workers < 0:
+            raise ValueError(f"--compile-workers is at least 0, not {self.compile_workers}")
+
+
+def default_workers(platform: str) -> int:
+    return 1 if platform in ("cuda", "rocm") else max(1, os.cpu_count() or 1)
+
+
+def engine_lanes(platform: str, options: EngineOptions) -> tuple[str, ...]:
+    """The local executor's lanes: one device id (or `cpu`) per lane."""
+    if options.devices:
+        return parse_devices(
+            options.devices, options.workers or default_workers(platform), options.lanes_per_gpu
+        )
+    if platform == "cpu":
+        return parse_devices("cpu", options.workers or default_workers(platform))
+    gpus = visible_gpus()
+    if not gpus:
+        raise ValueError(f"platform {platform} has no visible GPU to put a lane on")
+    chosen = gpus[: options.workers] if options.workers else gpus
+    return parse_devices(",".join(chosen), 1, options.lanes_per_gpu)
+
+
+def verify_attempts(
+    attempts: Iterable[Attempt],
+    verifier: Verifier,
+    options: EngineOptions,
+    write: Callable[[VerifiedAttempt], None],
+    writing: Any = None,
+    on_pool: Callable[[LanePool], None] = lambda pool: None,
+) -> ExecutorStats:
+    """Verify every attempt; `write` gets each result on the calling thread, in the order they finish.
+
+    `writing` (Ray only): the lane actors write their own rows (`kernelvault.pipelines.ray_executor.LaneWriting`).
+    `on_pool` receives the local executor's lane pool once it is open (bench/gpu_busy.py reads its timeline).
+    Raises what a stage raised (a programming error); a candidate's failures are verdicts, never raised.
+    """
+    options.check()
+    platform = verifier.choice.platform
+    compile_workers = (os.cpu_count() or 1) if options.compile_workers is None else options.compile_workers
+    prepare = functools.partial(prepare_attempt, verifier)
+    if options.executor == "ray":
+        return _verify_on_ray(attempts, verifier, options, compile_workers, prepare, write, writing)
+    lanes = engine_lanes(platform, options)
+    config = ExecutorConfig(lanes=lanes, compile_workers=compile_workers,
+                            queue_size=options.queue_size or 2 * len(lanes))  # fmt: skip
+    with job_pool(verifier, lanes, options.persistent) as pool:
+        on_pool(pool)
+        return LocalExecutor(config).run(attempts, prepare, lambda _device: AttemptLane(pool), write)
+
+
+def _verify_on_ray(attempts: Iterable[Attempt], verifier: Verifier, options: EngineOptions, compile_workers: int,
+                   prepare: Any, write: Callable[[VerifiedAttempt], None], writing: Any) -> ExecutorStats:  # fmt: skip
+    from kernelvault.pipelines.ray_executor import RayExecutor, RayOptions
+
+    platform = verifier.choice.platform
+    ray_executor = RayExecutor(ExecutorConfig(), RayOptions(address=options.address))
+    try:
+        if (
+            platform != "cpu" and not options.devices
+        ):  # every GPU of the cluster; GPU indices mean nothing there
+            gpus = ray_executor.cluster_gpus()
+            if gpus == 0:
+                raise ValueError(f"the platform is {platform}, but the Ray cluster has no GPUs")
+            lanes: tuple[str, ...] = ("gpu",) * gpus
+        else:
+            lanes = parse_devices(options.devices or "cpu", options.workers or default_workers(platform))
+        ray_executor.config = ExecutorConfig(lanes=lanes, compile_workers=compile_workers,
+                                             queue_size=options.queue_size or 2 * len(lanes))  # fmt: skip
+        # One pool per lane actor.
+        open_lane = functools.partial(own_pool_lane, verifier, persistent=options.persistent)
+        return ray_executor.run(attempts, prepare, open_lane, write, give_up=functools.partial(lost_attempt, verifier),
+                                affinity=lambda attempt: attempt.task.task_id,
+                                discard=functools.partial(discard_prepared, verifier), writing=writing)  # fmt: skip
+    finally:
+        ray_executor.shutdown()
