@@ -3,8 +3,9 @@
     corpus DIR/data/{triton,hip}/*.parquet ──► decontaminate ──► dedup ──► RELEASE/
         triton/, hip/   every verified attempt (ATTEMPT_SCHEMA), duplicates marked, not removed:
                         GRPO-style statistics need every sample
-        sft/            chat `messages` from correct, non-duplicate attempts, reasoning kept apart
-                        (TRL SFTTrainer's conversational format)
+        sft/            chat `messages` from correct, non-duplicate attempts, each assistant message's
+                        reasoning in its `reasoning_content` (TRL SFTTrainer's conversational format,
+                        which chat templates with thinking, Qwen3's and TRL's training variants, render)
         rl/             one prompt per task and target with the reference the reward needs
                         (TRL GRPOTrainer's conversational prompt format)
         rl_verl/        the same prompts in verl's layout: prompt, data_source, ability,
@@ -36,9 +37,10 @@ from kernelvault.toolchain.tasks import TaskFormatError, parse_task
 
 ROWS_PER_FILE = 50_000
 MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string())])
+# Reasoning where chat templates read it: in the message (null for a message without any).
+SFT_MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string()), ("reasoning_content", pa.string())])
 SFT_SCHEMA = pa.schema([
-    pa.field("messages", pa.list_(MESSAGE), nullable=False),
-    pa.field("reasoning", pa.list_(pa.string())),  # one entry per assistant message ("" when none)
+    pa.field("messages", pa.list_(SFT_MESSAGE), nullable=False),
     pa.field("task_id", pa.string(), nullable=False),
     pa.field("task_name", pa.string(), nullable=False),
     pa.field("task_category", pa.string()),
@@ -137,17 +139,23 @@ def sft_rows(table: pa.Table) -> list[dict[str, Any]]:
         if row["correct"] is not True or row["duplicate_of"] is not None or not row["code"]:
             continue
         if row["messages"]:
-            messages = [{"role": m["role"], "content": m["content"] or ""} for m in row["messages"]]
-            reasoning = [m.get("reasoning") or "" for m in row["messages"] if m["role"] == "assistant"]
+            messages = [
+                {"role": m["role"], "content": m["content"] or "",
+                 "reasoning_content": (m.get("reasoning") or None) if m["role"] == "assistant" else None}
+                for m in row["messages"]
+            ]  # fmt: skip
         else:  # a candidate without a conversation (bundled examples, imported generations)
             messages = [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": task_prompt(row["task_source"], row["target"])},
-                {"role": "assistant", "content": answer_from_code(row["code"])},
+                {"role": "system", "content": SYSTEM_PROMPT, "reasoning_content": None},
+                {
+                    "role": "user",
+                    "content": task_prompt(row["task_source"], row["target"]),
+                    "reasoning_content": None,
+                },
+                {"role": "assistant", "content": answer_from_code(row["code"]), "reasoning_content": None},
             ]
-            reasoning = [""]
         rows.append({
-            "messages": messages, "reasoning": reasoning, "task_id": row["task_id"], "task_name": row["task_name"],
+            "messages": messages, "task_id": row["task_id"], "task_name": row["task_name"],
             "task_category": row["task_category"], "target": row["target"], "platform": row["platform"],
             "reward": row["reward"], "speedup": row["speedup"], "model": row["model"], "attempt_id": row["attempt_id"],
         })  # fmt: skip

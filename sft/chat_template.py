@@ -5,8 +5,9 @@ assistant_only_loss reads) finds no assistant tokens, and it renders reasoning o
 the last user message, so a multi-turn trajectory's earlier reasoning would vanish. `kernelvault_qwen3.jinja`
 fixes both and leaves the few-shot turns of the agents' prompt out of the loss (see its header).
 
-`chat_template: model` keeps the tokenizer's own template; when it lacks the markers, TRL's SFTTrainer
-swaps in its training variant for known families (Qwen3 included), which marks every assistant turn.
+`chat_template: model` (the default) keeps the tokenizer's own template; when it lacks the markers, TRL's
+SFTTrainer swaps in its training variant for known families (Qwen3 included), which marks every assistant
+turn and renders each one's `reasoning_content`. The release's `sft` rows carry the reasoning there.
 """
 
 from __future__ import annotations
@@ -31,10 +32,27 @@ def training_template(choice: str) -> str | None:
 
 
 def apply_training_template(tokenizer: PreTrainedTokenizerBase, choice: str) -> None:
-    """Install the training template on the tokenizer; it is saved with checkpoints and the final model."""
+    """Install the training template on the tokenizer; it is saved with checkpoints and the final model.
+
+    With `model` the tokenizer's own stays, and is checked now: assistant-only loss needs generation
+    markers, which TRL adds only to the templates it knows (ValueError, one line, otherwise)."""
     template = training_template(choice)
     if template is not None:
         tokenizer.chat_template = template
+        return
+    if not tokenizer.chat_template:
+        raise ValueError(
+            "the tokenizer has no chat template: set chat_template to kernelvault or a .jinja file"
+        )
+    from trl.chat_template_utils import get_training_chat_template
+
+    try:
+        get_training_chat_template(tokenizer)
+    except ValueError:
+        raise ValueError(
+            "the tokenizer's chat template has no {% generation %} markers and TRL has no training variant of "
+            "it: set chat_template to kernelvault (Qwen3's format) or a .jinja file with the markers"
+        ) from None
 
 
 def loss_spans(

@@ -68,8 +68,9 @@ class SFTRunConfig:
     tokenizer: str | None = _help("tokenizer path or id (default: the model's)", default=None)
     tokenizer_vocab_size: int = _help("BPE vocabulary of a random model's tokenizer", default=4096)
     chat_template: str = _help(
-        "kernelvault (Qwen3 format, generation-marked, reasoning kept, few-shot turns unmasked), model "
-        "(the tokenizer's own; TRL adds generation markers) or a .jinja file", default="kernelvault")  # fmt: skip
+        "model (the tokenizer's own, default; TRL swaps in its training variant where the template has no "
+        "generation markers), kernelvault (Qwen3 format, generation-marked, every turn's reasoning kept, "
+        "few-shot turns unmasked) or a .jinja file", default="model")  # fmt: skip
     dtype: str = _help("weights dtype when loading: bfloat16, float32, float16 or auto", default="bfloat16")
     attn_implementation: str | None = _help("sdpa, flash_attention_2, eager (default: transformers')",
                                             default=None)  # fmt: skip

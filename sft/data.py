@@ -135,11 +135,17 @@ def agent_turn_count(row: dict[str, Any]) -> int:
 
 
 def training_example(row: dict[str, Any], final_answer_only: bool) -> dict[str, Any]:
-    """Messages with each assistant turn's reasoning as `reasoning_content`, and where the loss starts."""
-    reasoning = iter(row["reasoning"] or [])
+    """Messages with each assistant turn's reasoning as `reasoning_content`, and where the loss starts.
+
+    Releases keep the reasoning in the message already; releases built before December 2026 kept it in a
+    column of its own (`reasoning`, one entry per assistant message), which is still read."""
+    legacy = row.get("reasoning")
+    separate = iter(legacy or [])
     messages = []
     for message in row["messages"]:
-        text = next(reasoning, "") if message["role"] == "assistant" else None
+        text = None
+        if message["role"] == "assistant":
+            text = next(separate, "") if legacy is not None else message.get("reasoning_content")
         messages.append({"role": message["role"], "content": message["content"] or "",
                          "reasoning_content": text or None})  # fmt: skip
     assistant_positions = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
@@ -239,7 +245,7 @@ def load_sft_data(config: SFTRunConfig) -> SFTData:
     eval_ids = held_out_tasks(names, config)
     to_chat = {
         "fn_kwargs": {"final_answer_only": config.final_answer_only},
-        "remove_columns": ["messages", "reasoning"],
+        "remove_columns": [name for name in ("messages", "reasoning") if name in kept.column_names],
     }
     train = kept.filter(lambda row: row["task_id"] not in eval_ids)
     train = mix_targets(train, config.hip_fraction, config.seed).map(training_example, **to_chat)

@@ -109,32 +109,38 @@ def tiny_settings(model: Path, output_dir: Path, **overrides: object) -> list[st
     ]
 
 
-def multi_turn_row(attempt_turn: int = 1) -> dict:
-    """An sft row as the agents leave it: system, few-shot pair, task, a failed turn, feedback, the fix."""
+def multi_turn_row(attempt_turn: int = 1, legacy: bool = False) -> dict:
+    """An sft row as the agents leave it: system, few-shot pair, task, a failed turn, feedback, the fix.
+
+    `legacy`: as releases built before December 2026 stored it, the reasoning in a column of its own."""
     messages = [
-        ("system", "You write Triton kernels."),
-        ("user", "Reference: FEWSHOT_REFERENCE"),
-        ("assistant", "```python\nFEWSHOT_ANSWER\n```"),
-        ("user", "Reference: THE_TASK"),
-        ("assistant", "```python\nFIRST_TRY\n```"),
-        ("user", "compile_error: FEEDBACK"),
-        ("assistant", "```python\nFIXED\n```"),
+        ("system", "You write Triton kernels.", None),
+        ("user", "Reference: FEWSHOT_REFERENCE", None),
+        ("assistant", "```python\nFEWSHOT_ANSWER\n```", None),
+        ("user", "Reference: THE_TASK", None),
+        ("assistant", "```python\nFIRST_TRY\n```", "thinking once"),
+        ("user", "compile_error: FEEDBACK", None),
+        ("assistant", "```python\nFIXED\n```", "thinking twice"),
     ]
+    reasoning: dict = {"reasoning": ["", "thinking once", "thinking twice"]} if legacy else {}
     return {
-        "messages": [{"role": role, "content": content} for role, content in messages],
-        "reasoning": ["", "thinking once", "thinking twice"],  # one per assistant message
+        "messages": [{"role": role, "content": content, **({} if legacy else {"reasoning_content": thought})}
+                     for role, content, thought in messages],  # fmt: skip
+        **reasoning,
         "task_id": "t1", "task_name": "relu", "task_category": None, "target": "triton", "platform": "cpu",
         "reward": 1.4, "speedup": None, "model": "m", "attempt_id": f"run/t1/0/{attempt_turn}",
     }  # fmt: skip
 
 
-def trained_spans(tiny_model: Path, tmp_path: Path, final_answer_only: bool) -> tuple[list[str], str]:
+def trained_spans(tiny_model: Path, tmp_path: Path, final_answer_only: bool, chat_template: str = "kernelvault",
+                  row: dict | None = None) -> tuple[list[str], str]:  # fmt: skip
     """The loss-carrying text of the rendered sample, as SFTTrainer prepared it, and the whole text."""
     from kernelvault.sft.chat_template import loss_spans
     from kernelvault.sft.train import build_trainer, load_model_and_tokenizer
 
-    config = load_config(TINY_YAML, {"model": str(tiny_model), "output_dir": str(tmp_path), "packing": False})
-    example = training_example(multi_turn_row(), final_answer_only)
+    config = load_config(TINY_YAML, {"model": str(tiny_model), "output_dir": str(tmp_path), "packing": False,
+                                     "chat_template": chat_template})  # fmt: skip
+    example = training_example(row or multi_turn_row(), final_answer_only)
     data = SFTData(DatasetSource("release", "test"), datasets.Dataset.from_list([example]), None, {}, {})
     model, tokenizer = load_model_and_tokenizer(config, data)
     prepared = build_trainer(config, data, model, tokenizer).train_dataset[0]
@@ -153,6 +159,36 @@ def test_assistant_only_loss_covers_the_agents_turns_of_a_multi_turn_trajectory(
     # The system prompt, the few-shot pair, the task and the feedback are context only.
     for context in ("You write Triton kernels.", "FEWSHOT_ANSWER", "THE_TASK", "FEEDBACK"):
         assert context in whole and not any(context in span for span in trained)
+
+
+def test_releases_that_kept_reasoning_in_a_column_of_its_own_still_train_the_same(tiny_model: Path,
+                                                                                     tmp_path: Path) -> None:  # fmt: skip
+    assert trained_spans(tiny_model, tmp_path, False, row=multi_turn_row(legacy=True)) == trained_spans(
+        tiny_model, tmp_path, False
+    )
+
+
+def test_the_tokenizers_own_template_trains_on_the_rows_reasoning_through_trl(tiny_model: Path,
+                                                                               tmp_path: Path) -> None:  # fmt: skip
+    """`chat_template: model` (the default): the tokenizer's stock Qwen3 template, which TRL swaps for its own
+    training variant, reads each assistant message's `reasoning_content` as the release stores it."""
+    trained, whole = trained_spans(tiny_model, tmp_path, False, chat_template="model")
+    assert any("thinking twice" in span and "FIXED" in span for span in trained)
+    assert "thinking once" in whole  # the earlier turn's reasoning is kept, not dropped by the template
+    assert not any(context in span for span in trained for context in ("THE_TASK", "FEEDBACK"))
+
+
+def test_a_template_trl_cannot_train_with_is_one_clear_error(tiny_model: Path) -> None:
+    from kernelvault.sft.chat_template import apply_training_template
+    from kernelvault.sft.models import load_tokenizer
+
+    tokenizer = load_tokenizer(str(tiny_model))
+    tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"  # no generation markers
+    with pytest.raises(ValueError, match="no {% generation %} markers") as error:
+        apply_training_template(tokenizer, "model")
+    assert "\n" not in str(error.value)
+    apply_training_template(tokenizer, "kernelvault")  # the way out the message names
+    assert "generation" in tokenizer.chat_template
 
 
 def test_final_answer_only_trains_on_the_prompt_and_the_answer_that_passed(tiny_model: Path,
