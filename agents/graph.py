@@ -132,11 +132,21 @@ class KernelAgent:
         message = feedback_message(turns[-1].verdict, len(turns), state["max_turns"], state["task"].form)
         return {"messages": [*state["messages"], {"role": "user", "content": message}]}
 
-    async def run(self, task: Task, sample_index: int = 0) -> Trajectory:
-        """One trajectory; raises agents.client.ProviderError when the endpoint stays down."""
+    async def run(
+        self, task: Task, sample_index: int = 0, opening: list[dict[str, Any]] | None = None
+    ) -> Trajectory:
+        """One trajectory; raises agents.client.ProviderError when the endpoint stays down.
+
+        `opening`: the opening messages where a dataset holds them (a release's `rl_verl` prompt, built once by
+        the release with `initial_messages`); otherwise they are built here the same way."""
+        messages = (
+            [dict(m) for m in opening]
+            if opening
+            else initial_messages(task.source, self.target, self.platform)
+        )
         state: AgentState = {
             "task": task, "sample_index": sample_index, "turns": [], "max_turns": self.max_turns, "reply": None,
-            "messages": initial_messages(task.source, self.target, self.platform),
+            "messages": messages,
         }  # fmt: skip
         final = await self.graph.ainvoke(state, config={"recursion_limit": 4 * self.max_turns + 8})
         turns = tuple(final["turns"])

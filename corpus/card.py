@@ -60,8 +60,20 @@ def release_configs(release_dir: Path) -> list[str]:
     return [name for name in KNOWN_CONFIGS if name in found] + sorted(found - set(KNOWN_CONFIGS))
 
 
+SPLITS = ("train", "validation", "test")
+
+
+def _splits(folder: Path) -> list[str]:
+    """The splits a config folder holds ({split}-*.parquet), train first."""
+    return [split for split in SPLITS if any(folder.glob(f"{split}-*.parquet"))]
+
+
 def _rows(folder: Path) -> int:
-    return sum(pq.ParquetFile(path).metadata.num_rows for path in folder.glob("train-*.parquet"))
+    return sum(
+        pq.ParquetFile(path).metadata.num_rows
+        for split in SPLITS
+        for path in folder.glob(f"{split}-*.parquet")
+    )
 
 
 def _relative(plot: Path, release_dir: Path) -> str:
@@ -99,7 +111,9 @@ def build_card(
         size_categories=[size_category(sum(rows.values()))],
         task_categories=["text-generation"],
         configs=[
-            {"config_name": config, "data_files": [{"split": "train", "path": f"{config}/train-*.parquet"}],
+            {"config_name": config,
+             "data_files": [{"split": split, "path": f"{config}/{split}-*.parquet"}
+                            for split in _splits(release_dir / config)],
              **({"default": True} if index == 0 else {})}
             for index, config in enumerate(configs)
         ],

@@ -7,8 +7,11 @@
                         reasoning in its `reasoning_content` (TRL SFTTrainer's conversational format,
                         which chat templates with thinking, Qwen3's and TRL's training variants, render)
         rl/             one prompt per task and target with the reference the reward needs
-                        (TRL GRPOTrainer's conversational prompt format)
-        rl_verl/        the same prompts in verl's layout: prompt, data_source, ability,
+                        (TRL GRPOTrainer's conversational prompt format): the agents' own opening
+                        messages (`initial_messages`), built once here, so a trainer's length filter
+                        measures the prompt the policy is given; a seeded share of the tasks is the
+                        validation split (held-out tasks), the rest train
+        rl_verl/        the same prompts and splits in verl's layout: prompt, data_source, ability,
                         reward_model {style, ground_truth}, extra_info
 
 Decontamination drops every row of a task that matches an evaluation task (same normalised
@@ -17,9 +20,10 @@ reference, or a near-duplicate); the report names each one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +33,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kernelvault.agents.prompting import SYSTEM_PROMPT, answer_from_code, task_prompt
+from kernelvault.agents.prompting import (
+    SYSTEM_PROMPT,
+    UnsupportedPrompt,
+    answer_from_code,
+    initial_messages,
+    task_prompt,
+)
 from kernelvault.contracts import TARGETS, Task
 from kernelvault.corpus.dedup import Contamination, find_contaminated_tasks, find_duplicates, normalized_hash
 from kernelvault.corpus.stats import load_attempts
@@ -79,6 +89,7 @@ class ReleaseReport:
     near_duplicates: dict[str, int] = field(default_factory=dict)
     contaminated: list[Contamination] = field(default_factory=list)
     dropped_rows: int = 0
+    validation_tasks: list[str] = field(default_factory=list)  # the rl configs' held-out tasks (by name)
 
     def lines(self) -> list[str]:
         lines = [f"{config}: {count} rows" for config, count in sorted(self.rows.items())]
@@ -90,16 +101,19 @@ class ReleaseReport:
                          f"similarity {item.similarity:.2f})")  # fmt: skip
         if self.contaminated:
             lines.append(f"decontamination: {self.dropped_rows} rows dropped")
+        if self.validation_tasks:
+            lines.append(f"rl, rl_verl: validation split of {len(self.validation_tasks)} held-out task(s): "
+                         f"{', '.join(self.validation_tasks)}")  # fmt: skip
         return lines
 
 
-def write_table(table: pa.Table, folder: Path) -> list[Path]:
-    """train-00000-of-0000N.parquet files, zstd, the naming `datasets` reads as the train split."""
+def write_table(table: pa.Table, folder: Path, split: str = "train") -> list[Path]:
+    """{split}-00000-of-0000N.parquet files, zstd, the naming `datasets` reads as that split."""
     folder.mkdir(parents=True, exist_ok=True)
     count = max(1, math.ceil(table.num_rows / ROWS_PER_FILE))
     paths = []
     for index in range(count):
-        path = folder / f"train-{index:05d}-of-{count:05d}.parquet"
+        path = folder / f"{split}-{index:05d}-of-{count:05d}.parquet"
         pq.write_table(table.slice(index * ROWS_PER_FILE, ROWS_PER_FILE), path, compression="zstd")
         paths.append(path)
     return paths
@@ -163,25 +177,55 @@ def sft_rows(table: pa.Table) -> list[dict[str, Any]]:
 
 
 def rl_rows(tables: dict[str, pa.Table]) -> list[dict[str, Any]]:
-    """One prompt per (task, target) seen in the corpus, with the corpus's statistics for it."""
+    """One prompt per (task, target) seen in the corpus, with the corpus's statistics for it.
+
+    The prompt is the agents' opening (`initial_messages`) for the platform most of the task's attempts were
+    verified on: its GPU family's system prompt, the few-shot exchange where the task has one, the task."""
     grouped: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for table in tables.values():
-        columns = ["task_id", "task_name", "task_category", "task_source", "target", "correct", "speedup"]
+        columns = [
+            "task_id",
+            "task_name",
+            "task_category",
+            "task_source",
+            "target",
+            "platform",
+            "correct",
+            "speedup",
+        ]
         for row in table.select(columns).to_pylist():
             grouped[(row["task_id"], row["target"])].append(row)
     rows = []
     for (task_id, target), attempts in sorted(grouped.items()):
         first = attempts[0]
+        platform = Counter(a["platform"] for a in attempts).most_common(1)[0][0]
+        try:
+            prompt = initial_messages(first["task_source"], target, platform)
+        except UnsupportedPrompt:  # a pairing the agents never prompt for (HIP for a function task)
+            continue
         speedups = [a["speedup"] for a in attempts if a["correct"] is True and a["speedup"] is not None]
         rows.append({
-            "prompt": [{"role": "system", "content": SYSTEM_PROMPT},
-                       {"role": "user", "content": task_prompt(first["task_source"], target)}],
+            "prompt": prompt,
             "task_id": task_id, "task_name": first["task_name"], "task_category": first["task_category"],
             "task_source": first["task_source"], "target": target, "attempts": len(attempts),
             "correct_rate": sum(a["correct"] is True for a in attempts) / len(attempts),
             "best_speedup": max(speedups) if speedups else None,
         })  # fmt: skip
     return rows
+
+
+def validation_tasks(task_ids: Sequence[str], fraction: float, seed: int = 0) -> set[str]:
+    """A seeded share of the tasks, held out of RL training (at least one where there are two or more).
+
+    Chosen by a hash of (seed, task id), not by the order of the rows: adding tasks to a later release does
+    not move a task that was held out across to training."""
+    ids = sorted(set(task_ids))
+    if fraction <= 0 or len(ids) < 2:
+        return set()
+    count = min(len(ids) - 1, max(1, round(fraction * len(ids))))
+    return set(
+        sorted(ids, key=lambda task_id: hashlib.sha256(f"{seed}:{task_id}".encode()).hexdigest())[:count]
+    )
 
 
 def verl_rows(rl: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -208,7 +252,9 @@ def build_release(
     eval_tasks: Sequence[Task] = (),
     near_threshold: float = 0.85,
     contamination_threshold: float = 0.8,
+    validation_fraction: float = 0.1,
 ) -> ReleaseReport:
+    """`validation_fraction`: the share of tasks whose `rl`/`rl_verl` prompts form the validation split."""
     report = ReleaseReport()
     tables: dict[str, pa.Table] = {}
     for target in TARGETS:
@@ -239,15 +285,22 @@ def build_release(
         report.rows[target] = table.num_rows
         sft += sft_rows(table)
     rl = rl_rows(tables)
-    for config, rows, schema in (
-        ("sft", sft, SFT_SCHEMA),
-        ("rl", rl, RL_SCHEMA),
-        ("rl_verl", verl_rows(rl), VERL_SCHEMA),
-    ):
-        write_table(pa.Table.from_pylist(rows, schema=schema), release_dir / config)
+    held = validation_tasks([row["task_id"] for row in rl], validation_fraction)
+    verl = verl_rows(rl)
+    write_table(pa.Table.from_pylist(sft, schema=SFT_SCHEMA), release_dir / "sft")
+    report.rows["sft"] = len(sft)
+    for config, rows, schema in (("rl", rl, RL_SCHEMA), ("rl_verl", verl, VERL_SCHEMA)):
+        for split, chosen in (("train", False), ("validation", True)):
+            part = [
+                row for row, source in zip(rows, rl, strict=True) if (source["task_id"] in held) == chosen
+            ]
+            if part or split == "train":
+                write_table(pa.Table.from_pylist(part, schema=schema), release_dir / config, split)
         report.rows[config] = len(rows)
+    report.validation_tasks = sorted({row["task_name"] for row in rl if row["task_id"] in held})
     (release_dir / "release_report.json").write_text(json.dumps({
         "rows": report.rows, "exact_duplicates": report.exact_duplicates, "near_duplicates": report.near_duplicates,
         "contaminated": [vars(item) for item in report.contaminated], "dropped_rows": report.dropped_rows,
+        "validation_tasks": report.validation_tasks,
     }, indent=2))  # fmt: skip
     return report

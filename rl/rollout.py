@@ -198,7 +198,8 @@ def bounded(verify: VerifyFunction, slots: int) -> VerifyFunction:
 
 
 async def run_trajectory(task: Task, sample_index: int, chat: ChatTokens, generate: GenerateFunction,
-                         verify: VerifyFunction, config: RolloutConfig, model_name: str = "policy") -> PolicyTrajectory:  # fmt: skip
+                         verify: VerifyFunction, config: RolloutConfig, model_name: str = "policy",
+                         opening: list[dict[str, Any]] | None = None) -> PolicyTrajectory:  # fmt: skip
     client = PolicyClient(chat, generate, model_name, config)
     agent = KernelAgent(
         target=config.target, platform=config.platform, client=client, verify=verify,  # type: ignore[arg-type]
@@ -206,7 +207,7 @@ async def run_trajectory(task: Task, sample_index: int, chat: ChatTokens, genera
         stop_on_correct=config.stop_on_correct, verify_slots=1,
         reward=dataclasses.replace(DEFAULT_REWARD, discount=config.discount),
     )  # fmt: skip
-    trajectory = await agent.run(task, sample_index)
+    trajectory = await agent.run(task, sample_index, opening)
     completion = [token for segment in client.segments for token in segment.token_ids]
     mask = [int(segment.generated) for segment in client.segments for _ in segment.token_ids]
     logprobs = None

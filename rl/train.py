@@ -39,19 +39,20 @@ from kernelvault.rl.verifiers import VerdictSource, verdict_source
 from kernelvault.toolchain.tasks import TaskFormatError, parse_task
 
 
-def _dataset_rows(config: RLConfig) -> list[dict[str, Any]]:
-    """Rows with the `rl` config's columns: prompt, task_id, task_name, task_source, target."""
+def _dataset_rows(config: RLConfig, platform: str = "cpu") -> list[dict[str, Any]]:
+    """Rows with the `rl` config's columns: prompt, task_id, task_name, task_source, target.
+
+    From task files, the prompt is built as the release builds it (corpus.release.rl_rows): the agents'
+    opening messages for the GPU family of `platform`, where verdicts come from."""
     if config.tasks is not None:
-        from kernelvault.agents.prompting import SYSTEM_PROMPT, task_prompt
+        from kernelvault.agents.prompting import initial_messages
         from kernelvault.toolchain.tasks import load_tasks
 
         try:
             loaded = load_tasks(config.tasks)
         except TaskFormatError as error:
             raise ConfigError(str(error)) from None
-        # The same prompt layout as the release's rl config (corpus.release.rl_rows).
-        return [{"prompt": [{"role": "system", "content": SYSTEM_PROMPT},
-                            {"role": "user", "content": task_prompt(task.source, config.target)}],
+        return [{"prompt": initial_messages(task.source, config.target, platform),
                  "task_id": task.task_id, "task_name": task.name, "task_source": task.source,
                  "target": config.target} for task in loaded.tasks]  # fmt: skip
     import datasets
@@ -69,7 +70,10 @@ def _dataset_rows(config: RLConfig) -> list[dict[str, Any]]:
             if (ref.folder / config.dataset_config).is_dir()
             else ref.folder
         )
-        files = sorted(str(path) for path in folder.glob("*.parquet"))
+        # A release's rl config: train-*.parquet (its validation-*.parquet are held-out tasks); a bare folder: all.
+        files = sorted(str(path) for path in folder.glob("train-*.parquet")) or sorted(
+            str(path) for path in folder.glob("*.parquet")
+        )
         if not files:
             raise ConfigError(
                 f"no parquet files in {folder} (expected a release folder with {config.dataset_config}/)"
@@ -82,11 +86,13 @@ def _dataset_rows(config: RLConfig) -> list[dict[str, Any]]:
     return table.select_columns(keep).to_list()
 
 
-def build_dataset(config: RLConfig) -> tuple[Any, dict[str, Task]]:
+def build_dataset(config: RLConfig, platform: str = "cpu") -> tuple[Any, dict[str, Task]]:
     """The training prompts (a datasets.Dataset) and the task behind each prompt (for multi-turn rollouts)."""
     import datasets
 
-    rows = [row for row in _dataset_rows(config) if row.get("target", config.target) == config.target]
+    rows = [
+        row for row in _dataset_rows(config, platform) if row.get("target", config.target) == config.target
+    ]
     if config.max_tasks is not None:
         rows = rows[: config.max_tasks]
     if not rows:
@@ -218,7 +224,7 @@ def train(config: RLConfig) -> TrainResult:
         )  # fmt: skip
     except ValueError as error:
         raise ConfigError(str(error)) from None
-    dataset, tasks = build_dataset(config)
+    dataset, tasks = build_dataset(config, source.platform)
     model, tokenizer = load_policy(config)
     arguments = grpo_arguments(config)
     concurrency = _verify_concurrency(config, source)

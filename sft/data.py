@@ -67,22 +67,31 @@ def resolve_source(dataset: str, revision: str | None = None) -> DatasetSource:
     )
 
 
-def _load_folder_config(folder: Path, config: str) -> datasets.Dataset:
+def _every_split(loaded: datasets.DatasetDict) -> datasets.Dataset:
+    """All rows of a config: the `rl` config holds its held-out tasks in a validation split."""
+    return datasets.concatenate_datasets(
+        [loaded[split] for split in sorted(loaded, key=lambda s: s != "train")]
+    )
+
+
+def _load_folder_config(folder: Path, config: str, split: str | None = "train") -> datasets.Dataset:
     # A throwaway cache: `datasets` keys a local folder's cache on the folder's base name and the config,
     # and a local hub checkout is named after its tag, so every `v0.1.0` of every repo would share one cache
     # entry and a load could silently return another dataset's rows.
     with tempfile.TemporaryDirectory(prefix="kv-sft-cache-") as cache:
         by_card = {"name": config} if (folder / "README.md").is_file() else {"data_dir": config}
-        return datasets.load_dataset(
-            str(folder), split="train", cache_dir=cache, keep_in_memory=True, **by_card
+        loaded = datasets.load_dataset(
+            str(folder), split=split, cache_dir=cache, keep_in_memory=True, **by_card
         )
+        return loaded if split is not None else _every_split(loaded)
 
 
 def load_configs(source: DatasetSource) -> tuple[datasets.Dataset, datasets.Dataset]:
-    """The `sft` and `rl` configs of a source; a corpus folder is released (dedup included) on the fly."""
+    """The `sft` config and every split of the `rl` config (the prompts of the tasks SFT holds out may be in
+    either); a corpus folder is released (dedup included) on the fly."""
     if source.kind == "hub":
         sft = datasets.load_dataset(source.location, "sft", revision=source.revision, split="train")
-        rl = datasets.load_dataset(source.location, "rl", revision=source.revision, split="train")
+        rl = _every_split(datasets.load_dataset(source.location, "rl", revision=source.revision))
         return sft, rl
     assert source.folder is not None
     if source.kind == "corpus":
@@ -91,8 +100,8 @@ def load_configs(source: DatasetSource) -> tuple[datasets.Dataset, datasets.Data
         with tempfile.TemporaryDirectory(prefix="kv-sft-release-") as temporary:
             release = Path(temporary) / "release"
             build_release(source.folder, release)
-            return _load_folder_config(release, "sft"), _load_folder_config(release, "rl")
-    return _load_folder_config(source.folder, "sft"), _load_folder_config(source.folder, "rl")
+            return _load_folder_config(release, "sft"), _load_folder_config(release, "rl", split=None)
+    return _load_folder_config(source.folder, "sft"), _load_folder_config(source.folder, "rl", split=None)
 
 
 def keep_row(row: dict[str, Any], config: SFTRunConfig) -> bool:

@@ -54,7 +54,13 @@ def test_published_versions_load_by_tag_for_every_config(
     for tag, configs in expected.items():
         path = str(hub.checkout("acme/kernels", tag))
         for config, rows in configs.items():
-            assert datasets.load_dataset(path, config, split="train").num_rows == rows, (tag, config)
+            splits = datasets.load_dataset(path, config)  # every split the card lists
+            assert sum(split.num_rows for split in splits.values()) == rows, (tag, config)
+            # the rl configs hold out a task as their validation split: by tag too
+            assert set(splits) == ({"train", "validation"} if config.startswith("rl") else {"train"}), (
+                tag,
+                config,
+            )
     card = (hub.checkout("acme/kernels", "v0.2.0") / "README.md").read_text()
     assert "config_name: sft" in card and "v0.2.0" in card
 

@@ -106,3 +106,29 @@ def tiny_chat_tokenizer():  # noqa: ANN201 - a transformers tokenizer
         "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
     )
     return tokenizer
+
+
+def test_rl_configs_hold_out_tasks_as_a_validation_split_with_the_agents_prompt(corpus_dir: Path,
+                                                                              tmp_path: Path) -> None:  # fmt: skip
+    from kernelvault.agents.prompting import initial_messages
+
+    report = build_release(corpus_dir, tmp_path / "release", validation_fraction=0.34)
+    for config in ("rl", "rl_verl"):
+        splits = datasets.load_dataset(str(tmp_path / "release"), data_dir=config)
+        assert set(splits) == {"train", "validation"}
+        names = {split: {row["task_name"] if "task_name" in row else row["extra_info"]["task_name"]
+                         for row in rows} for split, rows in splits.items()}  # fmt: skip
+        assert names["validation"] == set(report.validation_tasks) and len(names["validation"]) == 1
+        assert not names["train"] & names["validation"] and names["train"] | names["validation"] == {
+            "relu",
+            "silu",
+            "softmax",
+        }
+    rl = datasets.load_dataset(str(tmp_path / "release"), data_dir="rl")
+    row = next(row for split in rl.values() for row in split if row["task_name"] == "relu")
+    # The agents' opening for the platform the rows were verified on (cpu: the AMD prompts), few-shot included.
+    assert row["prompt"] == initial_messages(row["task_source"], "triton", "cpu")
+    assert len(row["prompt"]) == 4 and row["prompt"][2]["role"] == "assistant"
+    # The held-out share is chosen by task id, not row order: a second build holds out the same task.
+    again = build_release(corpus_dir, tmp_path / "again", validation_fraction=0.34)
+    assert again.validation_tasks == report.validation_tasks
