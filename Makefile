@@ -15,6 +15,11 @@ TRITON_SPEC ?= triton==3.9.0
 CONSTRAINTS ?= constraints/cpu.txt
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.kernelvault-installed
+# verl 0.9.1 pins transformers below what TRL 1.16 needs: its tests (marked verl) run in an environment of
+# their own, with verl's pins, built the same way from constraints/verl-cpu.txt.
+VERL_VENV ?= .venv-verl
+VERL_CONSTRAINTS ?= constraints/verl-cpu.txt
+VERL_STAMP := $(VERL_VENV)/.kernelvault-installed
 
 .PHONY: corpus test test-gpu lint tasks-check venv clean
 
@@ -36,6 +41,12 @@ $(STAMP): pyproject.toml Makefile $(CONSTRAINTS)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS) -e ".[dev,train,agents,dist]"
 	touch $(STAMP)
 
+$(VERL_STAMP): pyproject.toml Makefile $(VERL_CONSTRAINTS) | $(STAMP)
+	test -x $(VERL_VENV)/bin/python || $(PYTHON) -m venv $(VERL_VENV)
+	$(VERL_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -c $(VERL_CONSTRAINTS) "$(TORCH_SPEC)" numpy "$(TRITON_SPEC)"
+	$(VERL_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -c $(VERL_CONSTRAINTS) -e ".[dev,verl]"
+	touch $(VERL_STAMP)
+
 ARGS ?=
 corpus: $(STAMP)
 	$(BIN)/kernelvault corpus --target $(TARGET) $(ARGS)
@@ -51,8 +62,9 @@ $(TEST_TOOLS): $(STAMP)
 	fi
 	touch $(TEST_TOOLS)
 
-test: $(STAMP) $(TEST_TOOLS)
-	$(BIN)/python -m pytest -m "not gpu" $(PYTEST_ARGS)
+test: $(STAMP) $(TEST_TOOLS) $(VERL_STAMP)
+	$(BIN)/python -m pytest -m "not gpu and not verl" $(PYTEST_ARGS)
+	$(VERL_VENV)/bin/python -m pytest -m verl $(PYTEST_ARGS) tests/test_verl.py
 
 # On a machine with a CUDA or ROCm GPU (see bench/gpu_session.sh for the H200 run).
 test-gpu: $(STAMP)
@@ -66,4 +78,4 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) out .pytest_cache
+	rm -rf $(VENV) $(VERL_VENV) out .pytest_cache

@@ -17,8 +17,9 @@ by `actor_rollout_ref.rollout.agent.agent_loop_config_path` (extra keys become c
       stop_on_correct: true
 
 Verdicts come from `kernelvault.rl.verifiers.verdict_source_from_env()` (KV_REWARD_URL for a reward service).
-Checked against the agent-loop interface of verl's main branch (AgentLoopBase, AgentLoopOutput, register,
-server_manager.generate → TokenOutput); verl changes it often, so pin the verl version you run.
+The opening messages are the dataset's prompt (`raw_prompt`: set data.return_raw_chat=True), which the release
+built with the agents' `initial_messages`. Written for verl 0.9.1 (the `verl` extra pins it) and run against
+its own classes in tests/verl/ (AgentLoopBase, AgentLoopOutput, the YAML registry, hydra's instantiate).
 """
 
 from __future__ import annotations
@@ -72,8 +73,12 @@ def _build_agent_loop_class() -> type:
                     list(output.token_ids), list(output.log_probs) if output.log_probs else None
                 )
 
-            result = await run_trajectory(task, 0, self.chat, generate,
-                                          self.source.verify, settings, "policy")  # fmt: skip
+            # The dataset's prompt (verl's `raw_prompt`, with data.return_raw_chat=True) is the opening: the
+            # release built it once, with the agents' own `initial_messages`, so the prompt verl filtered and
+            # padded by length is the one the policy sees.
+            opening = [{"role": m["role"], "content": m["content"]} for m in kwargs.get("raw_prompt") or ()]
+            result = await run_trajectory(task, 0, self.chat, generate, self.source.verify, settings, "policy",
+                                          opening or None)  # fmt: skip
             return AgentLoopOutput(
                 prompt_ids=result.prompt_ids,
                 response_ids=result.completion_ids[: self.response_length],

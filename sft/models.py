@@ -59,11 +59,13 @@ def architecture(model: str) -> dict[str, Any]:
     return ARCHITECTURES[name]
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int) -> PreTrainedTokenizerBase:
-    """A byte-level BPE tokenizer trained on `texts`, with Qwen3's control tokens and chat template."""
+def train_tokenizer(
+    texts: Iterable[str], vocab_size: int, chat_template: str | None = None
+) -> PreTrainedTokenizerBase:
+    """A byte-level BPE tokenizer trained on `texts`, with Qwen3's control tokens and chat template (Qwen3's
+    stock one as TRL ships it, unless `chat_template` is given: where TRL is not installed)."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
-    from trl.chat_template_utils import qwen3_chat_template
 
     backend = Tokenizer(models.BPE())
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -77,7 +79,11 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int) -> PreTrainedTokenize
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>"
     )
-    tokenizer.chat_template = qwen3_chat_template  # the stock one, as a downloaded Qwen3 would carry
+    if chat_template is None:
+        from trl.chat_template_utils import qwen3_chat_template
+
+        chat_template = qwen3_chat_template  # the stock one, as a downloaded Qwen3 would carry
+    tokenizer.chat_template = chat_template
     return tokenizer
 
 

@@ -130,8 +130,12 @@ def test_verl_compute_score_uses_the_toolchain(monkeypatch: pytest.MonkeyPatch) 
     score = verl_score.compute_score("kernelvault/triton", "no code here", RELU.source, extra)
     assert score == {"score": 0.0, "compile": 0.0, "correct": 0.0, "speed": 0.0, "binary": 0.0, "parsed": 0.0}
     rejected = (EXAMPLES / "broken" / "static_reject__relu.py").read_text()
-    batch = verl_score.compute_score_batch(["kernelvault/triton"] * 2, [rejected, "```python\n```"], [RELU.source] * 2,
-                                           [extra, extra])  # fmt: skip
+
+    async def both() -> list[dict[str, float]]:  # as verl's reward loop awaits them: side by side
+        return await asyncio.gather(*(verl_score.compute_score_async("kernelvault/triton", text, RELU.source, extra)
+                                      for text in (rejected, "```python\n```")))  # fmt: skip
+
+    batch = asyncio.run(both())
     assert [s["parsed"] for s in batch] == [1.0, 0.0] and all(s["score"] == 0.0 for s in batch)
     # The multi-turn agent loop already verified every turn: its return is used as is.
     rollout = {**extra, "rollout_reward_scores": {"trajectory_return": 0.84}}
