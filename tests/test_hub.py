@@ -188,7 +188,10 @@ class Recorded:
 
 @dataclass
 class FakeHub:
-    """Repos as {path: bytes} per commit; tags map to commit ids. Every request is recorded."""
+    """Repos as {path: bytes} per commit; tags map to commit ids. Every request is recorded.
+
+    It serves reads by revision as the Hub does (the dataset info, the file tree, paths-info and file downloads
+    at a tag, a branch or a commit), from a snapshot of the files kept at every commit."""
 
     url: str = ""
     requests: list[Recorded] = field(default_factory=list)
@@ -196,6 +199,13 @@ class FakeHub:
     commits: list[str] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)
     repos: set[str] = field(default_factory=set)
+    snapshots: dict[str, dict[str, bytes]] = field(default_factory=dict)  # commit id -> files
+    unrouted: list[str] = field(default_factory=list)  # requests the fake does not serve (a test shows them)
+
+    def commit_of(self, revision: str) -> str | None:
+        if revision == "main":
+            return self.commits[-1] if self.commits else None
+        return self.tags.get(revision) or (revision if revision in self.snapshots else None)
 
 
 def make_handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
@@ -261,6 +271,7 @@ def make_handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                         return self.reply(400, {"error": f"fake hub: unsupported {line['key']}"})
                 oid = hashlib.sha1(body).hexdigest()
                 hub.commits.append(oid)
+                hub.snapshots[oid] = dict(hub.files)
                 url = f"{hub.url}/datasets/{match['repo']}/commit/{oid}"
                 return self.reply(200, {"commitUrl": url, "commitOid": oid, "pullRequestUrl": None})
             if match := re.fullmatch(repo_path + r"/tag/(?P<revision>[^/]+)", unquote(path)):
@@ -269,9 +280,80 @@ def make_handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                     return self.reply(409, {"error": "tag exists"})
                 hub.tags[tag] = match["revision"]
                 return self.reply(200, {})
+            if self.command in ("GET", "HEAD", "POST") and (answered := self.read_route(unquote(path), body)):
+                return answered
+            hub.unrouted.append(route)
             return self.reply(404, {"error": f"fake hub: no route {route}"})
 
-        do_GET = do_POST = do_PUT = do_DELETE = handle_any
+        def read_route(self, path: str, body: bytes) -> bool:
+            """The Hub's read API at a revision: what `datasets.load_dataset(repo, revision=tag)` asks for."""
+            info = re.fullmatch(repo_path + r"(?:/revision/(?P<revision>[^/]+))?", path)
+            tree = re.fullmatch(repo_path + r"/tree/(?P<revision>[^/]+)(?:/(?P<folder>.*))?", path)
+            paths_info = re.fullmatch(repo_path + r"/paths-info/(?P<revision>[^/]+)", path)
+            resolve = re.fullmatch(
+                r"/datasets/(?P<repo>[^/]+/[^/]+)/resolve/(?P<revision>[^/]+)/(?P<file>.+)", path
+            )
+            match = info or tree or paths_info or resolve
+            if match is None or match["repo"] not in hub.repos:
+                return False
+            commit = hub.commit_of(match["revision"] or "main")
+            if commit is None:
+                self.reply(404, {"error": f"Invalid rev id: {match['revision']}"})
+                return True
+            files = hub.snapshots[commit]
+
+            def entry(name: str) -> dict[str, object]:
+                content = files[name]
+                return {
+                    "type": "file",
+                    "path": name,
+                    "size": len(content),
+                    "oid": hashlib.sha1(content).hexdigest(),
+                }
+
+            if info:
+                self.reply(200, {"id": match["repo"], "sha": commit, "private": False, "disabled": False,
+                                 "siblings": [{"rfilename": name} for name in sorted(files)], "tags": []})  # fmt: skip
+            elif tree:
+                folder = (match["folder"] or "").strip("/")
+                recursive = "recursive=true" in (urlsplit(self.path).query or "").lower()
+                inside = [name for name in sorted(files) if not folder or name.startswith(folder + "/")]
+                listed: dict[str, dict[str, object]] = {}
+                for name in inside:
+                    rest = name[len(folder) + 1 :] if folder else name
+                    if recursive or "/" not in rest:
+                        listed[name] = entry(name)
+                    folders = rest.split("/")[:-1]
+                    for depth in range(1, len(folders) + 1 if recursive else min(1, len(folders)) + 1):
+                        sub = "/".join(filter(None, [folder, *folders[:depth]]))
+                        listed.setdefault(sub, {"type": "directory", "path": sub, "oid": "0" * 40})
+                self.reply(200, list(listed.values()))
+            elif paths_info:
+                wanted = (
+                    json.loads(body or b"{}").get("paths", [])
+                    if body.startswith(b"{")
+                    else [value for key, value in re.findall(r"(paths)=([^&]+)", unquote(body.decode()))]
+                )
+                found = [entry(name) for name in wanted if name in files]
+                found += [{"type": "directory", "path": name, "oid": "0" * 40} for name in wanted
+                          if name not in files and any(f.startswith(name + "/") for f in files)]  # fmt: skip
+                self.reply(200, found)
+            else:
+                name = match["file"]
+                if name not in files:
+                    self.reply(404, {"error": f"Entry not found: {name}"})
+                    return True
+                content = files[name]
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(content)))
+                self.send_header("ETag", f'"{hashlib.sha1(content).hexdigest()}"')
+                self.send_header("X-Repo-Commit", commit)
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(content)
+            return True
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = handle_any
 
     return Handler
 
@@ -293,6 +375,20 @@ def fake_hub(monkeypatch):
 
     monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True, raising=False)
     monkeypatch.setattr(constants, "HF_HUB_DISABLE_TELEMETRY", True, raising=False)
+    # huggingface_hub and datasets read the endpoint when first imported: another test may have imported them.
+    monkeypatch.setattr(constants, "ENDPOINT", hub.url)
+    monkeypatch.setattr(
+        constants, "HUGGINGFACE_CO_URL_TEMPLATE", hub.url + "/{repo_id}/resolve/{revision}/{filename}"
+    )
+    try:
+        import datasets
+    except ImportError:
+        pass
+    else:
+        monkeypatch.setattr(datasets.config, "HF_ENDPOINT", hub.url)
+        monkeypatch.setattr(
+            datasets.config, "HUB_DATASETS_URL", hub.url + "/datasets/{repo_id}/resolve/{revision}/{path}"
+        )
     yield hub
     server.shutdown()
     server.server_close()
@@ -407,3 +503,34 @@ def test_loading_the_local_repo_folder_by_tag_cannot_return_another_versions_row
     rows = datasets.load_dataset(str(hub.checkout(REPO, "v0.1.0")), "triton", split="train",
                                  cache_dir=str(tmp_path / "cache"))  # fmt: skip
     assert sorted(rows["sample_index"]) == [0, 1, 2, 3, 4]
+
+
+def test_remote_versions_load_by_tag_through_datasets_for_every_config(tmp_path, fake_hub, token, hf_cache,
+                                                                       monkeypatch):  # fmt: skip
+    """Publishing to the (recorded) Hub, then `datasets.load_dataset(repo, config, revision=tag)` against it:
+    each tag returns its own version's rows, for every config of that version, whatever came after it."""
+    import datasets
+    from huggingface_hub import constants
+
+    # Downloads go to this test's own cache: nothing is found there from an earlier run, nothing left behind.
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
+    monkeypatch.setattr(datasets.config, "HF_HUB_CACHE", str(tmp_path / "hub-cache"), raising=False)
+
+    hub = RemoteHub()
+    publish(write_release(tmp_path / "r1", [0, 1, 2], "first"), REPO, "0.1.0", hub)
+    publish(write_release(tmp_path / "r2", [3, 4], "second", shards=2), REPO, "0.2.0", hub)
+    expected = {"v0.1.0": ([0, 1, 2], "first"), "v0.2.0": ([3, 4], "second")}
+    for tag, (samples, text) in expected.items():
+        triton = datasets.load_dataset(REPO, "triton", revision=tag, split="train")
+        assert sorted(triton["sample_index"]) == samples, (tag, fake_hub.unrouted)
+        sft = datasets.load_dataset(REPO, "sft", revision=tag, split="train")
+        assert sft[0]["messages"][0]["content"] == text
+        rl = datasets.load_dataset(REPO, "rl", revision=tag, split="train")
+        assert rl["prompt"] == [text]
+    assert (
+        datasets.load_dataset(REPO, split="train").num_rows == 2
+    )  # no config: the card's default (triton), main
+    reads = [r for r in fake_hub.requests if "/resolve/" in r.path]
+    assert any(
+        f"/resolve/{fake_hub.tags['v0.1.0']}/" in r.path or "/resolve/v0.1.0/" in r.path for r in reads
+    )
