@@ -86,3 +86,30 @@ def test_each_tasks_report_is_printed_as_soon_as_it_is_checked(tmp_path: Path) -
     assert first.startswith("ok") and "a_quick" in first
     assert running_when_first_printed and time.monotonic() - started > 2  # b_slow was still being checked
     assert "b_slow" in rest and "2 of 2 task(s) ok" in rest
+
+
+def test_case_scale_checks_a_gpu_sized_task_at_cpu_sizes(tmp_path: Path) -> None:
+    """KernelBench sizes its inputs for a GPU; `--case-scale` shrinks the large sizes (and only those) so the
+    reference runs on a CPU, and the report says it was scaled."""
+    from kernelvault.toolchain.case_scale import scale_cases
+    from kernelvault.toolchain.tasks import load_task_file
+
+    (tmp_path / "conv_like.py").write_text(
+        "import torch\nimport torch.nn as nn\n\nbatch_size = 16\nN = 4096 * 8\nM = 4095\nkernel_size = 3\n\n\n"
+        "class Model(nn.Module):\n    def forward(self, a, b):\n        return torch.tanh(a @ b)\n\n\n"
+        "def get_inputs():\n    return [torch.randn(N, M), torch.randn(M, kernel_size)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )  # unscaled: a 32768 x 4095 float32 input, 512 MiB
+    task = scale_cases(load_task_file(tmp_path / "conv_like.py"), 1 / 64)
+    # N and M are sizes; batch_size (16) and kernel_size (3) are under the floor; the odd size stays odd.
+    assert task.correctness_cases[0].overrides == {"N": 512, "M": 65}
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        code = main(["tasks", "check", str(tmp_path), "--case-scale", "0.015625"])
+    printed = stdout.getvalue()
+    assert code == 0, printed
+    assert "scaled by 0.015625" in printed and "ok      conv_like (1 case(s)) [1/1, " in printed
+    assert "1 of 1 task(s) ok" in printed
+    with contextlib.redirect_stderr(io.StringIO()) as error:
+        assert main(["tasks", "check", str(tmp_path), "--case-scale", "2"]) == 2
+    assert "(0, 1]" in error.getvalue() and error.getvalue().count("\n") == 1

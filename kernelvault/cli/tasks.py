@@ -4,29 +4,37 @@ from __future__ import annotations
 
 import argparse
 
-from kernelvault.cli.common import (
-    load_tasks_or_exit,
-)
+from kernelvault.cli.common import UsageError, load_tasks_or_exit
 
 
 def cmd_tasks_check(args: argparse.Namespace) -> int:
+    import time
+
+    from kernelvault.toolchain.case_scale import scale_cases
     from kernelvault.toolchain.reference_check import iter_check_tasks
 
     loaded = load_tasks_or_exit(args.path)
-    reports = []
-    for report in iter_check_tasks(loaded.tasks, include_performance=args.performance, workers=args.workers):
+    try:
+        tasks = [scale_cases(task, args.case_scale) for task in loaded.tasks]
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if args.case_scale != 1:
+        print(f"sizes of {sum(t is not o for t, o in zip(tasks, loaded.tasks, strict=True))} task(s) scaled by "
+              f"{args.case_scale:g} (--case-scale): a check of the references, not of the sizes a GPU runs")  # fmt: skip
+    started, reports, width = time.monotonic(), [], len(str(len(tasks)))
+    for report in iter_check_tasks(tasks, include_performance=args.performance, workers=args.workers):
         reports.append(report)
         status = "ok" if report.ok else "BROKEN"
-        print(f"{status:<7} {report.task} ({report.cases_run} case(s))", flush=True)
+        progress = f"[{len(reports):>{width}}/{len(tasks)}, {time.monotonic() - started:.0f} s]"
+        print(f"{status:<7} {report.task} ({report.cases_run} case(s)) {progress}", flush=True)
         for problem in report.problems:
             print(f"          {problem}", flush=True)
     broken = [report for report in reports if not report.ok]
     for where, why in loaded.errors:
         print(f"INVALID {where}: {why}")
     total_bad = len(broken) + len(loaded.errors)
-    print(
-        f"{len(reports) - len(broken)} of {len(reports) + len(loaded.errors)} task(s) ok, {total_bad} broken or invalid"
-    )
+    print(f"{len(reports) - len(broken)} of {len(reports) + len(loaded.errors)} task(s) ok, {total_bad} broken or "
+          f"invalid, in {time.monotonic() - started:.0f} s")  # fmt: skip
     return 1 if total_bad else 0
 
 
@@ -56,6 +64,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     check.add_argument("--performance", action="store_true", help="also run the (large) performance cases")
     check.add_argument("--workers", type=int, default=2)
+    check.add_argument(
+        "--case-scale", type=float, default=1.0, metavar="F",
+        help="multiply the tasks' large sizes by F in (0, 1] (ints >= 256: batch, features, spatial extents) to "
+        "check a GPU-sized suite on a CPU in minutes; kernel sizes, channels and strides keep their values",
+    )  # fmt: skip
     check.set_defaults(handler=cmd_tasks_check)
     listing = tasks_commands.add_parser("list", help="list the tasks of a suite")
     listing.add_argument("path", nargs="?")
