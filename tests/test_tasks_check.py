@@ -95,14 +95,16 @@ def test_case_scale_checks_a_gpu_sized_task_at_cpu_sizes(tmp_path: Path) -> None
     from kernelvault.toolchain.tasks import load_task_file
 
     (tmp_path / "conv_like.py").write_text(
-        "import torch\nimport torch.nn as nn\n\nbatch_size = 16\nN = 4096 * 8\nM = 4095\nkernel_size = 3\n\n\n"
+        "import torch\nimport torch.nn as nn\n\nbatch_size = 16\nN = 4096 * 8\nM = 4095\nkernel_size = 3\n"
+        "shape = (4096, 3)\n\n\n"
         "class Model(nn.Module):\n    def forward(self, a, b):\n        return torch.tanh(a @ b)\n\n\n"
-        "def get_inputs():\n    return [torch.randn(N, M), torch.randn(M, kernel_size)]\n\n\n"
+        "def get_inputs():\n    return [torch.randn(N, M), torch.randn(M, kernel_size) + torch.randn(*shape).sum()]\n\n\n"
         "def get_init_inputs():\n    return []\n"
     )  # unscaled: a 32768 x 4095 float32 input, 512 MiB
     task = scale_cases(load_task_file(tmp_path / "conv_like.py"), 1 / 64)
-    # N and M are sizes; batch_size (16) and kernel_size (3) are under the floor; the odd size stays odd.
-    assert task.correctness_cases[0].overrides == {"N": 512, "M": 65}
+    # N, M and shape's first element are sizes; batch_size (16) and kernel_size (3) are under the floor; the
+    # odd size stays odd.
+    assert task.correctness_cases[0].overrides == {"N": 512, "M": 65, "shape": (64, 3)}
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
         code = main(["tasks", "check", str(tmp_path), "--case-scale", "0.015625"])

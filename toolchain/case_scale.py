@@ -6,7 +6,8 @@ overrides of the module's globals (`kernelvault.contracts.TaskCase`), so a scale
 large integer globals multiplied by `factor`.
 
 Which globals are sizes: the module-level names bound to an integer constant expression (`N = 2048 * 2`)
-of at least `SIZE_FLOOR`. Smaller ones are left alone, because in these suites they are the numbers whose
+of at least `SIZE_FLOOR`, and the elements of at least that size of a tuple of them (`input_shape =
+(32768,)`: KernelBench's loss tasks shape their inputs with one). Smaller ones are left alone, because in these suites they are the numbers whose
 value matters to the computation rather than to its cost: kernel sizes, strides, paddings, dilations,
 channel and group counts (which must stay divisible), a `dim` that names an axis. An odd size stays odd
 (a suite's 4095 is there to test a ragged edge). Globals computed from other names are not touched.
@@ -45,9 +46,10 @@ def _integer(node: ast.expr) -> int | None:
     return None
 
 
-def size_globals(source: str) -> dict[str, int]:
-    """The module-level integer globals of a task that count as sizes (see the module docstring)."""
-    sizes = {}
+def size_globals(source: str) -> dict[str, int | tuple[int, ...]]:
+    """The module-level integer globals (and tuples of them) of a task that count as sizes (see the module
+    docstring)."""
+    sizes: dict[str, int | tuple[int, ...]] = {}
     for node in parse_source(source).body:
         targets = (
             node.targets
@@ -62,6 +64,10 @@ def size_globals(source: str) -> dict[str, int]:
         number = _integer(value)
         if number is not None and number >= SIZE_FLOOR:
             sizes[targets[0].id] = number
+        elif isinstance(value, ast.Tuple) and value.elts:
+            numbers = [_integer(element) for element in value.elts]
+            if all(n is not None for n in numbers) and any(n >= SIZE_FLOOR for n in numbers):  # type: ignore[operator]
+                sizes[targets[0].id] = tuple(numbers)  # type: ignore[arg-type]
     return sizes
 
 
@@ -69,6 +75,12 @@ def scaled(value: int, factor: float) -> int:
     """`value` × `factor`, at least `_SMALLEST` (or `value` when smaller), odd when `value` is odd."""
     result = max(min(value, _SMALLEST), round(value * factor))
     return result + 1 if value % 2 and not result % 2 else result
+
+
+def _scale(value: int | tuple[int, ...], factor: float) -> int | tuple[int, ...]:
+    if isinstance(value, tuple):
+        return tuple(scaled(n, factor) if n >= SIZE_FLOOR else n for n in value)
+    return scaled(value, factor)
 
 
 def scale_cases(task: Task, factor: float) -> Task:
@@ -81,8 +93,11 @@ def scale_cases(task: Task, factor: float) -> Task:
     sizes = size_globals(task.source)
 
     def scale_case(case: TaskCase) -> TaskCase:
-        values = {**sizes, **{k: v for k, v in case.overrides.items() if type(v) is int and k in sizes}}
-        overrides = {**case.overrides, **{name: scaled(value, factor) for name, value in values.items()}}
+        given = {
+            k: v for k, v in case.overrides.items() if k in sizes and (type(v) is int or isinstance(v, tuple))
+        }
+        values = {**sizes, **given}
+        overrides = {**case.overrides, **{name: _scale(value, factor) for name, value in values.items()}}
         return dataclasses.replace(case, name=f"{case.name}×{factor:g}", overrides=overrides)
 
     return dataclasses.replace(
