@@ -365,6 +365,8 @@ def test_function_task_feedback_and_prompts_never_ask_for_modelnew() -> None:
     import pyarrow as pa
 
     table = pa.table({"task_id": ["t"], "task_name": ["scaled_add"], "task_category": [None],
-                      "task_source": [source], "target": ["triton"], "correct": [True], "speedup": [None]})  # fmt: skip
+                      "task_source": [source], "target": ["triton"], "platform": ["cpu"], "correct": [True],
+                      "speedup": [None]})  # fmt: skip
     (row,) = rl_rows({"triton": table})
-    assert row["prompt"][1]["content"] == task_prompt(source, "triton")
+    assert row["prompt"][1]["content"] == task_prompt(source, "triton")  # no few-shot exchange for a function
+    assert not any("ModelNew" in message["content"] for message in row["prompt"])

@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 from kernelvault.contracts import Task, TaskCase
 from kernelvault.toolchain.source_tree import parse as parse_source
+from kernelvault.toolchain.tasks import module_assignments
 
 SIZE_FLOOR = 256
 _SMALLEST = 16  # a scaled size never drops below this (nor below its own value)
@@ -50,24 +51,14 @@ def size_globals(source: str) -> dict[str, int | tuple[int, ...]]:
     """The module-level integer globals (and tuples of them) of a task that count as sizes (see the module
     docstring)."""
     sizes: dict[str, int | tuple[int, ...]] = {}
-    for node in parse_source(source).body:
-        targets = (
-            node.targets
-            if isinstance(node, ast.Assign)
-            else [node.target]
-            if isinstance(node, ast.AnnAssign)
-            else []
-        )
-        value = getattr(node, "value", None)
-        if value is None or len(targets) != 1 or not isinstance(targets[0], ast.Name):
-            continue
+    for name, value in module_assignments(parse_source(source)).items():
         number = _integer(value)
         if number is not None and number >= SIZE_FLOOR:
-            sizes[targets[0].id] = number
+            sizes[name] = number
         elif isinstance(value, ast.Tuple) and value.elts:
             numbers = [_integer(element) for element in value.elts]
             if all(n is not None for n in numbers) and any(n >= SIZE_FLOOR for n in numbers):  # type: ignore[operator]
-                sizes[targets[0].id] = tuple(numbers)  # type: ignore[arg-type]
+                sizes[name] = tuple(numbers)  # type: ignore[arg-type]
     return sizes
 
 

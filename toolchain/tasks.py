@@ -48,7 +48,8 @@ class LoadedTasks:
     notes: list[tuple[str, str]] = field(default_factory=list)  # (where, what was loaded with a caveat)
 
 
-def _module_globals(tree: ast.Module) -> dict[str, ast.expr]:
+def module_assignments(tree: ast.Module) -> dict[str, ast.expr]:
+    """Each name a module assigns at its top level (the last assignment wins) and the expression it is given."""
     names: dict[str, ast.expr] = {}
     for node in tree.body:
         if isinstance(node, ast.Assign):
@@ -88,7 +89,7 @@ def parse_task(source: str, name: str, origin: str) -> Task:
         for node in tree.body
         if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
     }
-    module_globals = _module_globals(tree)
+    module_globals = module_assignments(tree)
     missing = [required for required in REQUIRED_NAMES if required not in defined | set(module_globals)]
     if missing and len(missing) == len(REQUIRED_NAMES):
         return _function_task(source, name, origin)
