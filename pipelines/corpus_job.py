@@ -10,8 +10,8 @@ refused unless `new_run` is set. Attempts that fail on our side or the provider'
 (`infrastructure_error`, `provider_error`) are recorded in the ledger, not written, and retried on resume.
 
 The stages run on the one engine (`kernelvault.pipelines.engine`: the local or the Ray executor, a process pool
-for the CPU stages, lanes of persistent sandboxed workers: `kernelvault.toolchain.worker_lane`). A GPU gets one
-lane by default, or `lanes_per_gpu`; the lanes of one GPU check side by side and time one at a time
+for the CPU stages, lanes of persistent sandboxed workers: `kernelvault.toolchain.worker_lane`). Each visible GPU
+gets one lane by default, or `lanes_per_gpu`; the lanes of one GPU check side by side and time one at a time
 (`kernelvault.toolchain.device_gate`): two candidates timed at once would corrupt each other's latencies.
 """
 

@@ -31,7 +31,13 @@ from kernelvault.pipelines.corpus_stages import (
     prepare_attempt,
 )
 from kernelvault.pipelines.executor import ExecutorConfig, ExecutorStats, LocalExecutor
-from kernelvault.toolchain.lane_pool import LanePool, check_lanes_per_gpu, parse_devices, visible_gpus
+from kernelvault.toolchain.lane_pool import (
+    LanePool,
+    check_lanes_per_gpu,
+    parse_devices,
+    pool_lanes,
+    visible_gpus,
+)
 from kernelvault.toolchain.verify import Verifier
 
 EXECUTORS = ("local", "ray")
@@ -70,18 +76,13 @@ def default_workers(platform: str) -> int:
 
 
 def engine_lanes(platform: str, options: EngineOptions) -> tuple[str, ...]:
-    """The local executor's lanes: one device id (or `cpu`) per lane."""
-    if options.devices:
-        return parse_devices(
-            options.devices, options.workers or default_workers(platform), options.lanes_per_gpu
-        )
-    if platform == "cpu":
-        return parse_devices("cpu", options.workers or default_workers(platform))
-    gpus = visible_gpus()
-    if not gpus:
-        raise ValueError(f"platform {platform} has no visible GPU to put a lane on")
-    chosen = gpus[: options.workers] if options.workers else gpus
-    return parse_devices(",".join(chosen), 1, options.lanes_per_gpu)
+    """The local executor's lanes: one device id (or `cpu`) per lane (`pool_lanes`, with `workers` choosing
+    how many of the visible GPUs get lanes when no device is named)."""
+    devices = options.devices
+    if not devices and platform != "cpu" and options.workers:
+        devices = ",".join(visible_gpus()[: options.workers]) or None
+    workers = options.workers or default_workers(platform)
+    return pool_lanes(platform, devices, options.lanes_per_gpu, cpu_lanes=workers)
 
 
 def verify_attempts(
