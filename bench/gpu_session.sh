@@ -93,7 +93,7 @@ for bench in ${KV_BENCH:-timing hip_build}; do
                    --modes "${KV_REWARD_MODES:-fresh,pool}" 2>&1 \
                    | tee "$KV_RESULTS_DIR/reward_path.md" || status=1 ;;
     # `kernelvault tasks check` on the device over KV_CHECK_PATH (e.g. a ROCmBench folder: its gold kernels on CUDA).
-    tasks_check) python3 -m kernelvault.cli tasks check "${KV_CHECK_PATH:?}" 2>&1 | tee "$KV_RESULTS_DIR/tasks_check.log" || status=1 ;;
+    tasks_check) python3 -m kernelvault.cli tasks check "${KV_CHECK_PATH:?}" --workers "${KV_CHECK_WORKERS:-4}" 2>&1 | tee "$KV_RESULTS_DIR/tasks_check.log" || status=1 ;;
     hip_build) python3 bench/hip_build_time.py --out "$KV_RESULTS_DIR/hip_build_time.md" 2>&1 \
                  | tee "$KV_RESULTS_DIR/hip_build_time.log" || status=1 ;;
   esac

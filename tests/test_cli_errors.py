@@ -57,3 +57,12 @@ def test_version_names_the_installed_version(capsys: pytest.CaptureFixture) -> N
     pyproject = (ROOT / "pyproject.toml").read_text()
     expected = re.search(r'^version\s*=\s*"([^"]+)"', pyproject, re.MULTILINE).group(1)
     assert capsys.readouterr().out.strip() == f"kernelvault {expected}"
+
+
+def test_tasks_check_on_a_gpu_this_machine_lacks_is_a_usage_error(capsys: pytest.CaptureFixture) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the check would run")
+    assert main(["tasks", "check", str(ROOT / "tasks"), "--platform", "cuda"]) == 2
+    assert "--platform cuda needs a cuda GPU" in _one_line_error(capsys.readouterr().err)

@@ -61,6 +61,33 @@ def test_checks_share_the_device_and_a_timing_waits_for_them_then_runs_alone() -
     assert GateHold(gate).check() == pytest.approx(0.0, abs=0.05)  # the gate is free again
 
 
+def test_a_lane_gives_the_device_back_once_its_timed_requests_are_answered() -> None:
+    """What follows a case's timing (judging spot checks, the next case's inputs) is check work: other lanes
+    check beside it, and a timing that waited meanwhile goes before the lane's own next request."""
+    gate = DeviceGate()
+    first, second, third = GateHold(gate), GateHold(gate), GateHold(gate)
+    first.check()
+    first.at_request(True)  # alone on the device: its candidate's and reference's timed requests
+    _, second_in = _start(second.check)
+    assert not second_in.wait(0.3), "nobody checks while a lane times"
+    first.timing_done()
+    assert second_in.wait(5) and first.phase is second.phase is Phase.CHECKING
+    assert first.at_request(False) == 0.0  # its next (check) request goes at once beside the other check
+
+    _, third_timing = _start(lambda: (third.check(), third.at_request(True)))
+    time.sleep(0.3)  # third is in and waits to time: both checking lanes give way at their next request
+    _, first_paused = _start(first.at_request, False)
+    assert not third_timing.wait(0.3), "a timing waits for every checking lane to reach a request boundary"
+    _, second_paused = _start(second.at_request, False)
+    assert third_timing.wait(5) and third.phase is Phase.TIMING
+    assert not first_paused.wait(0.3) and not second_paused.is_set()
+    third.timing_done()  # the device is given back: the paused lanes and third check side by side
+    assert first_paused.wait(5) and second_paused.wait(5) and third.phase is Phase.CHECKING
+    for hold in (first, second, third):
+        hold.release()
+    assert gate.timings == 2 and GateHold(gate).check() == pytest.approx(0.0, abs=0.05)
+
+
 def test_a_lane_alone_on_its_device_never_waits() -> None:
     hold = GateHold(DeviceGate())
     hold.check()
@@ -154,7 +181,8 @@ def test_two_lanes_of_one_device_never_time_while_the_other_checks(small_relu) -
         thread.join(timeout=600)
     assert len(verdicts) == 4 and all(v.correct for v in verdicts), [v.failure_message for v in verdicts]
     assert all(len(v.timings) == 2 for v in verdicts)
-    assert gate.timings == 4 and overlaps == []
+    # one turn alone on the device per performance case (4 verdicts × 2 cases), none beside a check
+    assert gate.timings == 8 and overlaps == []
 
 
 def test_the_parents_own_judging_time_is_not_on_the_candidates_clock(small_relu, monkeypatch) -> None:  # noqa: ANN001

@@ -78,6 +78,8 @@ def test_each_tasks_report_is_printed_as_soon_as_it_is_checked(tmp_path: Path) -
         stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1],
     )  # fmt: skip
     assert process.stdout is not None
+    header = process.stdout.readline()  # where the references run, before the first one is checked
+    assert header.startswith("checking 2 reference(s) on the CPU, under Triton's interpreter"), header
     first = process.stdout.readline()
     running_when_first_printed = process.poll() is None
     started = time.monotonic()

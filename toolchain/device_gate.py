@@ -4,11 +4,15 @@ A check spends most of its time on the host (the worker's Python, drawing inputs
 parent's judge, a Triton JIT compile), so one lane leaves the GPU idle most of the time. Several lanes on
 one GPU overlap that work, but two candidates timed at once corrupt each other's latencies. The gate lets
 both happen: lanes in their check phase share the device; a lane that reaches its time phase waits until
-no other lane is checking, then has the device to itself until its job ends.
+no other lane is checking, then has the device to itself until its timed requests (the candidate's, then
+the reference's, for one performance case) are answered, and goes back to checking.
 
 Where the gate acts (`kernelvault.toolchain.judge.run_check`, the parent side of each lane, which sends every request
 its workers answer): a lane enters the check phase before it starts a worker or sends a job; it asks for
-the device alone before its first timed request; it leaves at the job's end. A lane in its check phase
+the device alone before a case's first timed request and gives it back once that case's timed requests are
+answered (`timing_done`): what follows (judging the timed calls' outputs on the parent's CPU, the next
+case's inputs, the job's end) is check work again, so it overlaps the other lanes instead of holding them
+off. It leaves at the job's end. A lane in its check phase
 gives way at request boundaries: when a lane waits to time, a checking lane's next request is not sent
 until the timing is over. A worker between requests has nothing of the harness's running on the device.
 
@@ -118,6 +122,18 @@ class GateHold:
             self.phase = Phase.TIMING
         else:
             waited = self.gate.give_way()
+        self.waited += waited
+        return waited
+
+    def timing_done(self) -> float:
+        """A case's timed requests are answered: give the device back and check again (other lanes' waiting
+        timings go first); the seconds waited."""
+        if self.phase is not Phase.TIMING:
+            return 0.0
+        self.gate.end(Phase.TIMING)
+        self.phase = Phase.IDLE
+        waited = self.gate.begin_check()
+        self.phase = Phase.CHECKING
         self.waited += waited
         return waited
 

@@ -306,6 +306,14 @@ class _Check:
         timed = self.ask_candidate(
             Time(init, weight_seed, inputs, repetitions, warmup, spot, fresh), timing=True
         )
+        # The reference is timed right after the candidate, in the same turn of the device; the spot checks
+        # are judged after both, on the parent's CPU, once the device is given back to the other lanes.
+        reference = self.ask_reference(TimeReference(
+            **self._task_fields(), case=case.name, overrides=case.overrides, weight_seed=weight_seed,
+            init_path=prepared["init"], inputs_paths=[str(entry["inputs"]) for entry in files],
+            repetitions=repetitions, warmup=warmup, fresh_arguments=fresh))  # fmt: skip
+        if self.hold is not None:
+            self.costs.gate_seconds += self.hold.timing_done()
         for index in spot_checks:
             check = self.judge(str(files[index % count]["expected"]), Path(spot[str(index)]))
             if check.failure_kind is not None:
@@ -313,10 +321,6 @@ class _Check:
                     "integrity_reject",
                     f"cached_results: timed call {index} returned a wrong result ({check.message})",
                 )
-        reference = self.ask_reference(TimeReference(
-            **self._task_fields(), case=case.name, overrides=case.overrides, weight_seed=weight_seed,
-            init_path=prepared["init"], inputs_paths=[str(entry["inputs"]) for entry in files],
-            repetitions=repetitions, warmup=warmup, fresh_arguments=fresh))  # fmt: skip
         return {"case": case.name, "candidate_ms": float(timed["median_ms"]), "reference_ms": float(reference["median_ms"]),
                 "candidate_spread": float(timed["spread"]), "reference_spread": float(reference["spread"]),
                 "repetitions": int(timed["repetitions"])}  # fmt: skip

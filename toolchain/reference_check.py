@@ -5,6 +5,10 @@ do-nothing kernel could pass it: outputs that are all zero, constant, independen
 that change between two runs on the same inputs (then no candidate can match it reliably). Each task
 runs in its own sandboxed process (`python -m kernelvault.toolchain.sandboxed.task_check JOB.json`), so a task that
 crashes or hangs is reported and the others are still checked.
+
+Where: on the CPU platform under Triton's interpreter (a gold Triton kernel of TritonBench-G or ROCmBench runs
+there where the interpreter can run it); on `cuda` or `rocm` on the first visible GPU, compiled for it, the
+jail then seeing the GPU's device nodes: what a suite of gold kernels needs to be checked as it is meant to run.
 """
 
 from __future__ import annotations
@@ -37,9 +41,9 @@ class TaskReport:
         return not self.problems
 
 
-def check_task(
-    task: Task, include_performance: bool, timeout_s: float, python: str = sys.executable
-) -> TaskReport:
+def check_task(task: Task, include_performance: bool, timeout_s: float, python: str = sys.executable,
+               platform: str = "cpu") -> TaskReport:  # fmt: skip
+    from kernelvault.toolchain.jail import gpu_device_nodes
     from kernelvault.toolchain.sandbox import SandboxLimits, folder_jail, run_sandboxed
     from kernelvault.toolchain.verify import resolve_isolation
 
@@ -47,15 +51,18 @@ def check_task(
     try:
         cases = list(task.correctness_cases) + (list(task.performance_cases) if include_performance else [])
         (workdir / "task.py").write_text(task.source)
+        on_gpu = platform != "cpu"
         job = CheckTask(str(workdir / "task.py"), str(workdir / "result.json"),
-                        [{"name": c.name, "overrides": c.overrides} for c in cases], task.entry)  # fmt: skip
+                        [{"name": c.name, "overrides": c.overrides} for c in cases], task.entry,
+                        "cuda" if on_gpu else "cpu")  # fmt: skip
         (workdir / "job.json").write_text(json.dumps(to_wire(job)))
         project_root = str(Path(kernelvault.__file__).resolve().parents[1])  # the folder holding the package
         workdir.chmod(0o755)
-        jail = folder_jail(resolve_isolation(os.environ.get("KV_ISOLATION", "auto"), python), workdir)
+        jail = folder_jail(resolve_isolation(os.environ.get("KV_ISOLATION", "auto"), python), workdir,
+                           devices=gpu_device_nodes() if on_gpu else ())  # fmt: skip
+        env = {"PYTHONPATH": project_root} | ({} if on_gpu else {"TRITON_INTERPRET": "1"})
         run = run_sandboxed([python, "-m", f"{__package__}.sandboxed.task_check", str(workdir / "job.json")], workdir,
-                            SandboxLimits(timeout_s, None, cpu_threads=2), {"PYTHONPATH": project_root, "TRITON_INTERPRET": "1"},
-                            jail=jail)  # fmt: skip
+                            SandboxLimits(timeout_s, None, cpu_threads=2), env, jail=jail)  # fmt: skip
         result_path = workdir / "result.json"
         if not result_path.exists():
             why = "timed out" if run.timed_out else f"crashed ({run.signal_name or run.returncode})"
@@ -73,13 +80,15 @@ def check_task(
 
 
 def check_tasks(tasks: list[Task], include_performance: bool = False, timeout_s: float = 300.0,
-                workers: int = 2) -> list[TaskReport]:  # fmt: skip
-    return list(iter_check_tasks(tasks, include_performance, timeout_s, workers))
+                workers: int = 2, platform: str = "cpu") -> list[TaskReport]:  # fmt: skip
+    return list(iter_check_tasks(tasks, include_performance, timeout_s, workers, platform))
 
 
 def iter_check_tasks(tasks: list[Task], include_performance: bool = False, timeout_s: float = 300.0,
-                     workers: int = 2) -> Iterator[TaskReport]:  # fmt: skip
+                     workers: int = 2, platform: str = "cpu") -> Iterator[TaskReport]:  # fmt: skip
     """Each task's report as soon as it and the ones before it are done (in the tasks' order): a long check
     shows its progress instead of printing nothing until its end."""
     with ThreadPoolExecutor(workers) as pool:
-        yield from pool.map(lambda task: check_task(task, include_performance, timeout_s), tasks)
+        yield from pool.map(
+            lambda task: check_task(task, include_performance, timeout_s, platform=platform), tasks
+        )

@@ -5,14 +5,20 @@ from __future__ import annotations
 import argparse
 
 from kernelvault.cli.common import UsageError, load_tasks_or_exit
+from kernelvault.contracts import PLATFORMS
 
 
 def cmd_tasks_check(args: argparse.Namespace) -> int:
     import time
 
     from kernelvault.toolchain.case_scale import scale_cases
+    from kernelvault.toolchain.platforms import detect_platform
     from kernelvault.toolchain.reference_check import iter_check_tasks
 
+    try:
+        platform = detect_platform(args.platform).platform
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     loaded = load_tasks_or_exit(args.path)
     try:
         tasks = [scale_cases(task, args.case_scale) for task in loaded.tasks]
@@ -21,8 +27,11 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
     if args.case_scale != 1:
         print(f"sizes of {sum(t is not o for t, o in zip(tasks, loaded.tasks, strict=True))} task(s) scaled by "
               f"{args.case_scale:g} (--case-scale): a check of the references, not of the sizes a GPU runs")  # fmt: skip
+    where = "the CPU, under Triton's interpreter" if platform == "cpu" else f"the {platform} GPU"
+    print(f"checking {len(tasks)} reference(s) on {where}", flush=True)
     started, reports, width = time.monotonic(), [], len(str(len(tasks)))
-    for report in iter_check_tasks(tasks, include_performance=args.performance, workers=args.workers):
+    for report in iter_check_tasks(tasks, include_performance=args.performance, workers=args.workers,
+                                   platform=platform):  # fmt: skip
         reports.append(report)
         status = "ok" if report.ok else "BROKEN"
         progress = f"[{len(reports):>{width}}/{len(tasks)}, {time.monotonic() - started:.0f} s]"
@@ -64,6 +73,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     check.add_argument("--performance", action="store_true", help="also run the (large) performance cases")
     check.add_argument("--workers", type=int, default=2)
+    check.add_argument(
+        "--platform", choices=PLATFORMS,
+        help="where the references run (default: detect a GPU, else cpu under Triton's interpreter)",
+    )  # fmt: skip
     check.add_argument(
         "--case-scale", type=float, default=1.0, metavar="F",
         help="multiply the tasks' large sizes by F in (0, 1] (ints >= 256: batch, features, spatial extents) to "

@@ -137,6 +137,7 @@ class CheckTask:
     result_path: str
     cases: list[dict[str, Any]]  # {"name", "overrides"}
     entry: str | None = None
+    device: str = "cpu"  # torch's device for the reference: `cpu` (under Triton's interpreter) or `cuda`
 
 
 CandidateRequest = Load | Build | Forward | Time | End

@@ -95,7 +95,7 @@ def _worker_main(job_path: Path) -> int:
     assert isinstance(job, CheckTask)
     report: dict[str, Any] = {"cases_run": 0, "problems": []}
     try:
-        harness = ReferenceHost().harness(Path(job.task_path), torch.device("cpu"), job.entry)
+        harness = ReferenceHost().harness(Path(job.task_path), torch.device(job.device), job.entry)
         if isinstance(harness, dict):
             raise RuntimeError(harness["failure_message"])
         for case in job.cases:
