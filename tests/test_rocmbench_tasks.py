@@ -141,3 +141,48 @@ def test_a_grid_of_meta_is_recorded_as_an_expression_and_falls_back_to_numbers_w
     assert symbolic_grid(clamped, {"BLOCK": 32}, passed=set()) == [3]
     with pytest.raises(ValueError, match="not a grid expression"):
         evaluate_grid_entry("__import__('os')", {})
+
+
+def _kernel_task(tmp_path: Path, test_part: str) -> Path:
+    """A ROCmBench-layout file: the fixture's gold scale_kernel, then `test_part` after the separator."""
+    gold = (TASKS / "test_scale_kernel.py").read_text().split(SEPARATOR, 1)[0]
+    path = tmp_path / "ROCm_v1" / "test_scale_kernel.py"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(gold + SEPARATOR + "\n" + test_part)
+    return path.parent
+
+
+def test_an_output_buffer_that_already_holds_the_result_is_still_seen_written(tmp_path: Path) -> None:
+    """On the H200 `tasks check` called ROCmBench's scale test degenerate ("the launches write none of their
+    tensor arguments"): `torch.empty_like` got the memory of the previous run's output, so the buffer held
+    the result before the launch. Here the test's buffer holds it on purpose; refilled with other values, the
+    launch's write shows, and the task checks out. A launch that really writes nothing is still reported."""
+    test_part = (
+        "import pytest\nimport torch\n\n\n@pytest.mark.parametrize('SIZE', [300])\ndef test_scale(SIZE):\n"
+        "    x = torch.randn(SIZE, device='cuda')\n    output = x * 2.5  # what the launch will write\n"
+        "    scale_kernel[(triton.cdiv(SIZE, 64),)](x, output, SIZE, 2.5, BLOCK_SIZE=64)\n"
+    )
+    reports = check_tasks(list(load_tasks(_kernel_task(tmp_path, test_part)).tasks))
+    assert [(report.task, report.problems) for report in reports] == [("test_scale_kernel", [])]
+
+    writes_nothing = test_part.replace("(x, output, SIZE, 2.5", "(x, output, 0, 2.5")  # n_elements 0
+    reports = check_tasks(list(load_tasks(_kernel_task(tmp_path, writes_nothing)).tasks))
+    assert "write none of their tensor arguments" in " ".join(reports[0].problems)
+
+
+def test_a_kernel_the_test_part_defines_can_be_compiled_for_a_gpu() -> None:
+    """@triton.jit reads its kernel's source back with `inspect`; outside the interpreter (on a GPU) a kernel
+    defined in a test part compiled from `<test>` failed ("@jit functions should be defined in a Python
+    file": ROCmBench's layernorm and rmsnorm_bwd on the H200). Compiled with `compile_task_part`, it builds."""
+    from triton.runtime.jit import JITFunction
+
+    from kernelvault.toolchain.function_tasks import compile_task_part
+
+    source = "def helper_kernel(x_ptr, n):\n    pass\n"
+    plain: dict = {}
+    exec(compile(source, "<test>", "exec"), plain)  # noqa: S102 - this test's own source
+    with pytest.raises(ValueError, match="should be defined in a Python file"):
+        JITFunction(plain["helper_kernel"])
+    scope: dict = {}
+    exec(compile_task_part(source, "test"), scope)  # noqa: S102 - this test's own source
+    assert "def helper_kernel" in JITFunction(scope["helper_kernel"]).src

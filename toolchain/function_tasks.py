@@ -40,7 +40,9 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
+import hashlib
 import inspect
+import linecache
 import re
 import sys
 import types
@@ -262,6 +264,17 @@ def device_redirect(target: Any) -> Any:
     return DeviceRedirect()
 
 
+def compile_task_part(source: str, part: str) -> types.CodeType:
+    """A part of a task file (its test, its performance program) compiled under a file name that `inspect` can
+    read back: Triton's `@triton.jit` reads a kernel's source with `inspect.getsourcelines`, and a kernel the
+    test part defines (TritonBench-G's and ROCmBench's often do) fails to compile on a GPU from `<test>`. The
+    lines go into `linecache` (no modification time: `checkcache` keeps them), under a name that is this
+    source's own, so two tasks in one worker never read each other's lines."""
+    name = f"/kv-task-parts/{part}-{hashlib.sha256(source.encode()).hexdigest()[:16]}.py"
+    linecache.cache[name] = (len(source), None, source.splitlines(keepends=True), name)
+    return compile(source, name, "exec")
+
+
 def clone_value(value: Any) -> Any:
     """A copy of a nest of tensors and plain values: tensors cloned, containers rebuilt."""
     import torch
@@ -390,7 +403,7 @@ def record_calls(
     scope["__name__"] = "__kv_test__"  # a test guarded by `if __name__ == "__main__"` does not run twice
     torch.manual_seed(seed)
     random.seed(seed)
-    code = compile(layout.test, "<test>", "exec")
+    code = compile_task_part(layout.test, "test")
     on_cpu = getattr(device, "type", device) == "cpu"
     # TritonBench's evaluator saves answer and test as `<entry>.py`, so a test may import the function
     # from its own file (`from tanh_linear import tanh_linear`): that module is the recorder's scope here.
@@ -477,7 +490,7 @@ def record_performance_calls(
     on_cpu = getattr(device, "type", device) == "cpu"
     program_scope: dict[str, Any] = {"__name__": "__kv_performance__", "__file__": "<performance>"}
     with module_standins(_perf_support_modules(layout.performance, scope)):
-        exec(compile(layout.performance, "<performance>", "exec"), program_scope)  # noqa: S102 - the task's own
+        exec(compile_task_part(layout.performance, "performance"), program_scope)  # noqa: S102 - the task's own
         metrics = program_scope["performance_metrics"]()
         torch.manual_seed(seed)
         # drawn where they run: on a GPU, a factory call without a device lands there (fast, no host copy)

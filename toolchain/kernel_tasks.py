@@ -58,6 +58,7 @@ from kernelvault.toolchain.function_tasks import (
     FunctionLayout,
     FunctionTaskError,
     clone_value,
+    compile_task_part,
     device_redirect,
     module_standins,
     tensor_leaves,
@@ -476,7 +477,7 @@ def record_launches(
     redirect = device_redirect(device) if on_cpu else contextlib.nullcontext()
     with module_standins(standins), _cuda_bookkeeping(on_cpu), redirect:
         try:
-            exec(compile(layout.test, "<test>", "exec"), scope)  # noqa: S102 - the task's test, in its jailed worker
+            exec(compile_task_part(layout.test, "test"), scope)  # noqa: S102 - the task's test, in its jailed worker
         except Exception as error:  # noqa: BLE001 - the file's own failure, named in the refusal
             raise FunctionTaskError(
                 f"the test module failed: {type(error).__name__}: {error}"[:300]
