@@ -6,8 +6,8 @@
 
 The older forms stay accepted: `ORG/NAME` (sft's `--dataset`) and a revision given on its own (sft's
 `--revision`, rl's `dataset_revision`); one that contradicts the `@REVISION` of the name is refused.
-Task suites are named separately (`kernelvault.toolchain.tasks`: `hub:REPO[:SPLIT][#COLUMN]` is a Hugging Face
-dataset of reference programs, not a corpus).
+A dataset of task programs is named the same way (`kernelvault.toolchain.tasks.load_hub_tasks`), with two
+suffixes of its own: `hub:ORG/NAME@v1.0.0:SPLIT#COLUMN` picks the rows and the column that holds the code.
 """
 
 from __future__ import annotations

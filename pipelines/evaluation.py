@@ -1,6 +1,6 @@
 """`kernelvault eval`: one model on one task suite under a fixed budget of attempts, as data and as a table.
 
-    suite (bundled, task folder, KernelBench tree, TritonBench-T/G or ROCmBench folder, hub:REPO)
+    suite (bundled, task folder, KernelBench tree, TritonBench-T/G or ROCmBench folder, hub:ORG/NAME@vX.Y.Z)
         ──► decontamination guard (--training-corpus)
         ──► run_agent_job: samples × up to `turns` attempts per task, every attempt a corpus row
             (RUN_DIR/data/TARGET/*.parquet, RUN_DIR/ledger.sqlite: an evaluation run is also data)
@@ -114,7 +114,7 @@ def read_training_corpus(spec: str) -> TrainingCorpus:
     A KernelVault corpus or release folder: every Parquet file under it with a `task_source` column
     (attempt shards, the `rl` config) gives references, and files with only `task_id` (the `sft` config)
     give ids, which are hashes of the references. Anything else is read as a task suite (task folder,
-    KernelBench tree, `hub:REPO`).
+    KernelBench tree, `hub:ORG/NAME@vX.Y.Z`).
     """
     import pyarrow.parquet as pq
 

@@ -180,7 +180,9 @@ def load_config(path: Path | None, overrides: dict[str, Any] | None = None) -> R
     if not config.model:
         raise ConfigError("no model: set `model:` in the config or pass --model")
     if config.dataset is None and config.tasks is None:
-        raise ConfigError("no prompts: set `dataset:` (a release or hub:REPO) or `tasks:` (task files)")
+        raise ConfigError(
+            "no prompts: set `dataset:` (a release or hub:ORG/NAME@vX.Y.Z) or `tasks:` (task files)"
+        )
     if config.scale_rewards not in ("group", "batch", "none"):
         raise ConfigError("scale_rewards must be group, batch or none")
     if config.target not in TARGETS:

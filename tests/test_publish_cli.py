@@ -44,8 +44,9 @@ def test_published_versions_load_by_tag_for_every_config(
     assert code == 0 and "published acme/kernels v0.1.0" in printed
 
     write_corpus(corpus, "run2", [row_for("silu", example_code("silu"), True, 1, speedup=1.1)])
-    code, _, _ = run_cli("publish", "--dataset", str(corpus), "--repo", "acme/kernels", "--version", "0.2.0")
-    assert code == 0
+    # the form every command names a version by (sft --dataset, rl dataset:, tasks hub:): --to
+    code, printed, _ = run_cli("publish", "--dataset", str(corpus), "--to", "hub:acme/kernels@v0.2.0")
+    assert code == 0 and "published acme/kernels v0.2.0" in printed
 
     hub = LocalHub(tmp_path / "hub")
     assert hub.versions("acme/kernels") == ["v0.1.0", "v0.2.0"]
@@ -72,6 +73,16 @@ def test_published_versions_load_by_tag_for_every_config(
         "publish", "--dataset", str(corpus), "--repo", "acme/kernels", "--version", "2.0"
     )
     assert code == 2 and error.count("\n") == 1
+    code, _, error = run_cli("publish", "--dataset", str(corpus), "--to", "hub:acme/kernels")
+    assert code == 2 and "hub:ORG/NAME@vX.Y.Z" in error and error.count("\n") == 1
+    code, _, error = run_cli(
+        "publish", "--dataset", str(corpus), "--to", "hub:acme/kernels@v0.3.0", "--version", "0.4.0"
+    )
+    assert code == 2 and "name different versions" in error
+    assert LocalHub(tmp_path / "hub").versions("acme/kernels") == [
+        "v0.1.0",
+        "v0.2.0",
+    ]  # nothing refused was written
 
 
 def test_stats_prints_the_table_and_writes_plots(tmp_path: Path) -> None:

@@ -264,3 +264,32 @@ def test_dataset_without_code_column_names_the_columns(tmp_path, hf_cache):
         load_hub_dataset(str(folder))
     assert "title" in str(info.value)
     assert "body" in str(info.value)
+
+
+def test_a_task_dataset_on_the_hub_is_named_like_every_dataset_and_loads_by_version(
+    tmp_path, hf_cache, monkeypatch
+):
+    """`hub:ORG/NAME@vX.Y.Z` names a version of a dataset of task programs as it names a corpus version in
+    sft, rl and publish: on the local hub by default, each version its own rows; without @ the latest."""
+    from kernelvault.corpus.hub import LocalHub
+
+    hub = LocalHub(tmp_path / "hub")
+    monkeypatch.setenv("KV_HUB_DIR", str(hub.root))
+    monkeypatch.delenv("KV_HUB", raising=False)
+    for version, names in (("0.1.0", ["relu_a"]), ("0.2.0", ["relu_a", "relu_b"])):
+        release = _write_parquet_dataset(
+            tmp_path / f"release-{version}" / "data",
+            {"name": names, "program_text": [plain_task(name) for name in names]},
+        ).parent
+        hub.publish(release, "acme/tasks", version)
+
+    first = load_tasks("hub:acme/tasks@v0.1.0#program_text")
+    assert [task.name for task in first.tasks] == ["relu_a"]
+    assert first.tasks[0].origin == "hub:acme/tasks@v0.1.0"
+    latest = load_tasks("hub:acme/tasks:train#program_text")
+    assert sorted(task.name for task in latest.tasks) == ["relu_a", "relu_b"]
+    assert latest.tasks[0].origin == "hub:acme/tasks@v0.2.0"
+    with pytest.raises(TaskFormatError, match="v9.9.9"):
+        load_tasks("hub:acme/tasks@v9.9.9")
+    with pytest.raises(TaskFormatError, match="no dataset acme/other in the local hub"):
+        load_tasks("hub:acme/other")

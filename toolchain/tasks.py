@@ -263,13 +263,14 @@ def _kernelbench_order(path: Path) -> tuple[int, str]:
     return (int(number) if number.isdigit() else 1 << 30, path.name)
 
 
-def load_hub_dataset(repo: str, split: str | None = None, column: str | None = None) -> LoadedTasks:
+def load_hub_dataset(repo: str, split: str | None = None, column: str | None = None,
+                     revision: str | None = None, origin: str | None = None) -> LoadedTasks:  # fmt: skip
     """A Hugging Face dataset (Hub repo id or local dataset folder) with one task program per row."""
     try:
         import datasets
     except ImportError:  # pragma: no cover - datasets is a core dependency
         raise TaskFormatError("loading tasks from a dataset needs the 'datasets' package") from None
-    dataset = datasets.load_dataset(repo, split=split) if split else datasets.load_dataset(repo)
+    dataset = datasets.load_dataset(repo, split=split, revision=revision)
     if isinstance(dataset, datasets.DatasetDict):
         splits = list(dataset.values())
     else:
@@ -286,19 +287,38 @@ def load_hub_dataset(repo: str, split: str | None = None, column: str | None = N
             level = row.get("level")
             if level is not None:
                 name = f"level{level}/{name}"
-            items.append((name, f"hub:{repo}", row[code_column]))
+            items.append((name, origin or f"hub:{repo}", row[code_column]))
     return _collect(items)
 
 
+def load_hub_tasks(spec: str) -> LoadedTasks:
+    """`hub:ORG/NAME[@REVISION][:SPLIT][#COLUMN]`: a dataset of task programs named as every command names a
+    dataset (`kernelvault.corpus.dataset_ref`): on the hub `KV_HUB` picks (the local hub by default, read from
+    the checkout of the version; the Hugging Face Hub with `KV_HUB=hf`), at `@REVISION` or the latest version
+    tag; `:SPLIT` and `#COLUMN` pick the rows and the code column."""
+    from kernelvault.corpus.dataset_ref import parse_dataset_ref, pin
+
+    name, _, column = spec.removeprefix("hub:").partition("#")
+    name, _, split = name.partition(":")
+    try:
+        ref = pin(parse_dataset_ref(f"hub:{name}", bare_repo=False))
+    except ValueError as error:
+        raise TaskFormatError(f"task suite {spec}: {error}") from None
+    assert ref.repo is not None
+    origin = f"hub:{ref.repo}@{ref.revision}" if ref.revision else f"hub:{ref.repo}"
+    if ref.folder is not None:  # the local hub: `datasets` ignores a revision for a folder, so its checkout
+        return load_hub_dataset(str(ref.folder), split or None, column or None, origin=origin)
+    return load_hub_dataset(ref.repo, split or None, column or None, ref.revision, origin)
+
+
 def load_tasks(spec: str | Path | None = None) -> LoadedTasks:
-    """Load tasks from `spec`: None (bundled), a file, a folder or KernelBench tree, or `hub:REPO[:SPLIT][#COLUMN]`."""
+    """Load tasks from `spec`: None (bundled), a file, a folder or KernelBench tree, or a dataset of task programs
+    `hub:ORG/NAME[@REVISION][:SPLIT][#COLUMN]` (`load_hub_tasks`)."""
     if spec is None:
         return load_folder(BUNDLED_TASKS)
     text = str(spec)
     if text.startswith("hub:"):
-        repo, _, column = text[4:].partition("#")
-        repo, _, split = repo.partition(":")
-        return load_hub_dataset(repo, split or None, column or None)
+        return load_hub_tasks(text)
     path = Path(text)
     if path.is_file():
         try:

@@ -148,7 +148,9 @@ def cmd_corpus(args: argparse.Namespace) -> int:
 def register(commands: argparse._SubParsersAction) -> None:
     corpus = commands.add_parser("corpus", help="run the main job over a task suite and write Parquet shards")
     corpus.add_argument("--target", default="triton", choices=["triton", "hip"])
-    corpus.add_argument("--tasks", help="task file, folder, KernelBench tree or hub:REPO (default: bundled)")
+    corpus.add_argument(
+        "--tasks", help="task file, folder, KernelBench tree or hub:ORG/NAME[@vX.Y.Z] (default: bundled)"
+    )
     corpus.add_argument("--out", help=f"output folder (default: {DEFAULT_OUT}/TARGET)")
     corpus.add_argument("--examples", help="folder of example candidates (default: the bundled examples/)")
     corpus.add_argument(

@@ -18,7 +18,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--target", default="triton", choices=TARGETS)
     parser.add_argument("--suite", metavar="NAME_OR_PATH",
-                        help="task file, folder (TritonBench-T/G, ROCmBench), KernelBench tree or hub:REPO "
+                        help="task file, folder (TritonBench-T/G, ROCmBench), KernelBench tree or hub:ORG/NAME[@vX.Y.Z] "
                         "(default: bundled)")  # fmt: skip
     parser.add_argument(
         "--answers", metavar="FILE_OR_FOLDER",

@@ -12,6 +12,26 @@ from kernelvault.cli.common import (
 )
 
 
+def publish_target(to: str | None, repo: str | None, version: str | None) -> tuple[str, str]:
+    """The repo and version to publish: `--to hub:ORG/NAME@vX.Y.Z` (how every command names a version), or the
+    older `--repo ORG/NAME --version X.Y.Z`; both given must agree."""
+    if to is None:
+        if not (repo and version):
+            raise UsageError(
+                "name the version to publish: --to hub:ORG/NAME@vX.Y.Z (or --repo and --version)"
+            )
+        return repo.removeprefix("hub:"), version
+    named, at, tag = to.removeprefix("hub:").partition("@")
+    if not to.startswith("hub:") or not at or not tag:
+        raise UsageError(f"--to {to}: a version is named hub:ORG/NAME@vX.Y.Z")
+    named_version = tag.removeprefix("v")
+    if (repo and repo.removeprefix("hub:") != named) or (
+        version and version.removeprefix("v") != named_version
+    ):
+        raise UsageError(f"--to {to} and --repo/--version name different versions")
+    return named, named_version
+
+
 def cmd_publish(args: argparse.Namespace) -> int:
     import tempfile
 
@@ -20,11 +40,13 @@ def cmd_publish(args: argparse.Namespace) -> int:
     from kernelvault.corpus.release import build_release
     from kernelvault.corpus.stats import compute_stats, per_model_stats, write_plots
 
+    repo, version = publish_target(args.to, args.repo, args.version)
     try:
-        check_version(args.version)
-        check_repo_id(args.repo)
+        check_version(version)
+        check_repo_id(repo)
     except (ValueError, PublishError) as error:
         raise UsageError(str(error)) from None
+    args.repo, args.version = repo, version
     dataset = Path(args.dataset)
     if not dataset.is_dir():
         raise UsageError(f"dataset folder not found: {dataset}")
@@ -67,8 +89,13 @@ def cmd_publish(args: argparse.Namespace) -> int:
 def register(commands: argparse._SubParsersAction) -> None:
     publish = commands.add_parser("publish", help="publish a corpus as a tagged dataset version")
     publish.add_argument("--dataset", required=True, help="corpus folder written by `kernelvault corpus`")
-    publish.add_argument("--repo", required=True, help="dataset repo id, ORG/NAME")
-    publish.add_argument("--version", required=True, help="semantic version X.Y.Z (tagged vX.Y.Z)")
+    publish.add_argument(
+        "--to", help="the version to publish, hub:ORG/NAME@vX.Y.Z (as sft, rl and tasks name it)"
+    )
+    publish.add_argument("--repo", help="dataset repo id, ORG/NAME (the older form, with --version)")
+    publish.add_argument(
+        "--version", help="semantic version X.Y.Z, tagged vX.Y.Z (the older form, with --repo)"
+    )
     publish.add_argument("--decontaminate", help="evaluation task set to drop before publishing")
     publish.add_argument("--license", default="apache-2.0")
     publish.add_argument(

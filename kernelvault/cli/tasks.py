@@ -69,7 +69,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         "check", help="run every reference and report broken or degenerate ones"
     )
     check.add_argument(
-        "path", nargs="?", help="task file, folder, KernelBench tree or hub:REPO (default: bundled)"
+        "path",
+        nargs="?",
+        help="task file, folder, KernelBench tree or hub:ORG/NAME[@vX.Y.Z] (default: bundled)",
     )
     check.add_argument("--performance", action="store_true", help="also run the (large) performance cases")
     check.add_argument("--workers", type=int, default=2)
