@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One device call of issue #19's side-by-side (TritonBench's own evaluator and KernelVault on the same answers),
-# resumable across calls and sessions: both tools resume from .side, which the call must carry, and the call
-# leaves .side packed in $OUT/side.tgz (a machine given back keeps nothing; unpack it in the checkout before
-# the next call: tar xzf side.tgz). TritonBench's runs go first, then KernelVault's corpus job alone on the
+# resumable across calls and sessions: both tools resume from .side, and the call leaves .side packed in
+# $OUT/side.tgz. A machine given back keeps nothing, and a new session's checkout has no .side either (the
+# first chunks' rows were lost that way): commit the archive as bench/results/side/side-T.tgz (or -G) after
+# each call. A call without .side starts from that committed archive, so carrying .side is optional. TritonBench's runs go first, then KernelVault's corpus job alone on the
 # GPU, so that its timings are not shared with another process. Carry: .whl .ext .side
 #   KV_TB_SUITE=T|G  KV_TB_SECONDS (TritonBench's share, default 170)  KV_KV_SECONDS (KernelVault's, default 300)
 # A call of 600 s fits: the wheels (20 s), TritonBench (its share, then the answers in flight finish: up to a
@@ -12,6 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 suite="${KV_TB_SUITE:-T}"
 out="${OUT:-/tmp/kv-results}"
+if [ ! -d .side ] && [ -f "bench/results/side/side-$suite.tgz" ]; then tar xzf "bench/results/side/side-$suite.tgz"; fi
 mkdir -p .side "$out"
 common=(KV_SKIP_TESTS=1 KV_TB_SUITE="$suite" KV_TRITONBENCH=.ext/TritonBench KV_SIDE_DIR=.side
         KV_ANSWERS=".ext/TritonBench/LLM_generated/Bench_${suite}_general_purpose")
