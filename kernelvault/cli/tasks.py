@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from kernelvault.cli.common import UsageError, load_tasks_or_exit
 from kernelvault.contracts import PLATFORMS
@@ -62,6 +63,43 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tasks_functionalize(args: argparse.Namespace) -> int:
+    from kernelvault.toolchain.case_scale import scale_cases
+    from kernelvault.toolchain.functionalize import FunctionalizeError, functionalize, write_conversion
+    from kernelvault.toolchain.tasks import load_tasks
+
+    out = Path(args.out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"--out {out} must be an empty folder or absent (nothing is overwritten)")
+    loaded = load_tasks_or_exit(args.path)
+    modules = [task for task in loaded.tasks if task.entry is None]
+    skipped = len(loaded.tasks) - len(modules)
+    converted, refused = 0, 0
+    for number, task in enumerate(modules, 1):
+        try:
+            scaled = scale_cases(task, args.case_scale)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        try:
+            conversion = functionalize(task, scaled)
+        except FunctionalizeError as error:
+            refused += 1
+            print(f"REFUSED {task.name} [{number}/{len(modules)}]: {error}", flush=True)
+            continue
+        path = write_conversion(conversion, out)
+        converted += 1
+        print(f"ok      {task.name} -> {path.name} ({', '.join(conversion.arguments)}; outputs equal on "
+              f"{conversion.cases_checked} case(s)) [{number}/{len(modules)}]", flush=True)  # fmt: skip
+    if converted:  # what was written loads as function tasks
+        reloaded = load_tasks(out)
+        for where, why in reloaded.errors:
+            print(f"INVALID {where}: {why}")
+        converted -= len(reloaded.errors)
+    print(f"{converted} of {len(modules)} module task(s) rewritten as functions into {out}, {refused} refused"
+          + (f"; {skipped} already function or kernel tasks, left out" if skipped else ""))  # fmt: skip
+    return 0 if converted == len(modules) - refused else 1
+
+
 def register(commands: argparse._SubParsersAction) -> None:
     tasks = commands.add_parser("tasks", help="inspect task suites")
     tasks_commands = tasks.add_subparsers(dest="tasks_command", required=True)
@@ -85,6 +123,16 @@ def register(commands: argparse._SubParsersAction) -> None:
         "check a GPU-sized suite on a CPU in minutes; kernel sizes, channels and strides keep their values",
     )  # fmt: skip
     check.set_defaults(handler=cmd_tasks_check)
+    rewrite = tasks_commands.add_parser(
+        "functionalize", help="rewrite module tasks in the function form (parameters and buffers as inputs)"
+    )
+    rewrite.add_argument("path", nargs="?", help="task file, folder or KernelBench tree (default: bundled)")
+    rewrite.add_argument("--out", required=True, help="folder for the function-form files (empty or absent)")
+    rewrite.add_argument(
+        "--case-scale", type=float, default=1.0, metavar="F",
+        help="check each rewrite on the cases scaled by F (as tasks check does); the files keep the task's sizes",
+    )  # fmt: skip
+    rewrite.set_defaults(handler=cmd_tasks_functionalize)
     listing = tasks_commands.add_parser("list", help="list the tasks of a suite")
     listing.add_argument("path", nargs="?")
     listing.set_defaults(handler=cmd_tasks_list)
