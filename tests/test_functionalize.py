@@ -48,10 +48,14 @@ def test_the_bundled_suite_is_rewritten_with_equal_outputs_on_every_case(tmp_pat
     assert "def linear_relu(x, linear_weight, linear_bias, init_inputs=(" in linear.source
 
 
-def test_an_existing_output_folder_is_never_overwritten(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_an_existing_output_folder_is_never_overwritten(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     (tmp_path / "fn").mkdir()
     (tmp_path / "fn" / "keep.py").write_text("x = 1\n")
-    assert main(["tasks", "functionalize", str(ROOT / "tasks" / "relu.py"), "--out", str(tmp_path / "fn")]) == 2
+    assert (
+        main(["tasks", "functionalize", str(ROOT / "tasks" / "relu.py"), "--out", str(tmp_path / "fn")]) == 2
+    )
     assert "must be an empty folder" in capsys.readouterr().err
     assert (tmp_path / "fn" / "keep.py").read_text() == "x = 1\n"
 
@@ -62,25 +66,30 @@ def test_an_existing_output_folder_is_never_overwritten(tmp_path: Path, capsys: 
         (  # BatchNorm's running statistics in training mode
             "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
             "        self.norm = nn.BatchNorm1d(dim)\n\n    def forward(self, x):\n        return self.norm(x)\n",
-            "[]", "updates norm.running_mean in place",
+            "[]",
+            "updates norm.running_mean in place",
         ),
         (  # a counter the forward branches on
             "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.calls = 0\n\n"
             "    def forward(self, x):\n        self.calls += 1\n        return x * 2 if self.calls % 2 else x\n",
-            "[]", "control flow on module state",
+            "[]",
+            "control flow on module state",
         ),
         (
             "class Model(nn.Module):\n    def forward(self, x):\n        return nn.functional.dropout(x, 0.5)\n",
-            "[]", "not deterministic",
+            "[]",
+            "not deterministic",
         ),
         (
             "class Model(nn.Module):\n    def __init__(self, w):\n        super().__init__()\n"
             "        self.w = nn.Parameter(w)\n\n    def forward(self, x):\n        return x * self.w\n",
-            "[torch.ones(dim)]", "returns tensors",
+            "[torch.ones(dim)]",
+            "returns tensors",
         ),
         (
             "class Model(nn.Module):\n    def forward(self, x, **options):\n        return x\n",
-            "[]", "**kwargs",
+            "[]",
+            "**kwargs",
         ),
     ],
     ids=["in_place_buffer", "python_state", "dropout", "tensor_init", "kwargs"],
@@ -101,7 +110,7 @@ def test_function_tasks_are_left_out_and_names_in_strings_are_kept() -> None:
     )
 
 
-FUNCTION_RELU = '''
+FUNCTION_RELU = """
 import torch
 import triton
 import triton.language as tl
@@ -120,7 +129,7 @@ def relu(x, init_inputs=()):
     n = x.numel()
     _relu_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
     return out
-'''
+"""
 
 
 def test_a_rewritten_task_verifies_like_the_module_form(tmp_path: Path) -> None:
@@ -137,7 +146,9 @@ def test_a_rewritten_task_verifies_like_the_module_form(tmp_path: Path) -> None:
     example = (ROOT / "examples" / "triton" / "relu.py").read_text()
     module_verdict = verifier.verify(module_task, Candidate(module_task.task_id, "triton", example, "test"))
     right = FUNCTION_RELU.replace("SCALE", "0.0")  # x > 0 ? x : 0
-    function_verdict = verifier.verify(function_task, Candidate(function_task.task_id, "triton", right, "test"))
+    function_verdict = verifier.verify(
+        function_task, Candidate(function_task.task_id, "triton", right, "test")
+    )
     assert module_verdict.correct and function_verdict.correct, (
         module_verdict.failure_message, function_verdict.failure_message
     )  # fmt: skip
