@@ -91,8 +91,13 @@ def test_an_existing_output_folder_is_never_overwritten(
             "[]",
             "**kwargs",
         ),
+        (
+            "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.mask = torch.ones(dim)\n\n    def forward(self, x):\n        return x * self.mask\n",
+            "[]", "neither parameters nor buffers",
+        ),
     ],
-    ids=["in_place_buffer", "python_state", "dropout", "tensor_init", "kwargs"],
+    ids=["in_place_buffer", "python_state", "dropout", "tensor_init", "kwargs", "plain_tensor"],
 )
 def test_what_cannot_be_a_pure_function_is_refused_with_the_reason(body: str, init: str, reason: str) -> None:
     task = parse_task(_module_task("t", body, init), "t", "test")

@@ -18,7 +18,8 @@ Every conversion is verified before it is written: on every case, the entry call
 gives outputs equal to the module's own (bit for bit; the same ops run). What cannot be a pure function of
 its inputs is refused with the reason: a forward that updates a parameter or buffer in place (BatchNorm in
 training mode), one that changes the module's other state (a call counter it branches on), one whose two
-runs differ, constructor arguments that are tensors, a forward taking `**kwargs`.
+runs differ, constructor arguments that are tensors, a forward taking `**kwargs`, tensors held as plain
+attributes (neither parameters nor buffers: they would be state the entry is not given).
 
 The references are the user's task suites, not generated code: they are run in this process, on the CPU.
 """
@@ -170,6 +171,17 @@ def _checked_module(task: Task, overrides: dict[str, Any]) -> tuple[list[str], l
 
     with torch.no_grad():
         module, inputs, _ = _module_case(task.source, task.name, overrides, seed=0)
+        loose = [
+            f"{prefix}.{key}" if prefix else key
+            for prefix, submodule in module.named_modules()
+            for key, value in vars(submodule).items()
+            if isinstance(value, torch.Tensor) and not key.startswith("_")
+        ]  # fmt: skip
+        if loose:  # `.to(device)` leaves them behind, and they would be state the entry is not given
+            raise FunctionalizeError(
+                f"the module holds tensors that are neither parameters nor buffers ({', '.join(loose[:3])}): "
+                "register them as buffers to make them inputs"
+            )
         state = {key: value.detach().clone() for key, value in _state(module)}
         plain = _plain_state(module)
         first = module(*_clone(inputs))
