@@ -94,7 +94,8 @@ def test_an_existing_output_folder_is_never_overwritten(
         (
             "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
             "        self.mask = torch.ones(dim)\n\n    def forward(self, x):\n        return x * self.mask\n",
-            "[]", "neither parameters nor buffers",
+            "[]",
+            "neither parameters nor buffers",
         ),
     ],
     ids=["in_place_buffer", "python_state", "dropout", "tensor_init", "kwargs", "plain_tensor"],
