@@ -10,7 +10,12 @@ import pytest
 
 from kernelvault.cli import main
 from kernelvault.contracts import Candidate
-from kernelvault.toolchain.functionalize import FunctionalizeError, functionalize, rename_names
+from kernelvault.toolchain.functionalize import (
+    FunctionalizeError,
+    functionalize,
+    rename_names,
+    wrap_module_candidate,
+)
 from kernelvault.toolchain.tasks import load_task_file, load_tasks, parse_task
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
@@ -161,3 +166,22 @@ def test_a_rewritten_task_verifies_like_the_module_form(tmp_path: Path) -> None:
     leaky = FUNCTION_RELU.replace("SCALE", "0.1")  # a leaky ReLU is not what the module computes
     wrong = verifier.verify(function_task, Candidate(function_task.task_id, "triton", leaky, "test"))
     assert (wrong.correct, wrong.failure_kind) == (False, "mismatch"), wrong.failure_message
+
+
+@pytest.mark.parametrize("name", ["linear_relu", "layer_norm"])
+def test_a_bundled_example_gets_the_same_verdict_on_the_rewritten_task(name: str, tmp_path: Path) -> None:
+    """Issue #22: a rewritten task verifies a bundled example to the same verdict as the module form. The
+    example (class ModelNew) runs through an entry of the rewritten task's signature that gives it the state
+    it is passed; its kernels are the same."""
+    module_task = load_task_file(ROOT / "tasks" / f"{name}.py", origin="bundled")
+    conversion = functionalize(module_task)
+    (tmp_path / f"{name}.py").write_text(conversion.source)
+    function_task = load_task_file(tmp_path / f"{name}.py")
+    example = (ROOT / "examples" / "triton" / f"{name}.py").read_text()
+    verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=120))
+    on_module = verifier.verify(module_task, Candidate(module_task.task_id, "triton", example, "test"))
+    wrapped = wrap_module_candidate(example, conversion)
+    on_function = verifier.verify(function_task, Candidate(function_task.task_id, "triton", wrapped, "test"))
+    assert (on_module.correct, on_module.failure_kind) == (True, None), on_module.failure_message
+    assert (on_function.correct, on_function.failure_kind) == (True, None), on_function.failure_message
+    assert on_function.kernels  # its own Triton kernels ran

@@ -62,8 +62,18 @@ class Conversion:
     task: str
     source: str
     entry: str
-    arguments: tuple[str, ...]  # the entry's tensor arguments: forward's inputs, then the module's state
+    inputs: tuple[str, ...]  # the entry's first arguments: forward's inputs
+    state: tuple[str, ...]  # then one per parameter and buffer, named after them
+    state_keys: tuple[str, ...]  # the parameters' and buffers' own names (`linear.weight`)
+    init: tuple[Any, ...]  # the default of the last argument, `init_inputs`
     cases_checked: int
+    case_inits: tuple[
+        tuple[Any, ...], ...
+    ] = ()  # the constructor's arguments of each case the file's test makes
+
+    @property
+    def arguments(self) -> tuple[str, ...]:
+        return (*self.inputs, *self.state)
 
 
 def rename_names(source: str, renames: dict[str, str]) -> str:
@@ -277,8 +287,12 @@ def functionalize(task: Task, case_tasks: Task | None = None) -> Conversion:
     try:
         inputs_names, state_names, state_keys = _checked_module(task, cases[0].overrides if cases else {})
         # the entry's default constructor arguments: the task's own first case, not a scaled one
-        own = task.correctness_cases[0].overrides if task.correctness_cases else {}
-        init = list(_namespace(task.source, own, task.name)["get_init_inputs"]())
+        own_cases = [case.overrides for case in task.correctness_cases] or [{}]
+        case_inits = tuple(
+            tuple(_namespace(task.source, overrides, task.name)["get_init_inputs"]())
+            for overrides in own_cases
+        )
+        init = list(case_inits[0])
     except FunctionalizeError:
         raise
     except Exception as error:  # noqa: BLE001 - the reference's own failure is the reason
@@ -311,7 +325,38 @@ def functionalize(task: Task, case_tasks: Task | None = None) -> Conversion:
             raise FunctionalizeError(f"case {index}: the function form's outputs differ from the module's")
         checked += 1
     assert converted.entry == entry
-    return Conversion(task.name, source, entry, tuple([*inputs_names, *state_names]), checked)
+    return Conversion(task.name, source, entry, tuple(inputs_names), tuple(state_names), tuple(state_keys),
+                      tuple(init), checked, tuple(dict.fromkeys(case_inits)))  # fmt: skip
+
+
+def wrap_module_candidate(candidate_source: str, conversion: Conversion) -> str:
+    """A module-form candidate (`class ModelNew`) as a candidate of the rewritten task: an entry of the same
+    signature runs a `ModelNew` (built at import per constructor arguments; its own state never used) with the
+    state it is given (`torch.func.functional_call`, by the reference's parameter names). What the candidate's kernels
+    compute is unchanged, so it gets the verdict it gets on the module form."""
+    inputs = "(" + "".join(f"{name}, " for name in conversion.inputs) + ")"
+    state = "(" + "".join(f"{name}, " for name in conversion.state) + ")"
+    signature = ", ".join([*conversion.arguments, f"init_inputs={conversion.init!r}"])
+    return (
+        candidate_source.rstrip()
+        + f"""
+
+
+# The rewritten task's entry over this ModelNew. Its structure is built here, at import, for each case's
+# constructor arguments: building it inside the call would run its initialisation (torch work) there.
+_KV_STATE_NAMES = {conversion.state_keys!r}
+_KV_MODELS = {{repr(init): ModelNew(*init) for init in {conversion.case_inits!r}}}
+
+
+def {conversion.entry}({signature}):
+    import torch
+
+    model = _KV_MODELS.get(repr(init_inputs))
+    if model is None:
+        model = _KV_MODELS[repr(init_inputs)] = ModelNew(*init_inputs)
+    return torch.func.functional_call(model, dict(zip(_KV_STATE_NAMES, {state}, strict=True)), {inputs})
+"""
+    )
 
 
 def write_conversion(conversion: Conversion, out_dir: Path) -> Path:
