@@ -185,3 +185,16 @@ def test_a_bundled_example_gets_the_same_verdict_on_the_rewritten_task(name: str
     assert (on_module.correct, on_module.failure_kind) == (True, None), on_module.failure_message
     assert (on_function.correct, on_function.failure_kind) == (True, None), on_function.failure_message
     assert on_function.kernels  # its own Triton kernels ran
+
+
+def test_constructor_arguments_that_are_lists_are_kept() -> None:
+    """KernelBench level 3 builds networks from lists of layer sizes (`get_init_inputs` returns lists)."""
+    body = (
+        "class Model(nn.Module):\n    def __init__(self, sizes):\n        super().__init__()\n"
+        "        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes, sizes[1:]))\n\n"
+        "    def forward(self, x):\n        for layer in self.layers:\n            x = torch.relu(layer(x))\n"
+        "        return x\n"
+    )
+    conversion = functionalize(parse_task(_module_task("mlp", body, "[[dim, 16, 4]]"), "mlp", "test"))
+    assert conversion.init == ([8, 16, 4],) and conversion.case_inits == (([8, 16, 4],),)
+    assert conversion.state == ("layers_0_weight", "layers_0_bias", "layers_1_weight", "layers_1_bias")

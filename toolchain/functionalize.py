@@ -326,7 +326,7 @@ def functionalize(task: Task, case_tasks: Task | None = None) -> Conversion:
         checked += 1
     assert converted.entry == entry
     return Conversion(task.name, source, entry, tuple(inputs_names), tuple(state_names), tuple(state_keys),
-                      tuple(init), checked, tuple(dict.fromkeys(case_inits)))  # fmt: skip
+                      tuple(init), checked, tuple({repr(one): one for one in case_inits}.values()))  # fmt: skip
 
 
 def wrap_module_candidate(candidate_source: str, conversion: Conversion) -> str:
