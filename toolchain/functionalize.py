@@ -26,7 +26,6 @@ The references are the user's task suites, not generated code: they are run in t
 
 from __future__ import annotations
 
-import copy
 import inspect
 import io
 import keyword
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelvault.contracts import Task
+from kernelvault.toolchain.function_tasks import clone_value, same_values
 from kernelvault.toolchain.tasks import TaskFormatError, parse_task
 
 # The module's names in the function form: a file with `Model`, `get_inputs` and `get_init_inputs` is a
@@ -135,27 +135,16 @@ def _plain_state(module: Any) -> dict[str, str]:
 
 
 def _same(first: Any, second: Any) -> bool:
+    """Equal tensors in the same places (`same_values`: bit for bit, NaN equal to NaN) and equal plain values."""
     import torch
     import torch.utils._pytree as pytree
 
-    left, right = pytree.tree_leaves(first), pytree.tree_leaves(second)
-    if len(left) != len(right):
-        return False
-    for a, b in zip(left, right, strict=True):
-        if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-            if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
-                return False
-            if a.shape != b.shape or a.dtype != b.dtype or not torch.equal(a.nan_to_num(), b.nan_to_num()):
-                return False
-        elif a != b:
-            return False
-    return True
+    def plain(value: Any) -> list[Any]:
+        return [
+            leaf if not isinstance(leaf, torch.Tensor) else torch.Tensor for leaf in pytree.tree_leaves(value)
+        ]
 
-
-def _clone(value: Any) -> Any:
-    import torch.utils._pytree as pytree
-
-    return pytree.tree_map(lambda leaf: leaf.clone() if hasattr(leaf, "clone") else copy.copy(leaf), value)
+    return plain(first) == plain(second) and same_values(first, second)
 
 
 def _module_case(source: str, name: str, overrides: dict[str, Any], seed: int) -> tuple[Any, list, list]:
@@ -194,7 +183,7 @@ def _checked_module(task: Task, overrides: dict[str, Any]) -> tuple[list[str], l
             )
         state = {key: value.detach().clone() for key, value in _state(module)}
         plain = _plain_state(module)
-        first = module(*_clone(inputs))
+        first = module(*clone_value(inputs))
         for key, value in _state(module):
             if not torch.equal(value.detach().nan_to_num(), state[key].nan_to_num()):
                 raise FunctionalizeError(
@@ -205,7 +194,7 @@ def _checked_module(task: Task, overrides: dict[str, Any]) -> tuple[list[str], l
             raise FunctionalizeError(
                 f"forward changes the module's state ({', '.join(changed)}): control flow on module state"
             )
-        if not _same(first, module(*_clone(inputs))):
+        if not _same(first, module(*clone_value(inputs))):
             raise FunctionalizeError("the module is not deterministic: two runs on the same inputs differ")
     state_keys = [key for key, _ in _state(module)]
     inputs_names, state_names = _argument_names(module.forward, inputs, state_keys)
@@ -314,9 +303,9 @@ def functionalize(task: Task, case_tasks: Task | None = None) -> Conversion:
         with torch.no_grad():
             try:
                 module, inputs, case_init = _module_case(task.source, task.name, overrides, seed=index)
-                expected = module(*_clone(inputs))
+                expected = module(*clone_value(inputs))
                 state = [value.detach().clone() for _, value in _state(module)]
-                got = function_globals[entry](*_clone(inputs), *state, init_inputs=tuple(case_init))
+                got = function_globals[entry](*clone_value(inputs), *state, init_inputs=tuple(case_init))
             except Exception as error:  # noqa: BLE001 - named in the refusal
                 raise FunctionalizeError(
                     f"case {index}: the function form raised {type(error).__name__}: {error}"[:300]

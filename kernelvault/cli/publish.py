@@ -46,17 +46,14 @@ def cmd_publish(args: argparse.Namespace) -> int:
         check_repo_id(repo)
     except (ValueError, PublishError) as error:
         raise UsageError(str(error)) from None
-    args.repo, args.version = repo, version
     dataset = Path(args.dataset)
     if not dataset.is_dir():
         raise UsageError(f"dataset folder not found: {dataset}")
     hub = hub_from_env(args.remote or None)
-    tag = f"v{args.version}"
+    tag = f"v{version}"
     try:
-        if tag in hub.versions(args.repo):  # refuse before building anything
-            raise UsageError(
-                f"{args.repo} already has version {tag}; versions are immutable, choose a new one"
-            )
+        if tag in hub.versions(repo):  # refuse before building anything
+            raise UsageError(f"{repo} already has version {tag}; versions are immutable, choose a new one")
     except PublishError as error:
         raise UsageError(str(error)) from None
     with tempfile.TemporaryDirectory(prefix="kv-release-") as temporary:
@@ -71,10 +68,10 @@ def cmd_publish(args: argparse.Namespace) -> int:
         stats = [compute_stats(table, config) for config, table in tables.items()]
         plots = write_plots(tables, stats, release / "plots")
         model_stats = [column for table in tables.values() for column in per_model_stats(table)]
-        build_card(release, args.repo, args.version, stats, plots, license=args.license,
+        build_card(release, repo, version, stats, plots, license=args.license,
                    model_stats=model_stats).save(release / "README.md")  # fmt: skip
         try:
-            result = publish(release, args.repo, args.version, hub)
+            result = publish(release, repo, version, hub)
         except PublishError as error:
             raise UsageError(str(error)) from None
     print(

@@ -27,13 +27,11 @@ def _writes_when_refilled(model: Any, inputs: Any) -> bool:
     freed from, so its recorded "before" already holds the result, and a kernel that writes it seems to write
     nothing. Refilled with random values (integer tensors, which may hold indices, are kept), a written buffer
     shows the write."""
-    import torch
-
     from kernelvault.toolchain.function_tasks import clone_value, same_values, tensor_leaves
 
     refilled = clone_value(inputs)
     for leaf in tensor_leaves(refilled):
-        if isinstance(leaf, torch.Tensor) and leaf.is_floating_point():
+        if leaf.is_floating_point():  # tensor_leaves holds tensors only
             leaf.normal_()
     after = [launch[1] for launch in model(*clone_value(refilled))]
     return not same_values(after, tensor_leaves(refilled))
