@@ -45,6 +45,8 @@ class ModeResult:
     mode: str
     seconds: float
     verdicts: list[tuple[Task, Verdict]]
+    latencies: list[float]  # each request's seconds as its caller saw them (HTTP, queue, lane)
+    lane_seconds: list[float]  # each device stage's seconds on its lane (pool modes only)
 
     @property
     def per_minute(self) -> float:
@@ -72,17 +74,25 @@ def run_mode(mode: str, verifier: Verifier, work: list[tuple[Task, Candidate]], 
     url = service.start()
     remote = RemoteVerifier(url, poll_s=5.0)
     try:
+        latencies: list[float] = []
+
+        def call(item: tuple[Task, Candidate]) -> Verdict:
+            sent = time.perf_counter()
+            verdict = remote.verify(*item)
+            latencies.append(time.perf_counter() - sent)
+            return verdict
+
         started = time.perf_counter()
         with ThreadPoolExecutor(in_flight) as callers:
-            verdicts = list(callers.map(lambda item: remote.verify(*item), work))
+            verdicts = list(callers.map(call, work))
         seconds = time.perf_counter() - started
     finally:
         service.stop()
         if pool is not None:
             pool.close()
-    return ModeResult(
-        mode, seconds, [(task, verdict) for (task, _), verdict in zip(work, verdicts, strict=True)]
-    )
+    lane_seconds = [job.finished - job.started for job in pool.timeline] if pool is not None else []
+    return ModeResult(mode, seconds, [(task, verdict) for (task, _), verdict in zip(work, verdicts, strict=True)],
+                      latencies, lane_seconds)  # fmt: skip
 
 
 # The check stage's log ends with the protocol's costs (`ProtocolCosts.summary`, toolchain/judge.py).
@@ -93,13 +103,17 @@ PROTOCOL_PARTS = {
     "gate wait": re.compile(r"waited ([\d.]+) s"),
 }
 STAGES = ("parse", "static", "compile", "check", "time", "reward")
+REQUEST_KINDS = re.compile(r"seconds per request kind: (.*)$", re.MULTILINE)
 
 
 def breakdown(results: list[ModeResult]) -> list[str]:
     """Median seconds per verification of each recorded stage and protocol part, per mode."""
-    rows = {name: [] for name in (*STAGES, *PROTOCOL_PARTS)}
+    kinds = sorted({kind for result in results for kind in _request_kinds(result)})
+    rows = {name: [] for name in ("request (caller)", "lane", *STAGES, *PROTOCOL_PARTS, *kinds)}
     for result in results:
         per_stage: dict[str, list[float]] = {name: [] for name in rows}
+        per_stage["request (caller)"] = result.latencies
+        per_stage["lane"] = result.lane_seconds
         for _, verdict in result.verdicts:
             for record in verdict.stages:
                 if record.name in per_stage and record.outcome != "skipped":
@@ -108,14 +122,32 @@ def breakdown(results: list[ModeResult]) -> list[str]:
                     for part, pattern in PROTOCOL_PARTS.items():
                         found = pattern.search(record.log)
                         per_stage[part].append(float(found.group(1)) if found else 0.0)
+                    spent = _kinds_of(record.log)
+                    for kind in kinds:
+                        per_stage[kind].append(spent.get(kind, 0.0))
         for name in rows:
             rows[name].append(f"{statistics.median(per_stage[name]):.2f}" if per_stage[name] else "-")
     lines = ["", "Where a verification's time goes: median seconds per verification (check protocol parts are "
-             "inside the check stage; gate wait is time a lane waited for another lane's timing):", "",
+             "inside the check stage; gate wait is time a lane waited for another lane's timing; "
+             "candidate.* and reference.* are the seconds of each kind of request, answers included):", "",
              "| stage | " + " | ".join(result.mode for result in results) + " |",
              "|---|" + "---|" * len(results)]  # fmt: skip
     lines += [f"| {name} | " + " | ".join(cells) + " |" for name, cells in rows.items()]
     return lines
+
+
+def _kinds_of(log: str) -> dict[str, float]:
+    """`candidate.forward 1.23, reference.prepare 0.40` (ProtocolCosts.summary) as a dict."""
+    found = REQUEST_KINDS.search(log)
+    if found is None:
+        return {}
+    pairs = (item.rsplit(" ", 1) for item in found.group(1).split(", "))
+    return {kind: float(seconds) for kind, seconds in pairs}
+
+
+def _request_kinds(result: ModeResult) -> set[str]:
+    return {kind for _, verdict in result.verdicts for record in verdict.stages if record.name == "check"
+            for kind in _kinds_of(record.log)}  # fmt: skip
 
 
 def _spread(values: list[float]) -> str:

@@ -42,3 +42,20 @@ def test_a_comparison_leaves_both_tensors_as_they_were() -> None:
     result = compare_outputs(reference, output, 1e-4, 1e-4)
     assert result.failure_kind == "mismatch" and "got 3.5, expected 3" in result.message
     assert torch.equal(reference, kept_reference) and torch.equal(output, kept_output)
+
+
+def test_half_and_single_precision_outputs_get_the_verdict_and_errors_of_a_double_precision_comparison() -> None:
+    """The judge compares float32 and narrower outputs in float32 (twice as fast as float64 on the parent's
+    CPU): the verdict near the tolerance's edge and the recorded errors are those of exact arithmetic."""
+    generator = torch.Generator().manual_seed(0)
+    for dtype, tolerance in ((torch.float32, 1e-4), (torch.float16, 1e-2), (torch.bfloat16, 1e-2)):
+        reference = torch.randn(4096, generator=generator).to(dtype)
+        for scale in (0.5, 0.9, 1.1, 2.0):  # errors around the edge atol + rtol * |ref|
+            noise = torch.rand(4096, generator=generator) * scale * tolerance * (1 + reference.double().abs())
+            candidate = (reference.double() + noise).to(dtype)
+            result = compare_outputs(reference, candidate, tolerance, tolerance)
+            diff = (candidate.double() - reference.double()).abs()
+            exact_fail = bool((diff > tolerance + tolerance * reference.double().abs()).any())
+            assert (result.failure_kind == "mismatch") == exact_fail, (dtype, scale)
+            if not exact_fail:
+                assert abs(result.max_abs_error - float(diff.max())) <= 1e-7 * float(diff.max()) + 1e-12

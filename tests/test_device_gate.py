@@ -16,7 +16,7 @@ from kernelvault.contracts import Candidate
 from kernelvault.toolchain.device_gate import DeviceGate, GateHold, Phase
 from kernelvault.toolchain.lane_pool import parse_devices
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
-from kernelvault.toolchain.worker_lane import WorkerLane
+from kernelvault.toolchain.worker_lane import PersistentWorker, WorkerLane
 
 ROOT = Path(__file__).resolve().parents[1]
 RELU = (ROOT / "examples" / "triton" / "relu.py").read_text()
@@ -183,6 +183,32 @@ def test_two_lanes_of_one_device_never_time_while_the_other_checks(small_relu) -
     assert all(len(v.timings) == 2 for v in verdicts)
     # one turn alone on the device per performance case (4 verdicts × 2 cases), none beside a check
     assert gate.timings == 8 and overlaps == []
+
+
+def test_only_the_timed_calls_hold_the_device_alone(small_relu, monkeypatch) -> None:  # noqa: ANN001
+    """Building the model, loading the timed inputs and the observed run happen while the device is shared
+    (`stage_time`); a lane has the device alone for the candidate's and the reference's timed calls only."""
+    sent: list[tuple[str, str, Phase]] = []
+    request = PersistentWorker.request
+
+    def watched(self, body, timeout_s):  # noqa: ANN001, ANN202
+        sent.append((self.kind, body.OP, lane.hold.phase))
+        return request(self, body, timeout_s)
+
+    monkeypatch.setattr(PersistentWorker, "request", watched)
+    verifier = Verifier(VerifyConfig(platform="cpu", time_on_cpu=True, repetitions=6, warmup=1, input_sets=2))
+    lane = WorkerLane(gate=DeviceGate())
+    try:
+        verdict = verifier.verify(
+            small_relu, Candidate(small_relu.task_id, "triton", RELU, "test"), runner=lane
+        )
+    finally:
+        lane.close()
+    assert verdict.correct is True and len(verdict.timings) == 2, verdict.failure_message
+    alone = [(kind, op) for kind, op, phase in sent if phase is Phase.TIMING]
+    assert alone == [("candidate", "time"), ("reference", "time")] * 2
+    staged = [phase for kind, op, phase in sent if op == "stage_time"]
+    assert staged == [Phase.CHECKING] * 4  # each side, each performance case
 
 
 def test_the_parents_own_judging_time_is_not_on_the_candidates_clock(small_relu, monkeypatch) -> None:  # noqa: ANN001

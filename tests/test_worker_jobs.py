@@ -25,6 +25,8 @@ from kernelvault.toolchain.sandboxed.requests import (
     Forward,
     Load,
     Prepare,
+    StageReference,
+    StageTime,
     Time,
     TimeReference,
     WireError,
@@ -45,13 +47,15 @@ REQUESTS = {
              "halve", ["halve"], False, ["import math"], ["aten::copy_"], "hip", "native", "/lib.so", "ab12"),
         Build("/in/init.st", 7),
         Forward("/in/x.st", "/out/y.st", poison=12345.0, reuse_inputs=True),
-        Time("/in/init.st", 7, ["/in/a.st", "/in/b.st"], 20, 3, {"6": "/out/t6.st"}, True),
+        StageTime("/in/init.st", 7, ["/in/a.st", "/in/b.st"], True),
+        Time(20, 3, {"6": "/out/t6.st"}),
         End(),
     ],
     "reference": [
         Prepare(**TASK, weight_seed=3, sets=[{"name": "check0", "seed": 5}], out_dir="/ref"),
-        TimeReference(**TASK, weight_seed=3, init_path="/ref/init.st", inputs_paths=["/ref/a.st"], repetitions=20,
-                      warmup=3),
+        StageReference(**TASK, weight_seed=3, init_path="/ref/init.st", inputs_paths=["/ref/a.st"],
+                       fresh_arguments=True),
+        TimeReference(**TASK, weight_seed=3, repetitions=20, warmup=3),
     ],
     "cross_compile": [Compile("/job/c.py", "/job/l.jsonl", "kv_candidate_2", "hip", "gfx942", 64, [])],
     "task_check": [CheckTask("/t/task.py", "/t/result.json", [{"name": "small", "overrides": {}}], "halve")],
@@ -69,7 +73,7 @@ def test_every_request_reads_back_as_the_record_it_was(kind: str) -> None:
 
 def test_an_operation_means_the_record_of_the_worker_that_receives_it() -> None:
     # "time" is the candidate's timed calls to one worker and the reference's timing to the other.
-    candidate_time, reference_time = REQUESTS["candidate"][3], REQUESTS["reference"][1]
+    candidate_time, reference_time = REQUESTS["candidate"][4], REQUESTS["reference"][2]
     assert to_wire(candidate_time)["op"] == to_wire(reference_time)["op"] == "time"
     with pytest.raises(WireError, match="unknown field"):
         from_wire("reference", to_wire(candidate_time))

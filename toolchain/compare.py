@@ -32,6 +32,15 @@ def default_tolerance(dtype: torch.dtype) -> float:
     return DEFAULT_TOLERANCE.get(dtype, 0.0)  # integer and bool outputs must match exactly
 
 
+def _working_dtype(dtype: torch.dtype) -> torch.dtype:
+    """What a comparison computes in: float32 for float32 and narrower floats, whose differences and bounds it
+    holds to about 1e-7 of their size, a thousand times finer than the tightest tolerance above; float64 for
+    float64 and for integers (exact to 2**53)."""
+    if dtype.is_floating_point and dtype != torch.float64:
+        return torch.float32
+    return torch.float64
+
+
 def compare_outputs(
     reference: object, candidate: object, atol: float | None, rtol: float | None
 ) -> Comparison:
@@ -62,14 +71,13 @@ def compare_outputs(
         a_tol = default_tolerance(ref.dtype) if atol is None else atol
         r_tol = default_tolerance(ref.dtype) if rtol is None else rtol
         if bool(torch.isfinite(ref).all()) and bool(torch.isfinite(out).all()):
-            # The common case, in three passes over float64 copies (the judge compares outputs of hundreds
-            # of MB inside a job's time limit: 32 M elements took 2.5 s with the masks below, 0.9 s here).
+            # The common case, in three passes over copies in the working precision (the judge compares
+            # outputs of hundreds of MB inside a job's time limit, several lanes at once: 32 M elements took
+            # 2.5 s with the masks below, 0.9 s over float64 copies, 0.35 s over float32 ones).
             got, expected = out.detach().reshape(-1), ref.detach().reshape(-1)  # for the message
-            ref64, out64 = (
-                ref.detach().to(torch.float64, copy=True),
-                out.detach().to(torch.float64, copy=True),
-            )
-            diff, scale = out64.sub_(ref64).abs_().reshape(-1), ref64.abs_().reshape(-1)
+            work = _working_dtype(ref.dtype)
+            ref_w, out_w = ref.detach().to(work, copy=True), out.detach().to(work, copy=True)
+            diff, scale = out_w.sub_(ref_w).abs_().reshape(-1), ref_w.abs_().reshape(-1)
         else:
             ref64, out64 = ref.detach().to(torch.float64), out.detach().to(torch.float64)
             ref_bad, out_bad = ~torch.isfinite(ref64), ~torch.isfinite(out64)

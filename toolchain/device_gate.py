@@ -10,9 +10,10 @@ the reference's, for one performance case) are answered, and goes back to checki
 Where the gate acts (`kernelvault.toolchain.judge.run_check`, the parent side of each lane, which sends every request
 its workers answer): a lane enters the check phase before it starts a worker or sends a job; it asks for
 the device alone before a case's first timed request and gives it back once that case's timed requests are
-answered (`timing_done`): what follows (judging the timed calls' outputs on the parent's CPU, the next
-case's inputs, the job's end) is check work again, so it overlaps the other lanes instead of holding them
-off. It leaves at the job's end. A lane in its check phase
+answered (`timing_done`). What comes before (building both sides' models and loading the timed inputs onto
+the device: the `stage_time` requests) and after (judging the timed calls' outputs on the parent's CPU, the
+next case's inputs, the job's end) is check work, so it overlaps the other lanes instead of holding them
+off: a turn alone is the timed calls and nothing else. It leaves at the job's end. A lane in its check phase
 gives way at request boundaries: when a lane waits to time, a checking lane's next request is not sent
 until the timing is over. A worker between requests has nothing of the harness's running on the device.
 

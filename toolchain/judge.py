@@ -46,6 +46,8 @@ from kernelvault.toolchain.sandboxed.requests import (
     Load,
     Prepare,
     ReferenceRequest,
+    StageReference,
+    StageTime,
     Time,
     TimeReference,
 )
@@ -77,13 +79,21 @@ class ProtocolCosts:
     timed_seconds: float = 0.0
     gate_seconds: float = 0.0
     device_record: str = ""  # on a GPU: how many windows the device's record covered, or why there was none
+    # seconds spent in each kind of request (`candidate.build`, `reference.prepare`, ...), answers included:
+    # where a lane's time goes (bench/reward_path.py reads it from the check stage's log)
+    request_seconds: dict[str, float] = field(default_factory=dict)
+
+    def add_request(self, kind: str, seconds: float) -> None:
+        self.request_seconds[kind] = self.request_seconds.get(kind, 0.0) + seconds
 
     def summary(self) -> str:
         waited = f"; waited {self.gate_seconds:.2f} s at the device's gate" if self.gate_seconds else ""
         record = f"; device record: {self.device_record}" if self.device_record else ""
+        kinds = ", ".join(f"{kind} {seconds:.2f}" for kind, seconds in sorted(self.request_seconds.items()))
         return (f"check protocol: {self.messages} request(s), {self.megabytes:.1f} MB of tensor files, "
                 f"reading {self.transfer_seconds:.2f} s, comparing {self.answer_seconds:.2f} s, "
-                f"reference {self.reference_seconds:.2f} s{waited}{record}")  # fmt: skip
+                f"reference {self.reference_seconds:.2f} s{waited}{record}"
+                + (f"; seconds per request kind: {kinds}" if kinds else ""))  # fmt: skip
 
 
 def draw_seed() -> int:
@@ -135,6 +145,7 @@ class _Check:
         seconds = time.monotonic() - started
         self.spent += seconds
         self.costs.messages += 1
+        self.costs.add_request(f"candidate.{body.OP}", seconds)
         if timing:
             self.costs.timed_seconds += seconds
         if reply is None:
@@ -148,8 +159,10 @@ class _Check:
             self.costs.gate_seconds += self.hold.at_request(isinstance(body, TimeReference))
         started = time.monotonic()
         reply = self.reference.request(body, self.timeout_s * 4 + 60)
-        self.costs.reference_seconds += time.monotonic() - started
+        seconds = time.monotonic() - started
+        self.costs.reference_seconds += seconds
         self.costs.messages += 1
+        self.costs.add_request(f"reference.{body.OP}", seconds)
         if reply is None:
             run = self.reference.last_run
             detail = (run.stderr_tail.strip().splitlines() or ["(no output)"])[-1] if run is not None else ""
@@ -303,15 +316,19 @@ class _Check:
         # A function that changes its arguments (an optimiser step) is timed on fresh copies of them, on both
         # sides, so that its timed results are still the ones expected (`kernelvault.toolchain.function_tasks`).
         fresh = bool(prepared.get("mutates_arguments"))
-        timed = self.ask_candidate(
-            Time(init, weight_seed, inputs, repetitions, warmup, spot, fresh), timing=True
-        )
+        # Both sides build, load their inputs onto the device and (the candidate) run once observed while the
+        # device is shared; only the timed calls below need it alone, so a lane's turn is short.
+        self.ask_candidate(StageTime(init, weight_seed, inputs, fresh))
+        self.ask_reference(StageReference(
+            **self._task_fields(), case=case.name, overrides=case.overrides, weight_seed=weight_seed,
+            init_path=prepared["init"], inputs_paths=[str(entry["inputs"]) for entry in files],
+            fresh_arguments=fresh))  # fmt: skip
+        timed = self.ask_candidate(Time(repetitions, warmup, spot), timing=True)
         # The reference is timed right after the candidate, in the same turn of the device; the spot checks
         # are judged after both, on the parent's CPU, once the device is given back to the other lanes.
         reference = self.ask_reference(TimeReference(
             **self._task_fields(), case=case.name, overrides=case.overrides, weight_seed=weight_seed,
-            init_path=prepared["init"], inputs_paths=[str(entry["inputs"]) for entry in files],
-            repetitions=repetitions, warmup=warmup, fresh_arguments=fresh))  # fmt: skip
+            repetitions=repetitions, warmup=warmup))  # fmt: skip
         if self.hold is not None:
             self.costs.gate_seconds += self.hold.timing_done()
         for index in spot_checks:
@@ -374,7 +391,9 @@ def run_check(job: CheckJob, module_name: str, reference: PersistentWorker, cand
                 result |= {"failure_kind": stopped.result.get("failure_kind"),
                            "failure_message": stopped.result.get("failure_message")}  # fmt: skip
         if died is None:
+            ending = time.monotonic()
             ended = candidate.request(End(), 60.0)
+            state.costs.add_request("candidate.end", time.monotonic() - ending)
             if ended is None:
                 died = candidate.last_run
             else:

@@ -39,6 +39,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -62,7 +63,15 @@ from kernelvault.toolchain.sandboxed.integrity import (
     Violations,
     patch_targets,
 )
-from kernelvault.toolchain.sandboxed.requests import Build, CandidateRequest, End, Forward, Load, Time
+from kernelvault.toolchain.sandboxed.requests import (
+    Build,
+    CandidateRequest,
+    End,
+    Forward,
+    Load,
+    StageTime,
+    Time,
+)
 from kernelvault.toolchain.sandboxed.tensor_files import read_tensors, write_tensors
 from kernelvault.toolchain.sandboxed.timing import time_on_device
 
@@ -561,6 +570,15 @@ def _copied_bytes(event: Any) -> int:
 _COPY_BYTES = re.compile(r'"bytes"\s*:\s*(\d+)')
 
 
+@dataclass
+class StagedTiming:
+    """A performance case readied by `StageTime`: the model built, its input sets on the device."""
+
+    model: torch.nn.Module
+    input_sets: list[list[Any]]
+    fresh_arguments: bool
+
+
 class CandidateJob:
     """One candidate's stay in this worker: from `load` to `end`."""
 
@@ -589,6 +607,7 @@ class CandidateJob:
             str
         ] = []  # HIP/CUDA sources of the candidate's own kernels (native form, load_inline)
         self.record_problem: str | None = None
+        self.staged: StagedTiming | None = None  # the performance case `StageTime` readied for `Time`
 
 
 class CandidateHost:
@@ -608,6 +627,8 @@ class CandidateHost:
                 return self._build(job, request)
             if isinstance(request, Forward):
                 return self._forward(job, request)
+            if isinstance(request, StageTime):
+                return self._stage_time(job, request)
             if isinstance(request, Time):
                 return self._time(job, request)
         except CandidateFailure as failure:
@@ -697,7 +718,7 @@ class CandidateHost:
 
     # -- build: ModelNew with the parent's weight seed -----------------------------------------------
 
-    def _construct(self, job: CandidateJob, request: Build | Time) -> torch.nn.Module:
+    def _construct(self, job: CandidateJob, request: Build | StageTime) -> torch.nn.Module:
         init = read_tensors(Path(request.init_path))  # on the host, as get_init_inputs made them
         assert job.model_class is not None
         torch.manual_seed(
@@ -803,18 +824,24 @@ class CandidateHost:
 
     # -- time: the performance case's timed calls ----------------------------------------------------
 
-    def _time(self, job: CandidateJob, request: Time) -> dict[str, Any]:
+    def _stage_time(self, job: CandidateJob, request: StageTime) -> dict[str, Any]:
         model = self._construct(job, request)
         input_sets = [list(read_tensors(Path(path), job.device)) for path in request.inputs_paths]
-        spot = {int(index): Path(path) for index, path in request.spot_outputs.items()}
-        recorder = job.guards.recorder
-        # Once more with launches observed, then time without the recorder (it costs host time per launch)
-        # and without the device's record (the timed calls run as they would anywhere else).
+        # Once more with launches observed, then (in `Time`) timed without the recorder (it costs host time
+        # per launch) and without the device's record (the timed calls run as they would anywhere else).
         self._run_forward(job, model, list(input_sets[0]))
         self._close_record(job)
-        recorder.enabled = False
+        job.staged = StagedTiming(model, input_sets, request.fresh_arguments)
+        return {"ok": True}
 
-        fresh = request.fresh_arguments
+    def _time(self, job: CandidateJob, request: Time) -> dict[str, Any]:
+        staged, job.staged = job.staged, None  # one timing per staging: the inputs are freed after it
+        if staged is None:
+            return {"failure_kind": "infrastructure_error", "failure_message": "time before stage_time"}
+        model, input_sets, fresh = staged.model, staged.input_sets, staged.fresh_arguments
+        spot = {int(index): Path(path) for index, path in request.spot_outputs.items()}
+        recorder = job.guards.recorder
+        recorder.enabled = False
 
         def run_candidate(inputs: Any) -> Any:
             return model(*clone_value(inputs)) if fresh else model(*inputs)
@@ -861,7 +888,7 @@ class CandidateHost:
         job.guards.uninstall()
         restore_load_inline()
         sys.modules.pop(job.module_name, None)
-        job.model = job.last_inputs = job.model_class = None
+        job.model = job.last_inputs = job.model_class = job.staged = None
         self.job = None
         tempfile.tempdir = job.saved_tmp[0]
         if job.saved_tmp[1] is None:

@@ -35,7 +35,12 @@ from kernelvault.toolchain.function_tasks import (
 )
 from kernelvault.toolchain.kernel_tasks import untimed_autotuning
 from kernelvault.toolchain.sandboxed.candidate import load_module, one_line_error, sync_device
-from kernelvault.toolchain.sandboxed.requests import Prepare, ReferenceRequest, TimeReference
+from kernelvault.toolchain.sandboxed.requests import (
+    Prepare,
+    ReferenceRequest,
+    StageReference,
+    TimeReference,
+)
 from kernelvault.toolchain.sandboxed.tensor_files import read_tensors, write_tensors
 from kernelvault.toolchain.sandboxed.timing import time_on_device
 
@@ -134,6 +139,8 @@ class ReferenceHost:
     def __init__(self, max_tasks: int = 8) -> None:
         self.harnesses: dict[str, TaskHarness] = {}
         self.max_tasks = max_tasks
+        # the performance case `StageReference` readied for `TimeReference`: the reference and its input sets
+        self.staged: tuple[Any, list[list[Any]], bool] | None = None
 
     def handle(self, request: ReferenceRequest) -> dict[str, Any]:
         device = torch.device("cuda" if request.platform in ("cuda", "rocm") else "cpu")
@@ -149,8 +156,10 @@ class ReferenceHost:
             harness.apply(request.overrides)
             if isinstance(request, Prepare):
                 return self._prepare(harness, request, device)
+            if isinstance(request, StageReference):
+                return self._stage_time(harness, request, device)
             if isinstance(request, TimeReference):
-                return self._time(harness, request, device)
+                return self._time(request, device)
         except Exception as error:  # noqa: BLE001 - the task's failure: an infrastructure error, never a verdict
             return {"failure_kind": "infrastructure_error",
                     "failure_message": f"reference failed on case {case}: {one_line_error(error)}"}  # fmt: skip
@@ -192,6 +201,7 @@ class ReferenceHost:
         return self.harnesses[key]
 
     def _prepare(self, harness: TaskHarness, request: Prepare, device: torch.device) -> dict[str, Any]:
+        self.staged = None  # a staging whose timing never came (the candidate failed first) is freed here
         folder = Path(request.out_dir)
         init = harness.init_inputs()
         write_tensors(folder / "init.st", init)
@@ -228,12 +238,22 @@ class ReferenceHost:
             del inputs
         return {"ok": True, "init": str(folder / "init.st"), "sets": written, "mutates_arguments": mutates}
 
-    def _time(self, harness: TaskHarness, request: TimeReference, device: torch.device) -> dict[str, Any]:
+    def _stage_time(
+        self, harness: TaskHarness, request: StageReference, device: torch.device
+    ) -> dict[str, Any]:
+        self.staged = None
         init = read_tensors(Path(request.init_path))
         reference = harness.reference(list(init), request.weight_seed)
         input_sets = [list(read_tensors(Path(path), device)) for path in request.inputs_paths]
+        sync_device(device)
+        self.staged = (reference, input_sets, request.fresh_arguments)
+        return {"ok": True}
 
-        fresh = request.fresh_arguments
+    def _time(self, request: TimeReference, device: torch.device) -> dict[str, Any]:
+        staged, self.staged = self.staged, None  # one timing per staging: the inputs are freed after it
+        if staged is None:
+            return {"failure_kind": "infrastructure_error", "failure_message": "time before stage_time"}
+        reference, input_sets, fresh = staged
 
         def run_reference(inputs: Any) -> Any:
             return reference(*clone_value(inputs)) if fresh else reference(*inputs)

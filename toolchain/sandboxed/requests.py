@@ -60,17 +60,27 @@ class Forward:
 
 
 @dataclass(frozen=True)
-class Time:
-    """The performance case's timed calls; the outputs of `spot_outputs`' calls are kept for judging."""
+class StageTime:
+    """Everything of a performance case's timing that is not the timed calls: build ModelNew, put the input
+    sets on the device, run it once with launches observed and close the device's record. The parent sends it
+    while the device is shared (check phase), so that only `Time` needs the device alone."""
 
-    OP: ClassVar[str] = "time"
+    OP: ClassVar[str] = "stage_time"
     init_path: str
     weight_seed: int
     inputs_paths: list[str]
+    fresh_arguments: bool = False
+
+
+@dataclass(frozen=True)
+class Time:
+    """The staged performance case's timed calls (`StageTime` first); the outputs of `spot_outputs`' calls are
+    kept for judging."""
+
+    OP: ClassVar[str] = "time"
     repetitions: int
     warmup: int
     spot_outputs: dict[str, str]  # call index -> output file
-    fresh_arguments: bool = False
 
 
 @dataclass(frozen=True)
@@ -103,15 +113,23 @@ class Prepare(_ReferenceCase):
 
 
 @dataclass(frozen=True)
-class TimeReference(_ReferenceCase):
-    """The reference timed on input sets it prepared, the way the candidate is timed."""
+class StageReference(_ReferenceCase):
+    """The reference built and the input sets it prepared put on the device, for `TimeReference` (sent while
+    the device is shared, like `StageTime`)."""
 
-    OP: ClassVar[str] = "time"
+    OP: ClassVar[str] = "stage_time"
     init_path: str
     inputs_paths: list[str]
+    fresh_arguments: bool = False
+
+
+@dataclass(frozen=True)
+class TimeReference(_ReferenceCase):
+    """The staged reference (`StageReference` first) timed the way the candidate is timed."""
+
+    OP: ClassVar[str] = "time"
     repetitions: int
     warmup: int
-    fresh_arguments: bool = False
 
 
 @dataclass(frozen=True)
@@ -140,14 +158,14 @@ class CheckTask:
     device: str = "cpu"  # torch's device for the reference: `cpu` (under Triton's interpreter) or `cuda`
 
 
-CandidateRequest = Load | Build | Forward | Time | End
-ReferenceRequest = Prepare | TimeReference
+CandidateRequest = Load | Build | Forward | StageTime | Time | End
+ReferenceRequest = Prepare | StageReference | TimeReference
 Request = CandidateRequest | ReferenceRequest | Compile | CheckTask
 
 # Which operations each worker kind answers: the same op name means different records for different kinds.
 OPERATIONS: dict[str, dict[str, type]] = {
-    "candidate": {record.OP: record for record in (Load, Build, Forward, Time, End)},
-    "reference": {record.OP: record for record in (Prepare, TimeReference)},
+    "candidate": {record.OP: record for record in (Load, Build, Forward, StageTime, Time, End)},
+    "reference": {record.OP: record for record in (Prepare, StageReference, TimeReference)},
     "cross_compile": {Compile.OP: Compile},
     "task_check": {CheckTask.OP: CheckTask},
 }
