@@ -44,7 +44,9 @@ def test_a_comparison_leaves_both_tensors_as_they_were() -> None:
     assert torch.equal(reference, kept_reference) and torch.equal(output, kept_output)
 
 
-def test_half_and_single_precision_outputs_get_the_verdict_and_errors_of_a_double_precision_comparison() -> None:
+def test_half_and_single_precision_outputs_get_the_verdict_and_errors_of_a_double_precision_comparison() -> (
+    None
+):
     """The judge compares float32 and narrower outputs in float32 (twice as fast as float64 on the parent's
     CPU): the verdict near the tolerance's edge and the recorded errors are those of exact arithmetic."""
     generator = torch.Generator().manual_seed(0)
