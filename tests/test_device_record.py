@@ -95,6 +95,25 @@ def test_scalar_reads_past_the_allowance_are_work() -> None:
     assert unexplained_device_events(WINDOW + reads, own=set()) == ["Memcpy DtoH (Device -> Pinned)"]
 
 
+def test_the_scalar_read_allowance_is_per_forward_not_per_job() -> None:
+    """A record spans every checked forward of a job. A function task whose test makes 4 calls, each reading its
+    two 0-d arguments with `.item()`, reads 8 scalars per forward: across a job's forwards that passed one
+    allowance for the whole record (TritonBench's logspace on the H200, refused as device_record)."""
+    windows, reads = [], []
+    for forward in range(4):
+        begin = 1000 * forward
+        windows += [_Event("kv::candidate", 1, start=begin, end=begin + 900),
+                    _Event("kv::candidate", 1, start=begin, end=begin + 900, gpu=True)]  # fmt: skip
+        reads += [_Event("aten::_local_scalar_dense", 10 * forward + 3, start=begin + 10, end=begin + 800)]
+        reads += [
+            _Event("Memcpy DtoH (Device -> Pinned)", 500 + 10 * forward + i, linked=10 * forward + 3,
+                   start=begin + 20 + i, end=begin + 21 + i, gpu=True)
+            for i in range(8)
+        ]  # fmt: skip
+    assert 4 * 8 > DEVICE_SCALAR_COPIES
+    assert unexplained_device_events(windows + reads, own=set()) == []
+
+
 def test_a_copy_outside_the_candidates_windows_is_not_its_own() -> None:
     later = _Event("Memcpy DtoH (Device -> Pageable)", 19, linked=7, start=5000, end=5001, gpu=True)
     assert unexplained_device_events(WINDOW + [later], own=set()) == []

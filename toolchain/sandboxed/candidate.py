@@ -486,16 +486,17 @@ def unexplained_device_events(
 ) -> list[str]:
     """The names of what the device ran inside the `window` ranges that is neither the candidate's own kernels
     (`own`) nor glue: PyTorch's fills and copies into device memory, and up to `DEVICE_SCALAR_COPIES` scalar
-    reads. `events`: torch's `_KinetoEvent`s of one record."""
+    reads in each window. `events`: torch's `_KinetoEvent`s of one record."""
     spans = [(event.start_ns(), event.end_ns()) for event in events if event.name() == window]
     found: list[str] = []
-    scalar_reads = 0
+    scalar_reads: dict[int, int] = {}  # per window: a record holds every checked forward of a job
     issuers = _torch_ops_by_correlation(events)
     for event in events:
         if event.device_type() == torch.autograd.DeviceType.CPU or event.name() == window:
             continue
         start = event.start_ns()
-        if not any(begin <= start <= end for begin, end in spans):
+        inside = next((index for index, (begin, end) in enumerate(spans) if begin <= start <= end), None)
+        if inside is None:
             continue
         name = event.name()
         if _kernel_identifier(name) in own or any(marker in name for marker in GLUE_KERNEL_MARKERS):
@@ -504,17 +505,24 @@ def unexplained_device_events(
         if lowered.startswith("memset") or ("memcpy" in lowered and "dtoh" not in lowered):
             continue
         # A device-to-host copy of one scalar (`.item()` of a 0-d argument, which the monitor checks) is glue,
-        # up to an allowance over the whole record; any other copy is not.
-        if "memcpy" in lowered and _is_scalar_read(event, issuers) and scalar_reads < DEVICE_SCALAR_COPIES:
-            scalar_reads += 1
+        # up to an allowance per window (one forward: a function task's case, all of its test's calls); any
+        # other copy is not.
+        if (
+            "memcpy" in lowered
+            and _is_scalar_read(event, issuers)
+            and scalar_reads.get(inside, 0) < DEVICE_SCALAR_COPIES
+        ):
+            scalar_reads[inside] = scalar_reads.get(inside, 0) + 1
             continue
         if name not in found:
             found.append(name)
     return found
 
 
-# How many one-scalar device-to-host copies a whole record allows: `.item()` of a 0-d
-# argument, which the dispatch monitor admits and refuses for any other tensor.
+# How many one-scalar device-to-host copies one window allows: `.item()` of a 0-d argument, which the dispatch
+# monitor admits and refuses for any other tensor. Per window, not per record: the record spans every checked
+# forward of a job, and TritonBench's logspace (two `.item()` in each of its test's 4 calls, so 8 per forward)
+# passed the allowance over a whole job on the H200 (2026-12-02) although each forward read only its arguments.
 DEVICE_SCALAR_COPIES = 16
 
 
