@@ -17,6 +17,7 @@ import hashlib
 import json
 import math
 import re
+import sqlite3
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -41,6 +42,20 @@ class Joined:
     tb: dict[str, Any] | None = None
     kv: dict[str, Any] | None = None
     classes: list[str] = field(default_factory=list)
+    kv_refused_task: str | None = None  # KernelVault refused the answer's task as a whole: why
+
+
+def refused_tasks(kernelvault: Path) -> dict[str, str]:
+    """The tasks the corpus job refused as a whole (their reference cannot be judged), from its ledger: task
+    name -> the reason. An answer to one of them has no row by design, not because a chunk has not reached it."""
+    ledger = kernelvault / "ledger.sqlite"
+    if not ledger.is_file():
+        return {}
+    with sqlite3.connect(f"file:{ledger}?mode=ro", uri=True) as connection:
+        rows = connection.execute(
+            "SELECT task_name, message FROM attempts WHERE status = 'failed' AND failure_kind = 'infrastructure_error'"
+        ).fetchall()
+    return {str(name): str(message or "").splitlines()[0][:100] for name, message in rows}
 
 
 def _first_error(text: str) -> str:
@@ -57,11 +72,11 @@ def classify(item: Joined) -> str | None:
     if tb is None or tb.get("task") is None:
         return "TritonBench cannot place the answer (its description match fails)" if kv else None
     if kv is None:
-        return (
-            "KernelVault has no row (task not matched, or its reference cannot be judged here)"
-            if tb["call"]
-            else None
-        )
+        if not tb["call"]:
+            return None
+        if item.kv_refused_task is not None:
+            return "TritonBench credits it, KernelVault has no row: the task's reference cannot be judged"
+        return "KernelVault has no row (not verified yet, or its task not matched)"
     if kv["task_name"] != tb["task"].removesuffix(".py"):
         return f"the two tools matched different tasks ({tb['task']} / {kv['task_name']})"
     tb_credit, kv_credit = bool(tb["call"]), bool(kv["correct"])
@@ -100,6 +115,7 @@ def load_joined(tritonbench: Path, kernelvault: Path, answers: Path) -> list[Joi
         if row.get("model") and row.get("answer") is not None:
             kv_rows[answer_key(row["model"], row["answer"])].append(row)
     joined = []
+    refused = refused_tasks(kernelvault)
     tb_rows = [json.loads(line) for line in tritonbench.read_text().splitlines() if line.strip()]
     for tb in tb_rows:
         model, text = texts[(tb["file"], tb["line"])]
@@ -109,6 +125,7 @@ def load_joined(tritonbench: Path, kernelvault: Path, answers: Path) -> list[Joi
         item.kv = next(
             (row for row in candidates if row["task_name"] == task), candidates[0] if candidates else None
         )
+        item.kv_refused_task = refused.get(task) if item.kv is None else None
         joined.append(item)
     return joined
 
@@ -185,8 +202,24 @@ def main() -> int:
         "--kernelvault", type=Path, required=True, help="the corpus folder over the same answers"
     )
     parser.add_argument("--answers", type=Path, required=True, help="the answer file or folder both read")
+    parser.add_argument(
+        "--reached-by-both", action="store_true",
+        help="only the answers both tools have verified (a row, or a task KernelVault refused as a whole in a "
+        "model's file it has started on): "
+        "the tables of a side-by-side still in chunks",
+    )  # fmt: skip
     args = parser.parse_args()
-    print(report(load_joined(args.tritonbench, args.kernelvault, args.answers)))
+    joined = load_joined(args.tritonbench, args.kernelvault, args.answers)
+    if args.reached_by_both:
+        # an answer to a refused task counts as reached once KernelVault has started on its model's file
+        started = {item.model for item in joined if item.kv is not None}
+        reached = [item for item in joined
+                   if item.kv is not None or (item.kv_refused_task is not None and item.model in started)]  # fmt: skip
+        waiting = [item for item in joined if item not in reached]
+        joined = reached
+        print(f"{len(joined)} answers verified by both tools; {len(waiting)} verified by TritonBench's evaluator "
+              "only so far (left out below)\n")  # fmt: skip
+    print(report(joined))
     return 0
 
 
