@@ -41,4 +41,24 @@ if [ ! -f .whl/ray-core.tar.xz ]; then
     && tar cf - . | xz -6 -T0 > "$OLDPWD/.whl/ray-core.tar.xz")
   rm -rf "$staging"
 fi
+# An unpinned name downloaded again on a later day leaves two versions of it in .whl/ (httpx 0.28.1 and
+# 0.29.0, 2026-12-02), which pip refuses to install together on the device: keep only the newest of each.
+"$PY" - <<'PYTHON'
+from pathlib import Path
+
+from packaging.utils import parse_wheel_filename
+
+newest = {}
+for wheel in sorted(Path(".whl").glob("*.whl")):
+    name, version, _, _ = parse_wheel_filename(wheel.name)
+    kept = newest.get(name)
+    if kept is None or version > kept[0]:
+        if kept is not None:
+            kept[1].unlink()
+            print(f"removed {kept[1].name}: {wheel.name} is newer")
+        newest[name] = (version, wheel)
+    else:
+        wheel.unlink()
+        print(f"removed {wheel.name}: {kept[1].name} is newer")
+PYTHON
 ls -la .whl
