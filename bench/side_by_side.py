@@ -215,9 +215,9 @@ def main() -> int:
         started = {item.model for item in joined if item.kv is not None}
         reached = [item for item in joined
                    if item.kv is not None or (item.kv_refused_task is not None and item.model in started)]  # fmt: skip
-        waiting = [item for item in joined if item not in reached]
+        waiting = len(joined) - len(reached)
         joined = reached
-        print(f"{len(joined)} answers verified by both tools; {len(waiting)} verified by TritonBench's evaluator "
+        print(f"{len(joined)} answers verified by both tools; {waiting} verified by TritonBench's evaluator "
               "only so far (left out below)\n")  # fmt: skip
     print(report(joined))
     return 0

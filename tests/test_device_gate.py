@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import small_tasks
 
-from kernelvault.contracts import Candidate
+from kernelvault.contracts import Candidate, Verdict
 from kernelvault.toolchain.device_gate import DeviceGate, GateHold, Phase
 from kernelvault.toolchain.lane_pool import parse_devices
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
@@ -32,6 +32,14 @@ def _start(target, *args) -> tuple[threading.Thread, threading.Event]:  # noqa: 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread, done
+
+
+def _verify_relu_on(lane: WorkerLane, verifier: Verifier, task) -> Verdict:  # noqa: ANN001
+    """The bundled relu example verified on `lane`, which is closed after."""
+    try:
+        return verifier.verify(task, Candidate(task.task_id, "triton", RELU, "test"), runner=lane)
+    finally:
+        lane.close()
 
 
 def test_checks_share_the_device_and_a_timing_waits_for_them_then_runs_alone() -> None:
@@ -198,12 +206,7 @@ def test_only_the_timed_calls_hold_the_device_alone(small_relu, monkeypatch) -> 
     monkeypatch.setattr(PersistentWorker, "request", watched)
     verifier = Verifier(VerifyConfig(platform="cpu", time_on_cpu=True, repetitions=6, warmup=1, input_sets=2))
     lane = WorkerLane(gate=DeviceGate())
-    try:
-        verdict = verifier.verify(
-            small_relu, Candidate(small_relu.task_id, "triton", RELU, "test"), runner=lane
-        )
-    finally:
-        lane.close()
+    verdict = _verify_relu_on(lane, verifier, small_relu)
     assert verdict.correct is True and len(verdict.timings) == 2, verdict.failure_message
     alone = [(kind, op) for kind, op, phase in sent if phase is Phase.TIMING]
     assert alone == [("candidate", "time"), ("reference", "time")] * 2
@@ -223,14 +226,9 @@ def test_the_parents_own_judging_time_is_not_on_the_candidates_clock(small_relu,
         return compare(*args, **kwargs)
 
     monkeypatch.setattr(kernelvault.toolchain.judge, "compare_outputs", slow_compare)
-    verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=12.0))
-    lane = WorkerLane(gate=DeviceGate())
-    try:
-        verdict = verifier.verify(
-            small_relu, Candidate(small_relu.task_id, "triton", RELU, "test"), runner=lane
-        )
-    finally:
-        lane.close()
+    verdict = _verify_relu_on(
+        WorkerLane(gate=DeviceGate()), Verifier(VerifyConfig(platform="cpu", timeout_s=12.0)), small_relu
+    )
     assert verdict.correct is True and verdict.failure_kind is None, verdict.failure_message
     check = next(stage for stage in verdict.stages if stage.name == "check")
     costs = re.search(r"check protocol: (\d+) request\(s\).*comparing ([\d.]+) s", check.log)

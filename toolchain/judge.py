@@ -75,8 +75,6 @@ class ProtocolCosts:
     megabytes: float = 0.0
     transfer_seconds: float = 0.0
     answer_seconds: float = 0.0
-    reference_seconds: float = 0.0
-    timed_seconds: float = 0.0
     gate_seconds: float = 0.0
     device_record: str = ""  # on a GPU: how many windows the device's record covered, or why there was none
     # seconds spent in each kind of request (`candidate.build`, `reference.prepare`, ...), answers included:
@@ -85,6 +83,14 @@ class ProtocolCosts:
 
     def add_request(self, kind: str, seconds: float) -> None:
         self.request_seconds[kind] = self.request_seconds.get(kind, 0.0) + seconds
+
+    @property
+    def reference_seconds(self) -> float:
+        return sum(seconds for kind, seconds in self.request_seconds.items() if kind.startswith("reference."))
+
+    @property
+    def timed_seconds(self) -> float:
+        return self.request_seconds.get(f"candidate.{Time.OP}", 0.0)
 
     def summary(self) -> str:
         waited = f"; waited {self.gate_seconds:.2f} s at the device's gate" if self.gate_seconds else ""
@@ -134,9 +140,9 @@ class _Check:
 
     # -- requests ------------------------------------------------------------------------------------
 
-    def ask_candidate(self, body: CandidateRequest, timing: bool = False) -> dict[str, Any]:
+    def ask_candidate(self, body: CandidateRequest) -> dict[str, Any]:
         if self.hold is not None:
-            self.costs.gate_seconds += self.hold.at_request(timing)
+            self.costs.gate_seconds += self.hold.at_request(isinstance(body, Time))
         remaining = self.timeout_s - self.spent
         if remaining <= 0:
             raise CheckStopped(None, self.candidate.stop_for_timeout(self.spent))
@@ -146,8 +152,6 @@ class _Check:
         self.spent += seconds
         self.costs.messages += 1
         self.costs.add_request(f"candidate.{body.OP}", seconds)
-        if timing:
-            self.costs.timed_seconds += seconds
         if reply is None:
             raise CheckStopped(None, self.candidate.last_run)
         if reply.get("failure_kind") is not None:
@@ -159,10 +163,8 @@ class _Check:
             self.costs.gate_seconds += self.hold.at_request(isinstance(body, TimeReference))
         started = time.monotonic()
         reply = self.reference.request(body, self.timeout_s * 4 + 60)
-        seconds = time.monotonic() - started
-        self.costs.reference_seconds += seconds
         self.costs.messages += 1
-        self.costs.add_request(f"reference.{body.OP}", seconds)
+        self.costs.add_request(f"reference.{body.OP}", time.monotonic() - started)
         if reply is None:
             run = self.reference.last_run
             detail = (run.stderr_tail.strip().splitlines() or ["(no output)"])[-1] if run is not None else ""
@@ -323,7 +325,7 @@ class _Check:
             **self._task_fields(), case=case.name, overrides=case.overrides, weight_seed=weight_seed,
             init_path=prepared["init"], inputs_paths=[str(entry["inputs"]) for entry in files],
             fresh_arguments=fresh))  # fmt: skip
-        timed = self.ask_candidate(Time(repetitions, warmup, spot), timing=True)
+        timed = self.ask_candidate(Time(repetitions, warmup, spot))
         # The reference is timed right after the candidate, in the same turn of the device; the spot checks
         # are judged after both, on the parent's CPU, once the device is given back to the other lanes.
         reference = self.ask_reference(TimeReference(

@@ -580,7 +580,8 @@ _COPY_BYTES = re.compile(r'"bytes"\s*:\s*(\d+)')
 
 @dataclass
 class StagedTiming:
-    """A performance case readied by `StageTime`: the model built, its input sets on the device."""
+    """A performance case readied for its timed calls (`StageTime` here, `StageReference` in the reference's
+    worker): the model built, its input sets on the device."""
 
     model: torch.nn.Module
     input_sets: list[list[Any]]

@@ -34,7 +34,7 @@ from kernelvault.toolchain.function_tasks import (
     tensor_leaves,
 )
 from kernelvault.toolchain.kernel_tasks import untimed_autotuning
-from kernelvault.toolchain.sandboxed.candidate import load_module, one_line_error, sync_device
+from kernelvault.toolchain.sandboxed.candidate import StagedTiming, load_module, one_line_error, sync_device
 from kernelvault.toolchain.sandboxed.requests import (
     Prepare,
     ReferenceRequest,
@@ -139,8 +139,9 @@ class ReferenceHost:
     def __init__(self, max_tasks: int = 8) -> None:
         self.harnesses: dict[str, TaskHarness] = {}
         self.max_tasks = max_tasks
-        # the performance case `StageReference` readied for `TimeReference`: the reference and its input sets
-        self.staged: tuple[Any, list[list[Any]], bool] | None = None
+        self.staged: StagedTiming | None = (
+            None  # the performance case `StageReference` readied for `TimeReference`
+        )
 
     def handle(self, request: ReferenceRequest) -> dict[str, Any]:
         device = torch.device("cuda" if request.platform in ("cuda", "rocm") else "cpu")
@@ -246,14 +247,14 @@ class ReferenceHost:
         reference = harness.reference(list(init), request.weight_seed)
         input_sets = [list(read_tensors(Path(path), device)) for path in request.inputs_paths]
         sync_device(device)
-        self.staged = (reference, input_sets, request.fresh_arguments)
+        self.staged = StagedTiming(reference, input_sets, request.fresh_arguments)
         return {"ok": True}
 
     def _time(self, request: TimeReference, device: torch.device) -> dict[str, Any]:
         staged, self.staged = self.staged, None  # one timing per staging: the inputs are freed after it
         if staged is None:
             return {"failure_kind": "infrastructure_error", "failure_message": "time before stage_time"}
-        reference, input_sets, fresh = staged
+        reference, input_sets, fresh = staged.model, staged.input_sets, staged.fresh_arguments
 
         def run_reference(inputs: Any) -> Any:
             return reference(*clone_value(inputs)) if fresh else reference(*inputs)
