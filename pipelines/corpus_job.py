@@ -48,6 +48,7 @@ from kernelvault.pipelines.corpus_stages import (
 )
 from kernelvault.pipelines.engine import EngineOptions, verify_attempts
 from kernelvault.pipelines.executor import ExecutorStats
+from kernelvault.pipelines.intake import Intake
 from kernelvault.toolchain.tasks import LoadedTasks
 from kernelvault.toolchain.verify import Verifier
 
@@ -76,6 +77,8 @@ class RunSummary:
     stage_seconds: dict[str, list[float]] = field(default_factory=dict)
     verified_here: int = 0
     executor: ExecutorStats | None = None  # how the engine's stages ran (lanes used, items lost and redone)
+    stopped_by: str | None = None  # the intake closed early (`kernelvault.pipelines.intake`): why
+    not_started: int = 0  # attempts of this session's source left for a resume because of that
 
     def record_stages(self, verdict: Verdict) -> None:
         self.verified_here += 1
@@ -129,6 +132,11 @@ class RunSummary:
         rows.append(("duplicates (exact / near)", f"{self.exact_duplicates} / {self.near_duplicates}"))
         if self.retry_later:
             rows.append(("not written, retried on resume", str(len(self.retry_later))))
+        if self.stopped_by:
+            rows.append(("stopped early", f"at {self.stopped_by}: {self.not_started} attempts not started "
+                         "(the same command resumes)"))  # fmt: skip
+        if self.executor is not None and self.executor.worker_starts:
+            rows.append(("worker starts", self.executor.worker_summary()))
         rate = self.attempts_per_minute()
         if rate is not None:
             rows.append(("throughput (this session)", f"{rate:.1f} attempts/min"))
@@ -150,6 +158,8 @@ class RunSummary:
             "near_duplicates": self.near_duplicates, "retry_later": self.retry_later, "unexpected": self.unexpected,
             "shards": [str(p) for p in self.shards], "seconds": self.seconds,
             "attempts_per_minute": self.attempts_per_minute(), "stages": self.stage_stats(),
+            "stopped_by": self.stopped_by, "not_started": self.not_started,
+            "workers": self.executor.worker_json() if self.executor is not None else None,
         }  # fmt: skip
 
 
@@ -199,12 +209,14 @@ def run_corpus_job(
     shard_rows: int = 1000,
     flush_interval_s: float = 60.0,
     ray_writers: str = "actors",
+    intake: Intake | None = None,
 ) -> RunSummary:
     """Verify every attempt the source yields for the loaded tasks; write shards; return the summary.
 
     `engine`: the executor, lanes and compile processes (`kernelvault.pipelines.engine`); `ray_writers`: with
     ray, `actors` (each verification actor writes its own shards into `out_dir`, which every node must then
-    see: a shared filesystem) or `driver` (rows come back to this process's writer).
+    see: a shared filesystem) or `driver` (rows come back to this process's writer). `intake`: when to stop
+    taking new attempts (a time limit, a signal); what was taken is finished and written, the rest resumes.
 
     Raises corpus.ledger.ConfigurationChanged when out_dir holds a run with another configuration.
     """
@@ -227,9 +239,10 @@ def run_corpus_job(
     writer = ShardWriter(out_dir, config=target, run_id=run_id, max_rows=shard_rows,
                          flush_interval_s=flush_interval_s, on_shard=record_shard)  # fmt: skip
     ledger_lock = threading.Lock()  # the source runs on the feeding thread, the writer on this one
+    intake = intake or Intake()
 
     def started_attempts() -> Iterator[Attempt]:
-        for attempt in attempts:
+        for attempt in intake.gate(attempts):
             with ledger_lock:
                 ledger.mark_started(run_id, _info(attempt, platform))
             yield attempt
@@ -262,6 +275,8 @@ def run_corpus_job(
     with writer:
         summary.executor = verify_attempts(started_attempts(), verifier, engine, write, writing)
     bar.close()
+    if intake.left:
+        summary.stopped_by, summary.not_started = intake.reason, intake.left
     return close_run(run, out_dir / "data" / target, started)
 
 
@@ -290,7 +305,7 @@ def open_run(out_dir: Path, identity: dict[str, Any], target: str, platform: str
 def close_run(run: OpenRun, config_folder: Path, started: float) -> RunSummary:
     """Mark the run finished when nothing is left to retry; count its rows; write runs/{run_id}.json."""
     summary = run.summary
-    if not summary.retry_later:
+    if not summary.retry_later and not summary.not_started:
         run.ledger.finish_run(run.run_id)
     run.ledger.close()
     summary.count_rows(run_shards(config_folder, run.run_id))

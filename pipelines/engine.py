@@ -110,7 +110,9 @@ def verify_attempts(
                             queue_size=options.queue_size or 2 * len(lanes))  # fmt: skip
     with job_pool(verifier, lanes, options.persistent) as pool:
         on_pool(pool)
-        return LocalExecutor(config).run(attempts, prepare, lambda _device: AttemptLane(pool), write)
+        stats = LocalExecutor(config).run(attempts, prepare, lambda _device: AttemptLane(pool), write)
+    stats.add_workers(pool.lanes)  # after close: every lane's thread has ended
+    return stats
 
 
 def _verify_on_ray(attempts: Iterable[Attempt], verifier: Verifier, options: EngineOptions, compile_workers: int,

@@ -83,6 +83,34 @@ class ExecutorStats:
     verified_high_water: int = 0
     pool_high_water: int = 0
     lane_items: dict[str, int] = field(default_factory=dict)
+    # The lanes' worker processes, by kind (candidate, reference, compiler): how often one started, the seconds
+    # those starts took (jail, interpreter, device context), and why one was replaced ("kind: reason").
+    worker_starts: dict[str, int] = field(default_factory=dict)
+    worker_start_seconds: dict[str, float] = field(default_factory=dict)
+    worker_restarts: dict[str, int] = field(default_factory=dict)
+
+    def add_workers(self, lanes: Iterable[Any]) -> None:
+        """Sum the worker statistics of `WorkerLane`s (`kernelvault.toolchain.worker_lane`)."""
+        for lane in lanes:
+            for kind, worker in lane.stats().items():
+                self.worker_starts[kind] = self.worker_starts.get(kind, 0) + worker.starts
+                self.worker_start_seconds[kind] = (
+                    self.worker_start_seconds.get(kind, 0.0) + worker.start_seconds
+                )
+                for reason, count in worker.restarts.items():
+                    key = f"{kind}: {reason}"
+                    self.worker_restarts[key] = self.worker_restarts.get(key, 0) + count
+
+    def worker_summary(self) -> str:
+        """One line: `candidate 12 (40 s), reference 6 (20 s); replaced: candidate: integrity 3`."""
+        starts = ", ".join(f"{kind} {count} ({self.worker_start_seconds.get(kind, 0.0):.0f} s)"
+                           for kind, count in sorted(self.worker_starts.items()))  # fmt: skip
+        restarts = ", ".join(f"{key} {count}" for key, count in sorted(self.worker_restarts.items()))
+        return starts + (f"; replaced: {restarts}" if restarts else "")
+
+    def worker_json(self) -> dict[str, Any]:
+        return {"starts": self.worker_starts, "start_seconds": self.worker_start_seconds,
+                "restarts": self.worker_restarts}  # fmt: skip
 
 
 class LocalExecutor:

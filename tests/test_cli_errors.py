@@ -66,3 +66,16 @@ def test_tasks_check_on_a_gpu_this_machine_lacks_is_a_usage_error(capsys: pytest
         pytest.skip("this machine has a GPU: the check would run")
     assert main(["tasks", "check", str(ROOT / "tasks"), "--platform", "cuda"]) == 2
     assert "--platform cuda needs a cuda GPU" in _one_line_error(capsys.readouterr().err)
+
+
+def test_a_time_limit_that_is_not_positive_or_given_to_an_agent_job_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "out"
+    assert main(["corpus", "--out", str(out), "--platform", "cpu", "--stop-after", "0"]) == 2
+    assert "--stop-after is a positive number of seconds, not 0" in _one_line_error(capsys.readouterr().err)
+    agent = ["corpus", "--out", str(out), "--platform", "cpu", "--stop-after", "60",
+             "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]  # fmt: skip
+    assert main(agent) == 2
+    assert "--stop-after is for examples and --answers" in _one_line_error(capsys.readouterr().err)
+    assert not out.exists()

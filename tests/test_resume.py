@@ -17,6 +17,13 @@ import pyarrow.parquet as pq
 import pytest
 from example_suite import EXAMPLES, SUBSET_EXAMPLES, copy_example_suite
 
+from kernelvault.pipelines.candidates import ExampleCandidates
+from kernelvault.pipelines.corpus_job import run_corpus_job
+from kernelvault.pipelines.engine import EngineOptions
+from kernelvault.pipelines.intake import Intake
+from kernelvault.toolchain.tasks import load_tasks
+from kernelvault.toolchain.verify import Verifier, VerifyConfig
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -180,3 +187,73 @@ def test_corpus_skips_tasks_that_match_the_evaluation_set(tmp_path: Path) -> Non
     assert run.returncode == 0, run.stderr
     assert "skipping task relu (exact match of eval_relu" in run.stdout
     assert [row["task_name"] for row in rows_by_attempt_all_runs(out)] == ["softmax"]
+
+
+class IntakeClosingAfter(Intake):
+    """An intake whose time runs out after `keep` attempts: a time limit or a first Ctrl-C, at a known point."""
+
+    def __init__(self, keep: int) -> None:
+        super().__init__()
+        self.keep = keep
+
+    @property
+    def closed(self) -> bool:
+        if self.taken >= self.keep:
+            self.close("the test's limit")
+        return super().closed
+
+
+def ledger_statuses(out: Path) -> dict[str, int]:
+    with sqlite3.connect(out / "ledger.sqlite") as db:
+        return dict(db.execute("SELECT status, COUNT(*) FROM attempts GROUP BY status").fetchall())
+
+
+def test_a_closed_intake_finishes_what_it_took_and_the_same_run_resumes_the_rest(
+    suite: tuple[Path, Path], tmp_path: Path
+) -> None:
+    tasks_dir, examples = suite
+    loaded = load_tasks(str(tasks_dir))
+    verifier = Verifier(VerifyConfig(platform="cpu"))
+    engine = EngineOptions(workers=1, compile_workers=0)
+    out, intake = tmp_path / "out", IntakeClosingAfter(keep=2)
+    source = ExampleCandidates("triton", examples)
+    first = run_corpus_job(loaded, source, verifier, out, "triton", engine, progress=False, intake=intake)
+    assert (first.attempts, first.not_started) == (2, len(SUBSET_EXAMPLES) - 2)
+    assert first.stopped_by == "the test's limit"
+    assert "stopped early" in first.table() and "worker starts" in first.table()
+    assert ledger_statuses(out) == {"finished": 2}  # every attempt it took was written, none left in flight
+    with sqlite3.connect(out / "ledger.sqlite") as db:
+        assert db.execute("SELECT finished_at FROM runs").fetchone()[0] is None  # the run is not done
+
+    second = run_corpus_job(loaded, ExampleCandidates("triton", examples), verifier, out, "triton", engine,
+                            progress=False)  # fmt: skip
+    assert second.resumed and second.skipped == 2 and second.stopped_by is None
+    assert len(rows_by_attempt(out)) == len(SUBSET_EXAMPLES)  # all of them, none twice
+    with sqlite3.connect(out / "ledger.sqlite") as db:
+        assert db.execute("SELECT finished_at FROM runs").fetchone()[0] is not None
+
+
+def test_sigint_stops_intake_and_writes_every_attempt_in_flight_before_exiting(tmp_path: Path) -> None:
+    """The bundled suite (23 attempts) on one lane and one compile process: a handful are in flight at once."""
+    total = sum(1 for _ in ExampleCandidates("triton").attempts(load_tasks(None).tasks))
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "kernelvault.cli", "corpus", "--target", "triton", "--out", str(out),
+               "--platform", "cpu", "--workers", "1", "--compile-workers", "1", "--no-progress"]  # fmt: skip
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while (
+        not candidate_workers(descendants(process.pid))
+        and process.poll() is None
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.1)
+    assert process.poll() is None, "the run ended before a candidate was on a lane"
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=180)
+    assert process.returncode == 128 + signal.SIGINT, stderr
+    assert "taking no new attempts" in stderr
+    written = len(rows_by_attempt(out))
+    assert f"stopped at signal SIGINT: {total - written} attempts not started" in stdout
+    assert 1 <= written < total
+    # What was in flight at the signal was finished and written; the rest was never started.
+    assert ledger_statuses(out) == {"finished": written}

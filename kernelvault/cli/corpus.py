@@ -16,6 +16,7 @@ from kernelvault.cli.common import (
     load_tasks_or_exit,
 )
 from kernelvault.contracts import Task
+from kernelvault.pipelines.intake import Intake
 
 if TYPE_CHECKING:
     from kernelvault.pipelines.answers import AnswerCandidates
@@ -63,6 +64,10 @@ def cmd_corpus(args: argparse.Namespace) -> int:
         if not loaded.tasks:
             raise UsageError("every task matches the evaluation set: nothing left to run")
     endpoint = None
+    try:
+        intake = Intake(args.stop_after)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     answers = _answers_source(args, loaded.tasks) if args.answers else None
     if answers is None and (args.base_url or os.environ.get("OPENAI_BASE_URL")):
         try:
@@ -75,6 +80,9 @@ def cmd_corpus(args: argparse.Namespace) -> int:
             endpoint = EndpointConfig.from_env(args.base_url, args.model)
         except ValueError as error:
             raise UsageError(str(error)) from None
+        if args.stop_after is not None:  # its trajectories start together and write as whole groups
+            raise UsageError("--stop-after is for examples and --answers; an agent job stops with Ctrl-C and "
+                             "resumes from its ledger")  # fmt: skip
     if args.executor == "ray":
         from kernelvault.pipelines.ray_executor import import_ray
 
@@ -115,9 +123,11 @@ def cmd_corpus(args: argparse.Namespace) -> int:
                 source = ExampleCandidates(args.target, Path(args.examples) if args.examples else None)
                 print(f"no model endpoint configured (--base-url / OPENAI_BASE_URL): verifying the "
                       f"{source.description}")  # fmt: skip
-            summary = run_corpus_job(loaded, source, verifier, out_dir, args.target, engine,
-                                     progress=not args.no_progress, new_run=args.new_run,
-                                     shard_rows=args.shard_rows, ray_writers=args.ray_writers)  # fmt: skip
+            with intake.closed_by_signals():
+                summary = run_corpus_job(loaded, source, verifier, out_dir, args.target, engine,
+                                         progress=not args.no_progress, new_run=args.new_run,
+                                         shard_rows=args.shard_rows, ray_writers=args.ray_writers,
+                                         intake=intake)  # fmt: skip
         else:
             config = AgentJobConfig(
                 endpoint=endpoint, samples=args.samples, max_turns=args.turns,
@@ -139,6 +149,11 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     for line in summary.retry_later:
         print(f"retry on resume: {line}")
     print(f"wrote {summary.attempts} attempts in {len(summary.shards)} shard(s) to {out_dir.resolve()}")
+    if summary.stopped_by:
+        print(f"stopped at {summary.stopped_by}: {summary.not_started} attempts not started; run the same "
+              "command again to resume")  # fmt: skip
+        if intake.signal_number is not None:  # stopped cleanly, but stopped: a caller's script learns it
+            return 128 + intake.signal_number
     print(
         f'load with: datasets.load_dataset("parquet", data_dir="{(out_dir / "data" / args.target).resolve()}")'
     )
@@ -204,5 +219,10 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--decontaminate", help="evaluation task set: skip tasks that match it (same forms as --tasks)"
     )
     corpus.add_argument("--shard-rows", type=int, default=1000, help="rows per Parquet shard (default 1000)")
+    corpus.add_argument(
+        "--stop-after", type=float, metavar="SECONDS",
+        help="take no new attempts after this long; finish and write those in flight, then exit 0 (the same "
+        "command resumes the rest). Without a model, SIGINT/SIGTERM do the same once and stop at once twice",
+    )  # fmt: skip
     add_platform_options(corpus)
     corpus.set_defaults(handler=cmd_corpus)
