@@ -176,7 +176,9 @@ def test_persistent_workers_serve_many_candidates_and_restart_after_a_patching_o
         second = verifier.verify(relu_task, _candidate(relu_task, RELU), runner=lane)
         assert first.correct and second.correct
         stats = lane.workers["candidate"].stats
-        assert lane.workers["candidate"].pid == pid and stats.starts == 1 and stats.jobs == 2
+        spare = lane.workers["candidate"].spare_pid
+        assert lane.workers["candidate"].pid == pid and stats.jobs == 2
+        assert stats.starts == 2 and spare not in (None, pid), "a second process waits, started, beside it"
         assert reference_pid not in (None, pid), "the reference runs in a process of its own"
 
         hostile = (ROOT / "tests/adversarial/hostile/integrity_reject__relu__patch_timers.py").read_text()
@@ -184,14 +186,13 @@ def test_persistent_workers_serve_many_candidates_and_restart_after_a_patching_o
         assert verdict.failure_kind == "integrity_reject" and "monkey_patch" in (
             verdict.failure_message or ""
         )
-        assert lane.workers["candidate"].pid is None  # replaced: the next candidate gets a fresh process
+        assert lane.workers["candidate"].pid is None  # replaced: the next candidate gets another process
         after = verifier.verify(relu_task, _candidate(relu_task, RELU), runner=lane)
         assert after.correct and after.failure_kind is None
-        assert (
-            lane.workers["candidate"].pid != pid
-            and stats.starts == 2
-            and stats.restarts["integrity_reject"] == 1
-        )
+        # The spare, started before the hostile candidate ran and given no job until now, took over; the
+        # next spare is started in its place.
+        assert lane.workers["candidate"].pid == spare and stats.restarts["integrity_reject"] == 1
+        assert stats.starts == 3 and lane.workers["candidate"].spare_pid not in (None, pid, spare)
         assert lane.workers["reference"].pid == reference_pid, (
             "the reference's worker saw no candidate: it stays"
         )

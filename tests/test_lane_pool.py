@@ -41,7 +41,9 @@ def test_callers_on_any_thread_share_one_long_lived_worker(relu_task: Task, veri
         stats = pool.lanes[0].stats()["candidate"]
     assert [verdict.correct for verdict in verdicts] == [True, False, True]
     assert verdicts[1].failure_kind in ("parse_error", "static_reject")
-    assert stats.jobs == 2 and stats.starts == 1
+    assert (
+        stats.jobs == 2 and not stats.restarts and stats.starts == 2
+    )  # one process served both; a spare waits
     assert len(pool.timeline) == 2  # two device stages, one lane
 
 
