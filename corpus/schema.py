@@ -64,6 +64,12 @@ ATTEMPT_FIELDS: list[pa.Field] = [
     pa.field("checks", pa.list_(CHECK)),
     pa.field("timings", pa.list_(TIMING)),
     pa.field("speedup", pa.float64()),
+    # optimisation tasks (kernel-to-kernel): the baseline kernel, checked and timed on the same lane just before
+    # the candidate; the reward's speed term uses speedup_over_baseline there. Null on other tasks.
+    pa.field("speedup_over_baseline", pa.float64()),
+    pa.field("baseline_hash", pa.string()),
+    pa.field("baseline_speedup", pa.float64()),  # the baseline over PyTorch
+    pa.field("baseline_timings", pa.list_(TIMING)),
     pa.field("kernels", pa.list_(pa.string())),
     pa.field("audit", pa.list_(pa.string())),  # e.g. ["speedup_over_10x"]: worth a human look
     pa.field("reward", pa.float64(), nullable=False),
@@ -147,7 +153,7 @@ def attempt_row(
 ) -> dict[str, Any]:
     """One row of ATTEMPT_SCHEMA from the plain objects of one attempt."""
     environment = verdict.environment
-    reward = verdict.reward
+    reward, baseline = verdict.reward, verdict.baseline
     assert reward is not None, "verdicts from the toolchain always carry a reward"
     return {
         "schema_version": SCHEMA_VERSION,
@@ -174,6 +180,10 @@ def attempt_row(
         "checks": [vars(check) for check in verdict.checks],
         "timings": [vars(timing) for timing in verdict.timings],
         "speedup": verdict.speedup,
+        "speedup_over_baseline": verdict.speedup_over_baseline,
+        "baseline_hash": baseline.code_hash if baseline else None,
+        "baseline_speedup": baseline.speedup if baseline else None,
+        "baseline_timings": [vars(timing) for timing in baseline.timings] if baseline else None,
         "kernels": list(verdict.kernels),
         "audit": list(verdict.audit),
         "reward": reward.total,

@@ -80,10 +80,17 @@ class Task:
     # True: the entries are Triton kernels the task's test launches as `name[grid](...)` (ROCmBench's layout,
     # `kernelvault.toolchain.kernel_tasks`); a candidate defines kernels of those names.
     kernel_entry: bool = False
+    # An optimisation task (`kernelvault.toolchain.optimisation`): per target, the source of a correct, slow
+    # candidate that a candidate must match and beat. Empty: a PyTorch-to-kernel task.
+    baselines: dict[str, str] = field(default_factory=dict)
 
     @property
     def form(self) -> str:
         return "kernel" if self.kernel_entry else "function" if self.entry else "module"
+
+    def baseline(self, target: str) -> str | None:
+        """The baseline candidate's source for `target`: this is an optimisation task for that target."""
+        return self.baselines.get(target)
 
 
 @dataclass(frozen=True)
@@ -130,6 +137,15 @@ class CaseTiming:
 
 
 @dataclass(frozen=True)
+class BaselineRun:
+    """An optimisation task's baseline, checked and timed on the candidate's lane just before the candidate."""
+
+    code_hash: str  # content_hash of the baseline's code
+    timings: tuple[CaseTiming, ...] = ()  # its own: `candidate_ms` is the baseline's
+    speedup: float | None = None  # the baseline over PyTorch
+
+
+@dataclass(frozen=True)
 class RunEnvironment:
     """Where a verdict was obtained. Every corpus row carries it; nothing claims more than was measured."""
 
@@ -171,6 +187,10 @@ class Verdict:
     environment: RunEnvironment | None = None
     reward: RewardBreakdown | None = None
     audit: tuple[str, ...] = ()  # flags for a human to look at (e.g. "speedup_over_10x"); no effect on reward
+    # Optimisation tasks only: the baseline's run, and sum(baseline_ms) / sum(candidate_ms), which the reward's
+    # speed term uses there instead of `speedup` (still over PyTorch).
+    baseline: BaselineRun | None = None
+    speedup_over_baseline: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -198,4 +218,13 @@ def verdict_from_dict(data: dict[str, Any]) -> Verdict:
         environment=RunEnvironment(**env) if env else None,
         reward=RewardBreakdown(**reward) if reward else None,
         audit=tuple(data.get("audit", ())),
+        baseline=_baseline_from_dict(data.get("baseline")),
+        speedup_over_baseline=data.get("speedup_over_baseline"),
     )
+
+
+def _baseline_from_dict(data: dict[str, Any] | None) -> BaselineRun | None:
+    if not data:
+        return None
+    timings = tuple(CaseTiming(**t) for t in data.get("timings", ()))
+    return BaselineRun(code_hash=data["code_hash"], timings=timings, speedup=data.get("speedup"))

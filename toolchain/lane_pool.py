@@ -204,8 +204,8 @@ class LanePool:
         self._queue_prepared(self.verifier.prepare(task, candidate), future)
 
     def _queue_prepared(self, prepared: Prepared, future: Future[Verdict]) -> None:
-        if prepared.verdict is not None:  # decided before the device (parse, static, compile)
-            future.set_result(prepared.verdict)
+        if prepared.decided is not None:  # decided before the device (parse, static, compile)
+            future.set_result(prepared.decided)
             return
         self._jobs.put((prepared, future, time.monotonic()))
 

@@ -9,6 +9,7 @@ crashes or hangs is reported and the others are still checked.
 Where: on the CPU platform under Triton's interpreter (a gold Triton kernel of TritonBench-G or ROCmBench runs
 there where the interpreter can run it); on `cuda` or `rocm` on the first visible GPU, compiled for it, the
 jail then seeing the GPU's device nodes: what a suite of gold kernels needs to be checked as it is meant to run.
+An optimisation task's baselines are then verified as candidates of the task (`kernelvault.toolchain.optimisation`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class TaskReport:
     task: str
     cases_run: int = 0
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what was checked beyond the reference (baselines)
 
     @property
     def ok(self) -> bool:
@@ -44,8 +46,9 @@ class TaskReport:
 def check_task(task: Task, include_performance: bool, timeout_s: float, python: str = sys.executable,
                platform: str = "cpu") -> TaskReport:  # fmt: skip
     from kernelvault.toolchain.jail import gpu_device_nodes
+    from kernelvault.toolchain.optimisation import check_baselines
     from kernelvault.toolchain.sandbox import SandboxLimits, folder_jail, run_sandboxed
-    from kernelvault.toolchain.verify import resolve_isolation
+    from kernelvault.toolchain.verify import Verifier, VerifyConfig, resolve_isolation
 
     workdir = Path(tempfile.mkdtemp(prefix="kv-taskcheck-"))
     try:
@@ -74,7 +77,10 @@ def check_task(task: Task, include_performance: bool, timeout_s: float, python: 
             problems = problems[:_MAX_ISSUES_PER_TASK] + [
                 f"… and {len(problems) - _MAX_ISSUES_PER_TASK} more"
             ]
-        return TaskReport(task.name, result["cases_run"], problems)
+        report = TaskReport(task.name, result["cases_run"], problems)
+        if task.baselines and not problems:  # an optimisation task: its baselines must pass as candidates
+            report.problems, report.notes = check_baselines(task, Verifier(VerifyConfig(platform=platform)))
+        return report
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

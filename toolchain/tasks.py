@@ -9,6 +9,7 @@ A malformed task is reported with a one-line reason and skipped; the other tasks
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib.resources
 import re
 from collections.abc import Iterable
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelvault.contracts import Task, TaskCase, content_hash
+from kernelvault.contracts import TARGETS, Task, TaskCase, content_hash
 from kernelvault.toolchain.function_tasks import (
     PERFORMANCE_INPUTS_OVERRIDE,
     FunctionTaskError,
@@ -29,6 +30,7 @@ from kernelvault.toolchain.source_tree import parse as parse_source
 BUNDLED_TASKS = Path(str(importlib.resources.files("kernelvault.tasks"))).resolve()  # package data
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 EXTRAS_NAME = "KERNELVAULT"
+BASELINES_NAME = "KERNELVAULT_BASELINES"  # an optimisation task's baselines (module and function tasks alike)
 _EXTRAS_KEYS = {
     "category", "dtype", "atol", "rtol", "allow_tf32", "correctness_cases", "performance_cases",
     "source", "license",
@@ -91,8 +93,9 @@ def parse_task(source: str, name: str, origin: str) -> Task:
     }
     module_globals = module_assignments(tree)
     missing = [required for required in REQUIRED_NAMES if required not in defined | set(module_globals)]
+    baselines = _baselines(module_globals)
     if missing and len(missing) == len(REQUIRED_NAMES):
-        return _function_task(source, name, origin)
+        return dataclasses.replace(_function_task(source, name, origin), baselines=baselines)
     if missing:
         raise TaskFormatError(
             f"missing {', '.join(missing)} (a KernelBench task defines Model, get_inputs, get_init_inputs)"
@@ -112,7 +115,7 @@ def parse_task(source: str, name: str, origin: str) -> Task:
         if unknown:
             raise TaskFormatError(f"unknown {EXTRAS_NAME} keys {unknown}; known: {sorted(_EXTRAS_KEYS)}")
 
-    settable = set(module_globals) - {EXTRAS_NAME}
+    settable = set(module_globals) - {EXTRAS_NAME, BASELINES_NAME}
     correctness = _cases(extras.get("correctness_cases"), "correctness", settable)
     performance = _cases(extras.get("performance_cases"), "performance", settable)
     if not correctness:
@@ -136,7 +139,34 @@ def parse_task(source: str, name: str, origin: str) -> Task:
         dtype=extras.get("dtype"),
         provenance=extras.get("source"),
         license=extras.get("license"),
+        baselines=baselines,
     )
+
+
+def _baselines(module_globals: dict[str, ast.expr]) -> dict[str, str]:
+    """`KERNELVAULT_BASELINES = {"triton": "...", "hip": "..."}`: each a whole candidate file, as a literal
+    (read, never run, here). Embedded, not named by path, so the task's id covers them and a task travels as
+    one text (a folder, a Hub dataset's code column) with its baselines."""
+    if BASELINES_NAME not in module_globals:
+        return {}
+    try:
+        raw = ast.literal_eval(module_globals[BASELINES_NAME])
+    except (ValueError, SyntaxError, TypeError):
+        raise TaskFormatError(
+            f"{BASELINES_NAME} must be a literal dict of target -> candidate source"
+        ) from None
+    if not isinstance(raw, dict) or not raw:
+        raise TaskFormatError(f"{BASELINES_NAME} must be a non-empty dict of target -> candidate source")
+    for target, code in raw.items():
+        if target not in TARGETS:
+            raise TaskFormatError(
+                f"{BASELINES_NAME} names target {target!r}; targets are {', '.join(TARGETS)}"
+            )
+        if not isinstance(code, str) or not code.strip():
+            raise TaskFormatError(
+                f"{BASELINES_NAME}[{target!r}] must be the baseline's source, a non-empty string"
+            )
+    return dict(raw)
 
 
 def _function_task(source: str, name: str, origin: str) -> Task:

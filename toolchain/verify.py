@@ -49,6 +49,12 @@ from kernelvault.toolchain.hip_build import (
 )
 from kernelvault.toolchain.jail import ISOLATION_PROCESS, Isolation, probe_isolation
 from kernelvault.toolchain.judge import ProtocolCosts
+from kernelvault.toolchain.optimisation import (
+    BASELINE_ORIGIN,
+    against_baseline,
+    baseline_candidate,
+    baseline_failure,
+)
 from kernelvault.toolchain.platforms import AMD_WAVEFRONT, PlatformChoice, detect_platform, run_environment
 from kernelvault.toolchain.reward import DEFAULT_REWARD, RewardConfig, graded_reward, task_speedup
 from kernelvault.toolchain.sandbox import SandboxLimits, SandboxResult
@@ -207,6 +213,14 @@ class Prepared:
     stages: tuple[StageRecord, ...] = ()
     workdir: str = ""
     hip: HipBuild | None = None
+    # An optimisation task's baseline, prepared the same way: `complete` runs it first on the same lane
+    # (`kernelvault.toolchain.optimisation`).
+    baseline: Prepared | None = None
+
+    @property
+    def decided(self) -> Verdict | None:
+        """The final verdict when no device stage is left to run (neither the candidate's nor a baseline's)."""
+        return self.verdict if self.baseline is None else None
 
 
 class Verifier:
@@ -227,7 +241,24 @@ class Verifier:
         return self.complete(self.prepare(task, candidate), runner)
 
     def prepare(self, task: Task, candidate: Candidate) -> Prepared:
-        """Parse, static checks and (HIP native) compile; stops where a worker would start."""
+        """Parse, static checks and (HIP native) compile; stops where a worker would start. On an optimisation
+        task, the baseline's too, once the candidate has passed its own."""
+        prepared = self._prepare_in_workdir(task, candidate)
+        baseline = baseline_candidate(task, candidate.target) if candidate.origin != BASELINE_ORIGIN else None
+        if baseline is None or (prepared.verdict is not None and prepared.verdict.failure_kind is not None):
+            return prepared  # a candidate that fails its own CPU stages is judged without the baseline
+        prepared_baseline = self._prepare_in_workdir(task, baseline)
+        decided = prepared_baseline.verdict
+        problem = baseline_failure(decided) if decided is not None else None
+        if problem:
+            self.discard(prepared)
+            return Prepared(task, candidate.target, verdict=self.lost(task, candidate.target, problem))
+        if decided is not None and prepared.verdict is not None:  # both final on the CPU (HIP: compile only)
+            return Prepared(task, candidate.target, verdict=against_baseline(prepared.verdict, decided,
+                                                                             self.config.reward))  # fmt: skip
+        return dataclasses.replace(prepared, baseline=prepared_baseline)
+
+    def _prepare_in_workdir(self, task: Task, candidate: Candidate) -> Prepared:
         if self.config.work_root is not None:
             self.config.work_root.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix="kv-verify-", dir=self.config.work_root))
@@ -242,7 +273,18 @@ class Verifier:
         return prepared
 
     def complete(self, prepared: Prepared, runner: WorkerRunner | None = None) -> Verdict:
-        """Finish a prepared candidate on this platform's device (or the interpreter on cpu)."""
+        """Finish a prepared candidate on this platform's device (or the interpreter on cpu); an optimisation
+        task's baseline first, on the same runner."""
+        if prepared.baseline is None:
+            return self._complete_one(prepared, runner)
+        baseline = self._complete_one(prepared.baseline, runner)
+        problem = baseline_failure(baseline)
+        if problem:
+            self.discard(prepared)
+            return self.lost(prepared.task, prepared.target, problem)
+        return against_baseline(self._complete_one(prepared, runner), baseline, self.config.reward)
+
+    def _complete_one(self, prepared: Prepared, runner: WorkerRunner | None) -> Verdict:
         if prepared.verdict is not None:
             return prepared.verdict
         workdir = Path(prepared.workdir)
@@ -262,6 +304,8 @@ class Verifier:
         """Remove what `prepare` left for a device stage that will never run (its lane died with it)."""
         if prepared.workdir and not self.config.keep_workdir:
             shutil.rmtree(prepared.workdir, ignore_errors=True)
+        if prepared.baseline is not None:
+            self.discard(prepared.baseline)
 
     def lost(self, task: Task, target: str, message: str) -> Verdict:
         """The verdict of an attempt our side could not finish (its worker node or actor kept dying)."""

@@ -37,8 +37,8 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
         status = "ok" if report.ok else "BROKEN"
         progress = f"[{len(reports):>{width}}/{len(tasks)}, {time.monotonic() - started:.0f} s]"
         print(f"{status:<7} {report.task} ({report.cases_run} case(s)) {progress}", flush=True)
-        for problem in report.problems:
-            print(f"          {problem}", flush=True)
+        for line in report.problems + report.notes:
+            print(f"          {line}", flush=True)
     broken = [report for report in reports if not report.ok]
     for where, why in loaded.errors:
         print(f"INVALID {where}: {why}")
@@ -52,13 +52,16 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
     loaded = load_tasks_or_exit(args.path)
     for task in loaded.tasks:
         form = f"{task.form} {task.entry}" if task.entry else "module"
-        print(f"{task.task_id}  {task.category or '-':<14} {form:<28} {task.name}")
+        optimise = f"  (optimise: {', '.join(sorted(task.baselines))} baseline)" if task.baselines else ""
+        print(f"{task.task_id}  {task.category or '-':<14} {form:<28} {task.name}{optimise}")
     refused = f", {len(loaded.errors)} refused (reasons above)" if loaded.errors else ""
     counts = {
         form: sum(1 for task in loaded.tasks if task.form == form)
         for form in ("kernel", "function", "module")
     }
     shown = ", ".join(f"{count} {form}" for form, count in counts.items() if count or form != "kernel")
+    optimisation = sum(1 for task in loaded.tasks if task.baselines)
+    shown += f"; {optimisation} optimisation" if optimisation else ""
     print(f"{len(loaded.tasks)} task(s) loaded ({shown}){refused}")
     return 0
 

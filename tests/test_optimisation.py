@@ -1,0 +1,139 @@
+"""Optimisation tasks (issue #22, part 1): a reference plus a baseline kernel that a candidate must match and beat."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import datasets
+import pytest
+
+from kernelvault.cli import main
+from kernelvault.contracts import Candidate, CaseTiming, StageRecord, Verdict, content_hash
+from kernelvault.toolchain.extract import extract_code
+from kernelvault.toolchain.lane_pool import LanePool
+from kernelvault.toolchain.optimisation import against_baseline
+from kernelvault.toolchain.reward import speed_bonus
+from kernelvault.toolchain.tasks import TaskFormatError, load_tasks, parse_task
+from kernelvault.toolchain.verify import Verifier, VerifyConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+GOOD = FIXTURES / "optimise"  # relu_faster: a one-element-per-program ReLU baseline
+BROKEN = FIXTURES / "optimise_broken"  # relu_wrong_baseline: its baseline copies the input
+RELU_EXAMPLE = (ROOT / "examples" / "triton" / "relu.py").read_text()
+
+
+@pytest.fixture(scope="module")
+def verifier() -> Verifier:
+    return Verifier(VerifyConfig(platform="cpu"))
+
+
+def _only_task(folder: Path):
+    loaded = load_tasks(str(folder))
+    assert not loaded.errors and len(loaded.tasks) == 1
+    return loaded.tasks[0]
+
+
+def test_a_task_file_names_its_baselines_and_they_are_part_of_its_identity() -> None:
+    task = _only_task(GOOD)
+    assert set(task.baselines) == {"triton"} and "relu_one_kernel" in task.baselines["triton"]
+    plain = parse_task((ROOT / "tasks" / "relu.py").read_text(), "relu", "bundled")
+    assert plain.baselines == {} and plain.task_id != task.task_id  # a changed baseline is another task
+    assert task.task_id == content_hash(task.source)
+
+
+@pytest.mark.parametrize(
+    ("literal", "message"),
+    [
+        ('{"cuda": "x"}', "names target 'cuda'; targets are triton, hip"),
+        ('{"triton": ""}', "must be the baseline's source, a non-empty string"),
+        ('{"triton": open("b.py").read()}', "must be a literal dict"),
+        ("{}", "must be a non-empty dict"),
+    ],
+)
+def test_malformed_baselines_are_refused_with_one_line(literal: str, message: str) -> None:
+    source = (ROOT / "tasks" / "relu.py").read_text() + f"\nKERNELVAULT_BASELINES = {literal}\n"
+    with pytest.raises(TaskFormatError, match="KERNELVAULT_BASELINES") as error:
+        parse_task(source, "relu", "test")
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_correct_candidate_is_judged_with_the_baseline_verified_first(verifier: Verifier) -> None:
+    task = _only_task(GOOD)
+    verdict = verifier.verify(task, Candidate(task.task_id, "triton", RELU_EXAMPLE, "file:relu"))
+    assert verdict.correct is True and verdict.failure_kind is None
+    assert verdict.baseline is not None
+    assert verdict.baseline.code_hash == content_hash(extract_code(task.baselines["triton"]).code or "")
+    # The CPU times nothing: no speedup of either kind, and the reward is compile + correct.
+    assert verdict.speedup_over_baseline is None and verdict.speedup is None
+    assert verdict.reward is not None and verdict.reward.total == pytest.approx(1.4)
+
+
+def test_a_baseline_that_is_not_correct_fails_the_task_not_the_candidate(verifier: Verifier) -> None:
+    task = _only_task(BROKEN)
+    verdict = verifier.verify(task, Candidate(task.task_id, "triton", RELU_EXAMPLE, "file:relu"))
+    assert (
+        verdict.failure_kind == "infrastructure_error"
+    )  # never a verdict on the candidate: retried on resume
+    assert "the task's triton baseline does not pass (mismatch" in (verdict.failure_message or "")
+    # A candidate that fails its own CPU stages is judged as it is: the baseline is not needed for that.
+    unparsable = verifier.verify(task, Candidate(task.task_id, "triton", "no code here", "file:prose"))
+    assert unparsable.failure_kind == "parse_error" and unparsable.baseline is None
+
+
+def _timed(case_ms: dict[str, float], correct: bool = True) -> Verdict:
+    timings = tuple(CaseTiming(case, ms, 1.0, 0.01, 0.01, 100) for case, ms in case_ms.items())
+    stages = (StageRecord("reward", "passed", 0.0, "total"),)
+    return Verdict("t", "triton", "h", "code", True, correct, None if correct else "mismatch", None, stages,
+                   timings=timings, speedup=1.0)  # fmt: skip
+
+
+def test_the_speed_term_is_the_speedup_over_the_baseline_summed_over_the_cases_both_timed() -> None:
+    baseline = _timed({"p0": 4.0, "p1": 8.0})
+    candidate = _timed({"p0": 1.0, "p1": 2.0})
+    judged = against_baseline(candidate, baseline)
+    assert judged.speedup_over_baseline == pytest.approx(12.0 / 3.0)
+    assert judged.reward is not None and judged.reward.speed == pytest.approx(speed_bonus(4.0))
+    assert judged.speedup == 1.0  # over PyTorch, kept beside it
+    assert judged.baseline is not None and judged.baseline.timings == baseline.timings
+    slower = against_baseline(_timed({"p0": 8.0, "p1": 16.0}), baseline)
+    assert slower.speedup_over_baseline == pytest.approx(0.5) and slower.reward.speed == 0.0
+    wrong = against_baseline(_timed({"p0": 1.0, "p1": 2.0}, correct=False), baseline)
+    assert wrong.speedup_over_baseline is None and wrong.reward.total == pytest.approx(0.4)
+    partial = against_baseline(candidate, _timed({"p0": 4.0}))  # a case the baseline was not timed on
+    assert partial.speedup_over_baseline is None
+
+
+def test_the_lane_pool_runs_the_baseline_on_the_candidates_lane(verifier: Verifier) -> None:
+    task = _only_task(GOOD)
+    with LanePool(verifier, ("cpu",)) as pool:
+        verdict = pool.verify(task, Candidate(task.task_id, "triton", RELU_EXAMPLE, "file:relu"))
+        jobs = pool.lanes[0].stats()["candidate"].jobs
+    assert verdict.correct is True and verdict.baseline is not None
+    assert jobs == 2  # the baseline, then the candidate, in the same persistent worker
+
+
+def test_rows_carry_the_baseline_and_tasks_check_verifies_it(tmp_path: Path) -> None:
+    examples = tmp_path / "examples" / "triton"
+    examples.mkdir(parents=True)
+    (examples / "relu_faster.py").write_text(RELU_EXAMPLE)
+    out = tmp_path / "out"
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main(["corpus", "--target", "triton", "--tasks", str(GOOD), "--examples", str(tmp_path / "examples"),
+                     "--out", str(out), "--platform", "cpu", "--workers", "1", "--no-progress"])  # fmt: skip
+    assert code == 0
+    rows = datasets.load_dataset("parquet", data_dir=str(out / "data" / "triton"), split="train")
+    row = rows[0]
+    assert row["correct"] is True and row["baseline_hash"] and row["speedup_over_baseline"] is None
+    assert row["reward"] == pytest.approx(1.4)
+
+    checked = io.StringIO()
+    with contextlib.redirect_stdout(checked):
+        assert main(["tasks", "check", str(GOOD)]) == 0
+    assert "triton baseline: correct" in checked.getvalue()
+    with contextlib.redirect_stdout(checked):
+        assert main(["tasks", "check", str(BROKEN)]) == 1
+    assert "BROKEN  relu_wrong_baseline" in checked.getvalue()
+    assert "the task's triton baseline does not pass (mismatch" in checked.getvalue()
