@@ -61,3 +61,24 @@ def test_perf_inputs_are_the_largest_set_and_are_timed(verifier: Verifier) -> No
     one_block = NEGATE.replace("(triton.cdiv(input.numel(), 1024),)", "(1,)")
     verdict = verifier.verify(task, Candidate(task.task_id, "triton", one_block, "test"))
     assert verdict.failure_kind == "mismatch" and "c1:performance inputs" in (verdict.failure_message or "")
+
+
+def test_an_answers_example_usage_with_random_inputs_at_import_is_not_a_device_record_violation(
+    verifier: Verifier,
+) -> None:
+    """Model answers end with an example run on `torch.randn(..., device="cuda")` at import: a random draw the
+    dispatch monitor admits there as initialisation, so the device record does too (20 TritonBench answers were
+    refused for it on the H200, 2026-12-02). Printing the CUDA result at import computes (abs, comparisons for
+    the format) and stays refused."""
+    task = next(task for task in load_tasks(TASKS).tasks if task.name == "scale_by")
+    example = (
+        "\n\nexample = torch.randn(4, 5, device='cuda')\nresult = scale_by(example, torch.tensor(2.0))\n"
+    )
+    verdict = verifier.verify(task, Candidate(task.task_id, "triton", SCALE_BY + example, "model:fixture"))
+    assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
+    printed = verifier.verify(
+        task, Candidate(task.task_id, "triton", SCALE_BY + example + "print(result)\n", "m")
+    )
+    assert printed.failure_kind == "integrity_reject", (
+        printed.failure_message
+    )  # the device record, or the monitor

@@ -57,6 +57,7 @@ from kernelvault.toolchain.function_tasks import (
 from kernelvault.toolchain.kernel_tasks import require_kernels, untimed_autotuning
 from kernelvault.toolchain.sandboxed import integrity, requests, tensor_files, timing
 from kernelvault.toolchain.sandboxed.integrity import (
+    INIT_OPS,
     PatchSnapshot,
     ProcessGuards,
     TorchComputeMonitor,
@@ -359,7 +360,7 @@ class CandidateGuards:
         also a window of the device's record (`device`: the harness's own work, such as writing the output
         out, is not in one)."""
         window = (
-            self.record.window()
+            self.record.window(construction)
             if device and self.record is not None and not self.record.stopped
             else contextlib.nullcontext()
         )
@@ -441,8 +442,12 @@ class DeviceRecord:
     a window bracketed by device synchronisations, so everything that ran on the device in a window was
     launched by candidate code. Allowed there: the candidate's own kernels (Triton launches it made, the
     `__global__` functions of its HIP source), PyTorch's fills and copies, memsets, device-to-device copies
-    and host-to-device copies. Anything else (a PyTorch, cuBLAS or cuDNN kernel computing, a device-to-host
-    copy that takes data to host code) is `device_record`.
+    and host-to-device copies; in the import and building windows also the random draws of parameter
+    initialisation, as the dispatch monitor admits them there (a model's answer that tries its function on
+    `torch.randn(..., device="cuda")` inputs at import). Anything else (a PyTorch, cuBLAS or cuDNN kernel
+    computing, a device-to-host copy that takes data to host code) is `device_record`, at import too: inputs
+    a test writes as literals are known before the first forward, so results computed at import could be
+    replayed.
 
     It lives in the candidate's process like the monitor: a candidate past the static wall could stop it
     (that is noticed: a record with no windows is a violation too). What it adds is a second, independent
@@ -450,6 +455,8 @@ class DeviceRecord:
     """
 
     WINDOW = "kv::candidate"
+    # Import and building: where the dispatch monitor also admits parameter initialisation (random draws).
+    CONSTRUCTION_WINDOW = "kv::candidate-construction"
 
     def __init__(self) -> None:
         from torch.profiler import ProfilerActivity, profile
@@ -460,10 +467,10 @@ class DeviceRecord:
         self.stopped = False
 
     @contextlib.contextmanager
-    def window(self) -> Iterator[None]:
+    def window(self, construction: bool = False) -> Iterator[None]:
         torch.cuda.synchronize()
         self.windows += 1
-        with torch.profiler.record_function(self.WINDOW):
+        with torch.profiler.record_function(self.CONSTRUCTION_WINDOW if construction else self.WINDOW):
             try:
                 yield
             finally:
@@ -476,30 +483,35 @@ class DeviceRecord:
         self.stopped = True
         self.profile.__exit__(None, None, None)
         events = list(self.profile.profiler.kineto_results.events()) if self.profile.profiler else []
-        if self.windows and not any(event.name() == self.WINDOW for event in events):
+        windows = (self.WINDOW, self.CONSTRUCTION_WINDOW)
+        if self.windows and not any(event.name() in windows for event in events):
             return ["the device's record of the candidate's windows is missing (the profiler was stopped)"]
-        return unexplained_device_events(events, own, self.WINDOW)
+        return unexplained_device_events(events, own)
 
 
-def unexplained_device_events(
-    events: list[Any], own: set[str], window: str = DeviceRecord.WINDOW
-) -> list[str]:
-    """The names of what the device ran inside the `window` ranges that is neither the candidate's own kernels
-    (`own`) nor glue: PyTorch's fills and copies into device memory, and up to `DEVICE_SCALAR_COPIES` scalar
-    reads in each window. `events`: torch's `_KinetoEvent`s of one record."""
-    spans = [(event.start_ns(), event.end_ns()) for event in events if event.name() == window]
+def unexplained_device_events(events: list[Any], own: set[str]) -> list[str]:
+    """The names of what the device ran inside the candidate's windows that is neither its own kernels (`own`)
+    nor glue: PyTorch's fills and copies into device memory, up to `DEVICE_SCALAR_COPIES` scalar reads in each
+    window, and in a construction window (import, building) the random draws of parameter initialisation that
+    the dispatch monitor admits there too (a kernel issued by one of its `INIT_OPS`: `torch.randn` in an answer's
+    example usage at import). `events`: torch's `_KinetoEvent`s of one record."""
+    names = (DeviceRecord.WINDOW, DeviceRecord.CONSTRUCTION_WINDOW)
+    spans = [(event.start_ns(), event.end_ns(), event.name() == DeviceRecord.CONSTRUCTION_WINDOW)
+             for event in events if event.name() in names]  # fmt: skip
     found: list[str] = []
     scalar_reads: dict[int, int] = {}  # per window: a record holds every checked forward of a job
     issuers = _torch_ops_by_correlation(events)
     for event in events:
-        if event.device_type() == torch.autograd.DeviceType.CPU or event.name() == window:
+        if event.device_type() == torch.autograd.DeviceType.CPU or event.name() in names:
             continue
         start = event.start_ns()
-        inside = next((index for index, (begin, end) in enumerate(spans) if begin <= start <= end), None)
+        inside = next((index for index, (begin, end, _) in enumerate(spans) if begin <= start <= end), None)
         if inside is None:
             continue
         name = event.name()
         if _kernel_identifier(name) in own or any(marker in name for marker in GLUE_KERNEL_MARKERS):
+            continue
+        if spans[inside][2] and _issued_by_initialisation(event, issuers):
             continue
         lowered = name.lower()
         if lowered.startswith("memset") or ("memcpy" in lowered and "dtoh" not in lowered):
@@ -545,6 +557,16 @@ def _torch_ops_by_correlation(events: list[Any]) -> dict[int, str]:
             continue
         ops[event.correlation_id()] = event.name()
     return ops
+
+
+def _issued_by_initialisation(event: Any, issuers: dict[int, str]) -> bool:
+    """A device event issued by a random draw of parameter initialisation (`aten::normal_`, `aten::uniform_`, ...)."""
+    try:
+        issued_by = issuers.get(event.linked_correlation_id(), "")
+    except AttributeError:
+        return False
+    op = issued_by.removeprefix("aten::")
+    return bool(op) and (op in INIT_OPS or op.rstrip("_") in INIT_OPS)
 
 
 def _is_scalar_read(event: Any, issuers: dict[int, str]) -> bool:
