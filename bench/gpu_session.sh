@@ -89,7 +89,8 @@ for bench in ${KV_BENCH:-timing hip_build}; do
                       --tasks "${KV_TRITONBENCH:?}/data/TritonBench_${KV_TB_SUITE:-T}_v1" --answers "${KV_ANSWERS:?}" \
                       --out "${KV_SIDE_DIR:?}/kernelvault-${KV_TB_SUITE:-T}" --platform cuda --devices 0 --no-progress \
                       --lanes-per-gpu "${KV_LANES:-4}" --compile-workers "${KV_COMPILE_WORKERS:-8}" 2>&1 \
-                      | tail -n 40 | tee "$KV_RESULTS_DIR/tritonbench_kv.log"; echo "corpus exit ${PIPESTATUS[0]}" ;;
+                      | grep -v '^retry on resume' | tail -n 40 | tee "$KV_RESULTS_DIR/tritonbench_kv.log"
+                    echo "corpus exit ${PIPESTATUS[0]}" ;;  # (the task-level refusals are in the ledger; the summary is kept)
     # Issue #20's reward path: the reward service on a lane pool against a fresh process per request, one run
     # (KV_REWARD_MODES: e.g. fresh,pool,pool:4 for 4 lanes on the GPU).
     reward_path) python3 bench/reward_path.py --platform cuda --repeats "${KV_REPEATS:-4}" --in-flight 4 \

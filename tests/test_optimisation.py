@@ -14,6 +14,7 @@ from kernelvault.contracts import Candidate, CaseTiming, StageRecord, Verdict, c
 from kernelvault.toolchain.extract import extract_code
 from kernelvault.toolchain.lane_pool import LanePool
 from kernelvault.toolchain.optimisation import against_baseline
+from kernelvault.toolchain.reference_check import check_tasks
 from kernelvault.toolchain.reward import speed_bonus
 from kernelvault.toolchain.tasks import TaskFormatError, load_tasks, parse_task
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
@@ -137,3 +138,36 @@ def test_rows_carry_the_baseline_and_tasks_check_verifies_it(tmp_path: Path) -> 
         assert main(["tasks", "check", str(BROKEN)]) == 1
     assert "BROKEN  relu_wrong_baseline" in checked.getvalue()
     assert "the task's triton baseline does not pass (mismatch" in checked.getvalue()
+
+
+def test_a_folder_of_baseline_files_composes_tasks_from_the_references_beside_it(tmp_path: Path) -> None:
+    suite = tmp_path / "optimise"
+    suite.mkdir()
+    (tmp_path / "relu.py").write_text((ROOT / "tasks" / "relu.py").read_text())
+    slow = (ROOT / "tasks" / "optimise" / "relu__uncoalesced.triton.py").read_text()
+    (suite / "relu__uncoalesced.triton.py").write_text(slow)
+    (suite / "gelu__naive.triton.py").write_text(slow)  # no gelu.py anywhere
+    (suite / "relu.triton.py").write_text(slow)  # no __VARIANT: not an optimisation task's name
+    loaded = load_tasks(str(suite))
+    assert [task.name for task in loaded.tasks] == ["relu__uncoalesced"]
+    task = loaded.tasks[0]
+    assert task.baselines == {"triton": slow} and task.category == "activation"
+    assert task.source.startswith(
+        (ROOT / "tasks" / "relu.py").read_text().rstrip()
+    )  # the reference, then them
+    assert sorted(name for name, _ in loaded.errors) == ["gelu__naive", "relu"]
+    assert all("REFERENCE__VARIANT.TARGET.py" in why for _, why in loaded.errors)
+
+
+def test_the_bundled_optimisation_suite_loads_and_every_baseline_passes_on_the_cpu() -> None:
+    loaded = load_tasks("bundled:optimise")
+    assert not loaded.errors
+    assert len(loaded.tasks) >= 12 and all(task.baselines for task in loaded.tasks)
+    assert {task.category for task in loaded.tasks} >= {
+        "activation", "elementwise", "reduction", "softmax", "normalization", "matmul", "scan", "loss", "fused"
+    }  # fmt: skip
+    reports = check_tasks(loaded.tasks, workers=2)
+    assert [(report.task, report.problems) for report in reports if not report.ok] == []
+    assert all(any("baseline: correct" in note for note in report.notes) for report in reports)
+    with pytest.raises(TaskFormatError, match="bundled suites: optimise"):
+        load_tasks("bundled:nope")

@@ -31,6 +31,9 @@ BUNDLED_TASKS = Path(str(importlib.resources.files("kernelvault.tasks"))).resolv
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 EXTRAS_NAME = "KERNELVAULT"
 BASELINES_NAME = "KERNELVAULT_BASELINES"  # an optimisation task's baselines (module and function tasks alike)
+BASELINE_FILE = re.compile(
+    r"^(?P<task>[A-Za-z0-9_]+)\.(?P<target>triton|hip)\.py$"
+)  # a suite's baseline file
 _EXTRAS_KEYS = {
     "category", "dtype", "atol", "rtol", "allow_tf32", "correctness_cases", "performance_cases",
     "source", "license",
@@ -280,12 +283,56 @@ def load_folder(folder: Path) -> LoadedTasks:
         files = [path for level in level_dirs for path in sorted(level.glob("*.py"), key=_kernelbench_order)]
         origin = f"kernelbench:{folder}"
     else:
-        files = sorted(path for path in folder.glob("*.py") if not path.name.startswith("_"))
+        candidates = sorted(path for path in folder.glob("*.py") if not path.name.startswith("_"))
+        baselines = [path for path in candidates if BASELINE_FILE.match(path.name)]
+        files = [path for path in candidates if not BASELINE_FILE.match(path.name)]
         origin = "bundled" if folder.resolve() == BUNDLED_TASKS else f"folder:{folder}"
+        if folder.resolve().parent == BUNDLED_TASKS:
+            origin = f"bundled:{folder.name}"
+        if baselines:
+            return _optimisation_folder(folder, files, baselines, origin)
     notes: list[tuple[str, str]] = []
     loaded = _collect(_read_files(files, folder, origin, notes))  # reading the files fills the notes
     loaded.notes = notes
     return loaded
+
+
+def _optimisation_folder(folder: Path, files: list[Path], baselines: list[Path], origin: str) -> LoadedTasks:
+    """A folder of baseline files, `REFERENCE__VARIANT.TARGET.py` (the bundled `tasks/optimise/`): each
+    REFERENCE__VARIANT is an optimisation task, the reference `REFERENCE.py` (in the folder, else beside it)
+    with the variant's baselines embedded (`KERNELVAULT_BASELINES`). The baselines stay plain candidate files
+    (readable, linted, runnable alone), and no reference is copied."""
+    groups: dict[str, dict[str, str]] = {}
+    loaded = LoadedTasks()
+    for path in baselines:
+        match = BASELINE_FILE.match(path.name)
+        assert match is not None
+        try:
+            code = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            loaded.errors.append((path.name, f"cannot read: {error}"))
+            continue
+        groups.setdefault(match["task"], {})[match["target"]] = code
+    items = []
+    for task_name, codes in sorted(groups.items()):
+        reference_name = task_name.split("__", 1)[0]
+        reference = next((f for f in (folder / f"{reference_name}.py", folder.parent / f"{reference_name}.py")
+                          if f.is_file()), None)  # fmt: skip
+        if reference is None or "__" not in task_name:
+            loaded.errors.append((task_name, f"no reference {reference_name}.py in {folder} or beside it "
+                                             "(baseline files are named REFERENCE__VARIANT.TARGET.py)"))  # fmt: skip
+            continue
+        embedded = (
+            "{\n" + "".join(f"    {target!r}: {code!r},\n" for target, code in sorted(codes.items())) + "}"
+        )
+        source = reference.read_text(encoding="utf-8").rstrip("\n") + f"\n\n\n{BASELINES_NAME} = {embedded}\n"
+        items.append((task_name, origin, source))
+    composed = _collect(items)
+    composed.errors = loaded.errors + composed.errors
+    plain = _collect(_read_files(files, folder, origin, composed.notes)) if files else LoadedTasks()
+    composed.tasks += plain.tasks
+    composed.errors += plain.errors
+    return composed
 
 
 def _kernelbench_order(path: Path) -> tuple[int, str]:
@@ -342,11 +389,21 @@ def load_hub_tasks(spec: str) -> LoadedTasks:
 
 
 def load_tasks(spec: str | Path | None = None) -> LoadedTasks:
-    """Load tasks from `spec`: None (bundled), a file, a folder or KernelBench tree, or a dataset of task programs
-    `hub:ORG/NAME[@REVISION][:SPLIT][#COLUMN]` (`load_hub_tasks`)."""
+    """Load tasks from `spec`: None (bundled), `bundled:NAME` (a bundled suite: `bundled:optimise`), a file, a
+    folder or KernelBench tree, or a dataset of task programs `hub:ORG/NAME[@REVISION][:SPLIT][#COLUMN]`
+    (`load_hub_tasks`)."""
     if spec is None:
         return load_folder(BUNDLED_TASKS)
     text = str(spec)
+    if text.startswith("bundled:"):  # a bundled suite beside the default one: `bundled:optimise`
+        name = text.removeprefix("bundled:")
+        suite = BUNDLED_TASKS / name
+        if not name.isidentifier() or not suite.is_dir():
+            known = sorted(
+                d.name for d in BUNDLED_TASKS.iterdir() if d.is_dir() and not d.name.startswith("_")
+            )
+            raise TaskFormatError(f"no bundled suite {text}; bundled suites: {', '.join(known) or 'none'}")
+        return load_folder(suite)
     if text.startswith("hub:"):
         return load_hub_tasks(text)
     path = Path(text)

@@ -1,0 +1,31 @@
+"""SiLU baseline, deliberately slow: poor occupancy.
+
+Each program is one warp handling 32 elements, so the grid is huge, each program does almost no work, and
+the scheduler spends its time launching programs instead of keeping loads in flight.
+"""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def silu_small_kernel(x_ptr, y_ptr, n_elements, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, x / (1.0 + tl.exp(-x)), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty(x.shape, device=x.device, dtype=x.dtype)
+        n = x.numel()
+        if n:
+            silu_small_kernel[(triton.cdiv(n, 32),)](x, y, n, BLOCK=32, num_warps=1)
+        return y
