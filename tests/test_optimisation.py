@@ -162,12 +162,14 @@ def test_a_folder_of_baseline_files_composes_tasks_from_the_references_beside_it
 def test_the_bundled_optimisation_suite_loads_and_every_baseline_passes_on_the_cpu() -> None:
     loaded = load_tasks("bundled:optimise")
     assert not loaded.errors
-    assert len(loaded.tasks) >= 12 and all(task.baselines for task in loaded.tasks)
+    assert len(loaded.tasks) >= 12 and all(set(task.baselines) == {"triton", "hip"} for task in loaded.tasks)
     assert {task.category for task in loaded.tasks} >= {
         "activation", "elementwise", "reduction", "softmax", "normalization", "matmul", "scan", "loss", "fused"
     }  # fmt: skip
     reports = check_tasks(loaded.tasks, workers=2)
     assert [(report.task, report.problems) for report in reports if not report.ok] == []
-    assert all(any("baseline: correct" in note for note in report.notes) for report in reports)
+    # Triton's baselines run under the interpreter; HIP's compile for gfx90a (they run on a GPU only).
+    assert all("triton baseline: correct" in report.notes for report in reports)
+    assert all("hip baseline: compiles (this platform cannot run it)" in report.notes for report in reports)
     with pytest.raises(TaskFormatError, match="bundled suites: optimise"):
         load_tasks("bundled:nope")
