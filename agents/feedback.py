@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from kernelvault.agents.prompting import FUNCTION_VARIANT, feedback_templates
+from kernelvault.agents.prompting import FUNCTION_VARIANT, OPTIMISATION_VARIANT, feedback_templates
 from kernelvault.contracts import Verdict
 
 FEEDBACK_LOG_LIMIT = 1500  # characters of compiler/runtime log; long logs bury the first error
@@ -22,11 +22,15 @@ def feedback_message(verdict: Verdict, turn: int, max_turns: int, form: str = "m
     """The feedback for the verdict of turn `turn` (1-based) of `max_turns`, for a task of `form`
     ("module" or "function": a function task's own template where feedback.md has one)."""
     templates = feedback_templates()
+    optimising = verdict.baseline is not None  # an optimisation task: speed is judged against its baseline
+    speedup = verdict.speedup_over_baseline if optimising else verdict.speedup
     if verdict.correct is True:
-        kind = "correct_fast" if (verdict.speedup or 0.0) >= 1.0 else "correct_slow"
+        kind = "correct_fast" if (speedup or 0.0) >= 1.0 else "correct_slow"
     else:
         kind = verdict.failure_kind or "runtime_error"
     variant = templates.get(kind + FUNCTION_VARIANT) if form == "function" else None
+    if optimising:
+        variant = templates.get(kind + OPTIMISATION_VARIANT) or variant
     template = variant or templates.get(kind) or templates.get("runtime_error", "{failure_message}")
     failed = [check for check in verdict.checks if not check.passed]
     stage_log = next((stage.log for stage in verdict.stages if stage.outcome == "failed"), "")
@@ -39,6 +43,8 @@ def feedback_message(verdict: Verdict, turn: int, max_turns: int, form: str = "m
         "case": failed[0].case if failed else "",
         "max_abs_error": f"{failed[0].max_abs_error:.3g}" if failed and failed[0].max_abs_error is not None else "n/a",
         "speedup": f"{verdict.speedup:.2f}x" if verdict.speedup is not None else "not measured on this platform",
+        "speedup_over_baseline": f"{verdict.speedup_over_baseline:.2f}x" if verdict.speedup_over_baseline is not None
+        else "not measured on this platform",
         "platform": environment.platform if environment else "",
         "device": environment.device if environment else "",
     })  # fmt: skip

@@ -27,6 +27,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kernelvault.contracts import BASELINES_NAME
+
 if TYPE_CHECKING:
     from kernelvault.contracts import Task
 
@@ -130,8 +132,69 @@ def system_prompt(target: str, platform: str, form: str = "module") -> str:
     return "\n".join(lines)
 
 
+def split_baselines(source: str) -> tuple[str, dict[str, str]]:
+    """An optimisation task's source without its `KERNELVAULT_BASELINES` literal, and the baselines it holds
+    (`kernelvault.toolchain.optimisation`); any other source as it is, with none."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == BASELINES_NAME for target in node.targets
+        ):
+            try:
+                baselines = ast.literal_eval(node.value)
+            except (ValueError, SyntaxError, TypeError):
+                return source, {}
+            lines = source.splitlines(keepends=True)
+            kept = "".join(lines[: node.lineno - 1] + lines[node.end_lineno or node.lineno :])
+            return kept.rstrip() + "\n", baselines if isinstance(baselines, dict) else {}
+    return source, {}
+
+
 def task_prompt(reference_source: str, target: str) -> str:
-    """The first user turn for a task (a function task's when the source is one; see the module docstring)."""
+    """The first user turn for a task (a function task's when the source is one; see the module docstring). An
+    optimisation task's shows its baseline for `target` after the reference, and asks to beat it."""
+    reference_source, baselines = split_baselines(reference_source)
+    prompt = _reference_prompt(reference_source, target)
+    baseline = baselines.get(target)
+    if not isinstance(baseline, str):
+        return prompt
+    head, _, ask = prompt.rpartition("\n\nAnswer with")
+    return (
+        f"{head}\n\nThis {_TARGET_NAMES[target]} implementation (the baseline) is correct but slow:\n\n"
+        f"```python\n{_without_docstring(baseline).rstrip()}\n```\n\n{_OPTIMISE_INSTRUCTIONS}\n\nAnswer with{ask}"
+    )
+
+
+def _without_docstring(code: str) -> str:
+    """A baseline without its module docstring: the bundled ones say there why they are slow, which is the
+    task's answer, not its statement."""
+    try:
+        first = ast.parse(code).body[0]
+    except (SyntaxError, IndexError):
+        return code
+    if not (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        return code
+    lines = code.splitlines(keepends=True)
+    return "".join(lines[first.end_lineno or 0 :]).lstrip("\n")
+
+
+_TARGET_NAMES = {"triton": "Triton", "hip": "HIP"}
+_OPTIMISE_INSTRUCTIONS = (
+    "Your module must compute the same results as the reference and run faster than the baseline: it is timed "
+    "against the baseline on the same GPU with the same inputs, and the speedup over the baseline is what "
+    "counts. Keep what the baseline gets right (its interface, its handling of every size) and remove what makes "
+    "it slow."
+)
+
+
+def _reference_prompt(reference_source: str, target: str) -> str:
     signatures = function_signatures(reference_source)
     if not signatures:
         instructions = _TARGET_INSTRUCTIONS[target]
@@ -202,11 +265,13 @@ def initial_messages(reference_source: str, target: str, platform: str) -> list[
 
 
 FUNCTION_VARIANT = " (function tasks)"
+OPTIMISATION_VARIANT = " (optimisation tasks)"
 
 
 @cache
 def feedback_templates() -> dict[str, str]:
-    """Section title -> template: `kind`, and `kind (function tasks)` where a function task's differs."""
+    """Section title -> template: `kind`, and `kind (function tasks)` / `kind (optimisation tasks)` where
+    such a task's differs."""
     text = _read("feedback.md")
-    sections = re.split(r"^## +(\w+(?: \(function tasks\))?)\s*$", text, flags=re.MULTILINE)
+    sections = re.split(r"^## +(\w+(?: \((?:function|optimisation) tasks\))?)\s*$", text, flags=re.MULTILINE)
     return {name: body.strip() for name, body in zip(sections[1::2], sections[2::2], strict=True)}

@@ -38,6 +38,11 @@ FAILURE_KINDS: tuple[str, ...] = (
 )
 
 
+# The task file's literal that makes it an optimisation task (`kernelvault.toolchain.optimisation`): target -> the
+# baseline candidate's source. Read by the task loader and by the prompts, which show it apart from the reference.
+BASELINES_NAME = "KERNELVAULT_BASELINES"
+
+
 def content_hash(text: str) -> str:
     """Short, stable identifier of a piece of source code (sha256, 16 hex digits)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

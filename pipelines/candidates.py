@@ -130,19 +130,23 @@ class ExampleCandidates:
         return {"kind": "examples", "target": self.target, "files": len(files), "content": digest}
 
     def attempts(self, tasks: Sequence[Task]) -> Iterator[Attempt]:
-        by_name = {task.name: task for task in tasks}
+        """Each example for the task of its name, and for every optimisation task of that reference with a
+        baseline in this target (`relu__uncoalesced` gets the `relu` examples: with no model, the bundled
+        optimised kernels are the optimisation suite's candidates)."""
+        by_name: dict[str, list[Task]] = {}
+        for task in tasks:
+            reference = task.name.split("__", 1)[0] if task.baseline(self.target) is not None else task.name
+            by_name.setdefault(reference, []).append(task)
         samples: dict[str, int] = {}
         for task_name, path, expected in self._files():
-            task = by_name.get(task_name)
-            if task is None:
-                continue
-            index = samples.get(task_name, 0)
-            samples[task_name] = index + 1
-            candidate = Candidate(
-                task_id=task.task_id,
-                target=self.target,  # type: ignore[arg-type]
-                text=path.read_text(encoding="utf-8"),
-                origin=f"example:{path.relative_to(self.folder.parent)}",
-                expected_failure=expected,
-            )
-            yield Attempt(task, candidate, sample_index=index)
+            for task in by_name.get(task_name, []):
+                index = samples.get(task.name, 0)
+                samples[task.name] = index + 1
+                candidate = Candidate(
+                    task_id=task.task_id,
+                    target=self.target,  # type: ignore[arg-type]
+                    text=path.read_text(encoding="utf-8"),
+                    origin=f"example:{path.relative_to(self.folder.parent)}",
+                    expected_failure=expected,
+                )
+                yield Attempt(task, candidate, sample_index=index)

@@ -173,3 +173,36 @@ def test_the_bundled_optimisation_suite_loads_and_every_baseline_passes_on_the_c
     assert all("hip baseline: compiles (this platform cannot run it)" in report.notes for report in reports)
     with pytest.raises(TaskFormatError, match="bundled suites: optimise"):
         load_tasks("bundled:nope")
+
+
+def test_the_agent_is_shown_the_baseline_and_told_its_speed_against_it(tmp_path: Path) -> None:
+    """TritonKernelGen on an optimisation task, against a real OpenAI-compatible server: the prompt shows the
+    reference without the baselines literal, then the Triton baseline (without the docstring that says why it
+    is slow), and asks to beat it; the feedback of a correct turn speaks of the speedup over the baseline; the
+    rows carry the baseline. `keep_optimising` (stop_on_correct False) asks again after a correct answer."""
+    from kernelvault.agents.client import EndpointConfig
+    from kernelvault.pipelines.agent_job import AgentJobConfig, run_agent_job
+    from kernelvault.simulated_openai import Answer, FakeOpenAI
+    from kernelvault.toolchain.tasks import LoadedTasks
+
+    task = next(task for task in load_tasks("bundled:optimise").tasks if task.name == "relu__uncoalesced")
+    answer = f"Contiguous blocks per program.\n\n```python\n{RELU_EXAMPLE}```\n"
+    server = FakeOpenAI(scenarios={"ReLU activation, max(x, 0)": [Answer(answer), Answer(answer)]})
+    url, stop = server.start()
+    endpoint = EndpointConfig(base_url=url, model="qwen3-test", attempts=2, backoff_initial_s=0.01)
+    config = AgentJobConfig(endpoint=endpoint, samples=1, max_turns=2, concurrency=1, stop_on_correct=False)
+    try:
+        run_agent_job(LoadedTasks(tasks=[task]), Verifier(VerifyConfig(platform="cpu", timeout_s=120)), tmp_path,
+                      "triton", config, progress=False)  # fmt: skip
+    finally:
+        stop()
+    answered = [request.body["messages"] for request in server.requests if request.status == 200]
+    assert len(answered) == 2
+    prompt, feedback = answered[-1][-3]["content"], answered[-1][-1]["content"]
+    assert "This Triton implementation (the baseline) is correct but slow" in prompt
+    assert "relu_strided_kernel" in prompt and "faster than the baseline" in prompt
+    assert "KERNELVAULT_BASELINES" not in prompt and "deliberately slow" not in prompt
+    assert "HIP_SOURCE" not in prompt  # the HIP baseline is for the other target
+    assert "speedup over the baseline not measured on this platform" in feedback
+    rows = datasets.load_dataset("parquet", data_dir=str(tmp_path / "data" / "triton"), split="train")
+    assert rows.num_rows == 2 and all(row["correct"] and row["baseline_hash"] for row in rows)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelvault.contracts import TARGETS, Task, TaskCase, content_hash
+from kernelvault.contracts import BASELINES_NAME, TARGETS, Task, TaskCase, content_hash
 from kernelvault.toolchain.function_tasks import (
     PERFORMANCE_INPUTS_OVERRIDE,
     FunctionTaskError,
@@ -30,7 +30,6 @@ from kernelvault.toolchain.source_tree import parse as parse_source
 BUNDLED_TASKS = Path(str(importlib.resources.files("kernelvault.tasks"))).resolve()  # package data
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 EXTRAS_NAME = "KERNELVAULT"
-BASELINES_NAME = "KERNELVAULT_BASELINES"  # an optimisation task's baselines (module and function tasks alike)
 BASELINE_FILE = re.compile(
     r"^(?P<task>[A-Za-z0-9_]+)\.(?P<target>triton|hip)\.py$"
 )  # a suite's baseline file
