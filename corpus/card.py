@@ -24,6 +24,10 @@ from kernelvault.corpus.stats import ConfigStats, format_table
 KNOWN_CONFIGS: dict[str, str] = {
     "triton": "verified attempts at Triton kernels, one row per attempt (schema below)",
     "hip": "verified attempts at HIP kernels, one row per attempt (schema below)",
+    "triton2triton": "kernel-to-kernel: verified attempts to make a slow Triton baseline faster, one row per attempt "
+    "(schema below; the speed reward is over the baseline)",
+    "hip2hip": "kernel-to-kernel: verified attempts to make a slow HIP baseline faster, one row per attempt (schema "
+    "below; the speed reward is over the baseline)",
     "sft": "chat-format supervised fine-tuning examples built from verified trajectories",
     "rl": "prompts and reference data for reinforcement learning with the execution reward",
     "rl_verl": "the `rl` prompts in verl's RLHFDataset layout (prompt, data_source, ability, reward_model, "
@@ -153,7 +157,7 @@ def build_card(
         "",
         "## Schema",
         "",
-        f"Attempt rows (`triton`, `hip`) follow KernelVault attempt schema v{SCHEMA_VERSION}; the version is "
+        f"Attempt rows (`triton`, `hip`, `triton2triton`, `hip2hip`) follow KernelVault attempt schema v{SCHEMA_VERSION}; the version is "
         "also stored in each Parquet file's metadata (`kernelvault.schema_version`). Nested evidence (stages, "
         "per-case checks and timings, the conversation) are lists of structs; toolchain versions and sampling "
         "settings are JSON strings.",

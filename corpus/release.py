@@ -3,7 +3,9 @@
     corpus DIR/data/{triton,hip}/*.parquet ──► decontaminate ──► dedup ──► RELEASE/
         triton/, hip/   every verified attempt (ATTEMPT_SCHEMA), duplicates marked, not removed:
                         GRPO-style statistics need every sample
-        sft/            chat `messages` from correct, non-duplicate attempts, each assistant message's
+        triton2triton/, hip2hip/   the same for optimisation tasks (kernel-to-kernel: a baseline to beat)
+        sft/            chat `messages` from correct, non-duplicate attempts of every config (`kernel_to_kernel`
+                        marks the optimisation rows, so a recipe can keep or drop them), each assistant message's
                         reasoning in its `reasoning_content` (TRL SFTTrainer's conversational format,
                         which chat templates with thinking, Qwen3's and TRL's training variants, render)
         rl/             one prompt per task and target with the reference the reward needs
@@ -42,6 +44,7 @@ from kernelvault.agents.prompting import (
 )
 from kernelvault.contracts import TARGETS, Task
 from kernelvault.corpus.dedup import Contamination, find_contaminated_tasks, find_duplicates, normalized_hash
+from kernelvault.corpus.schema import KERNEL_TO_KERNEL
 from kernelvault.corpus.stats import load_attempts
 from kernelvault.toolchain.tasks import TaskFormatError, parse_task
 
@@ -60,6 +63,7 @@ SFT_SCHEMA = pa.schema([
     pa.field("speedup", pa.float64()),
     pa.field("model", pa.string()),
     pa.field("attempt_id", pa.string(), nullable=False),
+    pa.field("kernel_to_kernel", pa.bool_()),  # an optimisation task's row (its prompt shows the baseline)
 ])  # fmt: skip
 RL_SCHEMA = pa.schema([
     pa.field("prompt", pa.list_(MESSAGE), nullable=False),
@@ -172,6 +176,7 @@ def sft_rows(table: pa.Table) -> list[dict[str, Any]]:
             "messages": messages, "task_id": row["task_id"], "task_name": row["task_name"],
             "task_category": row["task_category"], "target": row["target"], "platform": row["platform"],
             "reward": row["reward"], "speedup": row["speedup"], "model": row["model"], "attempt_id": row["attempt_id"],
+            "kernel_to_kernel": row["baseline_hash"] is not None,
         })  # fmt: skip
     return rows
 
@@ -276,6 +281,13 @@ def build_release(
             report.dropped_rows += table.num_rows - pc.sum(keep.cast(pa.int64())).as_py()
             tables[target] = table.filter(keep)
 
+    for target in list(tables):  # kernel-to-kernel rows (optimisation tasks) are configs of their own
+        optimisation = pc.is_valid(tables[target].column("baseline_hash"))
+        if pc.any(optimisation).as_py():
+            tables[KERNEL_TO_KERNEL[target]] = tables[target].filter(optimisation)
+            tables[target] = tables[target].filter(pc.invert(optimisation))
+            if not tables[target].num_rows:
+                del tables[target]
     sft: list[dict[str, Any]] = []
     for target, table in tables.items():
         table, exact, near = mark_duplicates(table, near_threshold)

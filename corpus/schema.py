@@ -21,6 +21,10 @@ import pyarrow as pa
 from kernelvault.contracts import Candidate, Task, Verdict
 
 SCHEMA_VERSION = 1
+# A release's attempt configs: per target, PyTorch-to-kernel rows, and kernel-to-kernel rows (optimisation tasks:
+# the row has a baseline) under their own name.
+KERNEL_TO_KERNEL: dict[str, str] = {"triton": "triton2triton", "hip": "hip2hip"}
+ATTEMPT_CONFIGS: tuple[str, ...] = ("triton", "hip", *KERNEL_TO_KERNEL.values())
 SCHEMA_VERSION_KEY = b"kernelvault.schema_version"
 
 STAGE = pa.struct(

@@ -13,7 +13,9 @@ are in docs/evaluation.md; in short:
 - Corr@k: the share of trajectories with a correct kernel among their first k attempts, averaged over
   the samples of a task, then over tasks.
 - fast_p: the share of trajectories whose fastest correct kernel is faster than the reference by more
-  than p (speedup > p), averaged like Corr@k; fast_0 is the share of trajectories solved at all.
+  than p (speedup > p), averaged like Corr@k; fast_0 is the share of trajectories solved at all. On an
+  optimisation suite (kernel-to-kernel: rows with a baseline) the speedups, fast_p and the geometric mean
+  are over the task's baseline kernel, not PyTorch (`speedup_basis`): fast_1 is the share beating the baseline.
 - Sample Corr@k (GEAK): the published AMD work's Corr@k on TritonBench-G and ROCmBench, k over *samples*:
   the unbiased estimator 1 - C(n-c, k)/C(n, k) per task, c the samples (trajectories) that ended with a
   correct kernel at any attempt, averaged over the judged tasks. It is GEAK-eval's own computation
@@ -58,7 +60,7 @@ UNCATEGORISED = "uncategorised"
 ROW_COLUMNS = (
     "run_id", "task_id", "task_name", "task_category", "task_origin", "sample_index", "turn", "compiled", "correct",
     "failure_kind", "speedup", "reward", "trajectory_return", "prompt_tokens", "completion_tokens",
-    "platform", "model", "target", "sampling", "failure_message",
+    "platform", "model", "target", "sampling", "failure_message", "speedup_over_baseline", "baseline_hash",
 )  # fmt: skip
 
 
@@ -188,6 +190,7 @@ class EvalMetrics:
     call_accuracy: float | None = None  # share of samples that compiled, per task then over judged tasks
     judged_tasks: int = 0  # the denominator of the per-task means
     unjudged: tuple[tuple[str, str], ...] = ()  # (task name, reason) of suite tasks counted out
+    speedup_basis: str = "pytorch"  # what speed is over: "pytorch", "baseline" (optimisation suites), "mixed"
 
     def headline(self) -> dict[str, float | None]:
         """The metrics by their published names: compile_rate, pass@k, corr@k, fast_p, …"""
@@ -243,6 +246,17 @@ def _finite_speedup(value: Any) -> float | None:
     return float(value)
 
 
+def _speed(row: dict[str, Any]) -> Any:
+    """What a row's speed is judged by: over its baseline on an optimisation task, else over PyTorch."""
+    return row.get("speedup_over_baseline") if row.get("baseline_hash") else row["speedup"]
+
+
+def speedup_basis(rows: Sequence[dict[str, Any]]) -> str:
+    """`pytorch`, `baseline` (every row of an optimisation task) or `mixed`."""
+    kinds = {bool(row.get("baseline_hash")) for row in rows}
+    return "mixed" if len(kinds) > 1 else "baseline" if kinds == {True} else "pytorch"
+
+
 def trajectory_outcomes(rows: Sequence[dict[str, Any]]) -> list[TrajectoryOutcome]:
     """One outcome per (task, sample), from that trajectory's attempt rows."""
     groups: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
@@ -252,7 +266,7 @@ def trajectory_outcomes(rows: Sequence[dict[str, Any]]) -> list[TrajectoryOutcom
     for (task_id, sample), attempts in sorted(groups.items()):
         attempts.sort(key=lambda row: row["turn"])
         correct = [i for i, row in enumerate(attempts) if row["correct"] is True]
-        speedups = [s for s in (_finite_speedup(attempts[i]["speedup"]) for i in correct) if s is not None]
+        speedups = [s for s in (_finite_speedup(_speed(attempts[i])) for i in correct) if s is not None]
         first = attempts[0]
         first_attempt: bool | None = first["correct"] is True
         if first["compiled"] is True and first["correct"] is None:
@@ -394,6 +408,10 @@ def compute_eval_metrics(rows: Sequence[dict[str, Any]], settings: EvalSettings,
         fast[p] = per_task_mean(faster, name)
         if untimed and fast[p] is not None and name not in lower_bounds:
             lower_bounds.append(name)
+    basis = speedup_basis(rows)
+    if basis != "pytorch":
+        notes.append("fast_p and the speedups are over each optimisation task's baseline kernel"
+                     + (" (over PyTorch for the tasks without one)" if basis == "mixed" else ""))  # fmt: skip
     if solved and not timed:
         notes.append(f"speed was not measured (platform {platform} does not time kernels): fast_p for p > 0 "
                      "and the speedup figures are not measured, not zero")  # fmt: skip
@@ -444,7 +462,7 @@ def compute_eval_metrics(rows: Sequence[dict[str, Any]], settings: EvalSettings,
         lower_bounds=tuple(lower_bounds), notes=tuple(notes),
         contaminated_tasks=tuple(names[t] for t in sorted(settings.contaminated) if t in names),
         speedups=tuple(timed), rewards=tuple(rewards), sample_corr_at=sample_corr_at, call_accuracy=call_accuracy,
-        judged_tasks=len(by_task), unjudged=unjudged,
+        judged_tasks=len(by_task), unjudged=unjudged, speedup_basis=speedup_basis(rows),
     )  # fmt: skip
 
 
@@ -534,13 +552,19 @@ def metric_rows(runs: Sequence[EvalMetrics]) -> list[tuple[str, list[str]]]:
              lambda m, k=k: percent(m.sample_corr_at[k]))
         for k in sample_ks
     ]  # fmt: skip
+    over = {"baseline": " over the baseline", "mixed": " over baseline or PyTorch"}
+    basis = (
+        over.get(runs[0].speedup_basis, "")
+        if len({m.speedup_basis for m in runs}) == 1
+        else " (bases differ)"
+    )
     rows += [
-        line(f"fast_{p:g}", fast_name(p), lambda m, p=p: m.fast.get(p), lambda m, p=p: percent(m.fast[p]),
-             speed_missing if p > 0 else "-")
+        line(f"fast_{p:g}{basis if p > 0 else ''}", fast_name(p), lambda m, p=p: m.fast.get(p),
+             lambda m, p=p: percent(m.fast[p]), speed_missing if p > 0 else "-")
         for p in FAST_P
     ]  # fmt: skip
     rows += [
-        line("geomean speedup (correct)", "geomean_speedup", lambda m: m.geomean_speedup,
+        line(f"geomean speedup{basis} (correct)", "geomean_speedup", lambda m: m.geomean_speedup,
              lambda m: f"{m.geomean_speedup:.3f}x ({m.speed_measured} timed)", speed_missing),
         line("mean reward", "mean_reward", lambda m: m.mean_reward, lambda m: f"{m.mean_reward:.3f}"),
         line("mean trajectory return", "mean_return", lambda m: m.mean_return, lambda m: f"{m.mean_return:.3f}"),

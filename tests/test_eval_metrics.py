@@ -158,3 +158,35 @@ def test_attempts_that_failed_on_our_side_are_called_out() -> None:
     m = compute_eval_metrics(rows, settings("relu", samples=1))
     assert m.corr_at == {1: 0.0, 2: 1.0} and m.failures == {"infrastructure_error": 1}
     assert any("1 attempt(s) failed on our side" in note for note in m.notes)
+
+
+def test_an_optimisation_suite_judges_speed_over_each_tasks_baseline() -> None:
+    """Kernel-to-kernel rows carry a baseline: fast_p and the geometric mean are over it (fast_1 is the share
+    beating the baseline), whatever the speedup over PyTorch; the report says so."""
+    rows = [
+        *trajectory("softmax", 0, [("correct", 0.5)]),  # 0.5x PyTorch, but 2.5x its baseline
+        *trajectory("softmax", 1, [("correct", 3.0)]),  # 3x PyTorch, 0.9x its baseline
+        *trajectory("row_sum", 0, [("correct", 1.1)]),
+        *trajectory("row_sum", 1, [("mismatch", None)]),
+    ]
+    over_baseline = {("softmax", 0): 2.5, ("softmax", 1): 0.9, ("row_sum", 0): 1.6}
+    for row in rows:
+        row["baseline_hash"] = "b" + row["task_id"]
+        row["speedup_over_baseline"] = over_baseline.get((row["task_id"], row["sample_index"]))
+    m = compute_eval_metrics(rows, settings("softmax", "row_sum"))
+    assert m.speedup_basis == "baseline"
+    assert m.fast == {
+        0.0: 0.75,
+        1.0: 0.5,
+        1.5: 0.5,
+        2.0: 0.25,
+    }  # per task: softmax 1/2, row_sum 1/2 beat theirs
+    assert m.geomean_speedup == pytest.approx((2.5 * 0.9 * 1.6) ** (1 / 3))
+    assert cells(m)["fast_1 over the baseline"] == "50.0%"
+    assert any("over each optimisation task's baseline kernel" in note for note in m.notes)
+    plain = compute_eval_metrics(
+        [{**row, "baseline_hash": None} for row in rows], settings("softmax", "row_sum")
+    )
+    assert plain.speedup_basis == "pytorch" and plain.fast[1.0] == pytest.approx(
+        0.5
+    )  # 3.0 and 1.1 beat PyTorch

@@ -132,3 +132,34 @@ def test_rl_configs_hold_out_tasks_as_a_validation_split_with_the_agents_prompt(
     # The held-out share is chosen by task id, not row order: a second build holds out the same task.
     again = build_release(corpus_dir, tmp_path / "again", validation_fraction=0.34)
     assert again.validation_tasks == report.validation_tasks
+
+
+def test_optimisation_rows_form_kernel_to_kernel_configs_of_their_own(tmp_path: Path) -> None:
+    """Rows of optimisation tasks (a baseline) go to `triton2triton`, the others stay in `triton`; both load with
+    `datasets`, the card names both, and the SFT rows mark the kernel-to-kernel ones."""
+    from corpus_rows import row_for as plain_row
+
+    from kernelvault.corpus.card import release_configs
+    from kernelvault.toolchain.tasks import load_tasks
+
+    optimisation = next(
+        task for task in load_tasks("bundled:optimise").tasks if task.name == "relu__uncoalesced"
+    )
+    k2k = plain_row("relu", example_code("relu"), True, 0)
+    k2k |= {"task_id": optimisation.task_id, "task_name": optimisation.name, "task_source": optimisation.source,
+            "attempt_id": f"run1/{optimisation.task_id}/0/0", "baseline_hash": "0123456789abcdef",
+            "speedup_over_baseline": 3.2, "baseline_timings": []}  # fmt: skip
+    with ShardWriter(tmp_path / "corpus", "triton", "run1", max_rows=4) as writer:
+        writer.write(plain_row("silu", example_code("silu"), True, 0))
+        writer.write(k2k)
+    report = build_release(tmp_path / "corpus", tmp_path / "release")
+    assert report.rows["triton"] == 1 and report.rows["triton2triton"] == 1
+    assert release_configs(tmp_path / "release")[:2] == ["triton", "triton2triton"]
+    loaded = datasets.load_dataset(
+        "parquet", data_dir=str(tmp_path / "release" / "triton2triton"), split="train"
+    )
+    assert loaded[0]["task_name"] == "relu__uncoalesced" and loaded[0]["speedup_over_baseline"] == 3.2
+    sft = datasets.load_dataset("parquet", data_dir=str(tmp_path / "release" / "sft"), split="train")
+    assert sorted((row["task_name"], row["kernel_to_kernel"]) for row in sft) == [
+        ("relu__uncoalesced", True), ("silu", False)
+    ]  # fmt: skip

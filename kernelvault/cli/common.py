@@ -84,14 +84,14 @@ def eval_tasks(spec: str | None) -> list:  # noqa: ANN202
 
 def attempt_tables(dataset: Path) -> dict:  # noqa: ANN202
     """config -> attempts table, for a corpus folder (data/<target>/) or a release folder (<target>/)."""
-    from kernelvault.contracts import TARGETS
+    from kernelvault.corpus.schema import ATTEMPT_CONFIGS
     from kernelvault.corpus.stats import load_attempts
 
     tables = {}
-    for target in TARGETS:
-        for folder in (dataset / "data" / target, dataset / target):
+    for config in ATTEMPT_CONFIGS:  # a corpus folder has data/<target>/; a release, every config's folder
+        for folder in (dataset / "data" / config, dataset / config):
             if folder.is_dir() and any(folder.glob("*.parquet")):
-                tables[target] = load_attempts(folder)
+                tables[config] = load_attempts(folder)
                 break
     if not tables:
         raise UsageError(

@@ -184,12 +184,12 @@ def cmd_rl_diagnose(args: argparse.Namespace) -> int:
 
 
 def _attempt_rows(dataset: Path) -> list[dict]:  # noqa: ANN202
-    from kernelvault.contracts import TARGETS
+    from kernelvault.corpus.schema import ATTEMPT_CONFIGS
     from kernelvault.corpus.stats import load_attempts
 
     folders = (
-        [dataset / "data" / target for target in TARGETS]
-        + [dataset / target for target in TARGETS]
+        [dataset / "data" / config for config in ATTEMPT_CONFIGS]
+        + [dataset / config for config in ATTEMPT_CONFIGS]
         + [dataset]
     )
     rows: list[dict] = []
