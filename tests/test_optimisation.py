@@ -20,10 +20,55 @@ from kernelvault.toolchain.tasks import TaskFormatError, load_tasks, parse_task
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "tests" / "fixtures"
-GOOD = FIXTURES / "optimise"  # relu_faster: a one-element-per-program ReLU baseline
-BROKEN = FIXTURES / "optimise_broken"  # relu_wrong_baseline: its baseline copies the input
 RELU_EXAMPLE = (ROOT / "examples" / "triton" / "relu.py").read_text()
+ONE_PER_PROGRAM = '''"""ReLU, deliberately slow: one element per program (scalar loads, a launch-sized grid)."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_one_kernel(x_ptr, y_ptr):
+    i = tl.program_id(0).to(tl.int64)
+    x = tl.load(x_ptr + i)
+    tl.store(y_ptr + i, tl.where(x < 0, 0.0, x))
+
+
+class ModelNew(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty(x.shape, device=x.device, dtype=x.dtype)
+        if x.numel():
+            relu_one_kernel[(x.numel(),)](x, y)
+        return y
+'''
+
+
+def _suite(root: Path, name: str, baseline: str) -> Path:
+    """A folder of one optimisation task (`relu__NAME`, the reference beside it with small correctness cases:
+    the baseline runs one program per element, and the CPU's interpreter runs each in NumPy)."""
+    relu = (ROOT / "tasks" / "relu.py").read_text()
+    for case in ('        {"batch": 3, "dim": 1000},\n', '        {"batch": 33, "dim": 4097},\n'):
+        relu = relu.replace(case, "")
+    (root / "relu.py").write_text(relu)
+    suite = root / "optimise"
+    suite.mkdir()
+    (suite / f"relu__{name}.triton.py").write_text(baseline)
+    return suite
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _suite(tmp_path_factory.mktemp("good"), "one_per_program", ONE_PER_PROGRAM)
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Its baseline copies the input: not a ReLU."""
+    return _suite(tmp_path_factory.mktemp("broken"), "wrong_baseline",
+                  ONE_PER_PROGRAM.replace("tl.where(x < 0, 0.0, x)", "x"))  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +82,10 @@ def _only_task(folder: Path):
     return loaded.tasks[0]
 
 
-def test_a_task_file_names_its_baselines_and_they_are_part_of_its_identity() -> None:
-    task = _only_task(GOOD)
+def test_a_task_file_names_its_baselines_and_they_are_part_of_its_identity(good: Path) -> None:
+    task = _only_task(good)
     assert set(task.baselines) == {"triton"} and "relu_one_kernel" in task.baselines["triton"]
+    assert parse_task(task.source, task.name, "test").baselines == task.baselines  # embedded in its text
     plain = parse_task((ROOT / "tasks" / "relu.py").read_text(), "relu", "bundled")
     assert plain.baselines == {} and plain.task_id != task.task_id  # a changed baseline is another task
     assert task.task_id == content_hash(task.source)
@@ -61,8 +107,10 @@ def test_malformed_baselines_are_refused_with_one_line(literal: str, message: st
     assert message in str(error.value) and "\n" not in str(error.value)
 
 
-def test_a_correct_candidate_is_judged_with_the_baseline_verified_first(verifier: Verifier) -> None:
-    task = _only_task(GOOD)
+def test_a_correct_candidate_is_judged_with_the_baseline_verified_first(
+    verifier: Verifier, good: Path
+) -> None:
+    task = _only_task(good)
     verdict = verifier.verify(task, Candidate(task.task_id, "triton", RELU_EXAMPLE, "file:relu"))
     assert verdict.correct is True and verdict.failure_kind is None
     assert verdict.baseline is not None
@@ -72,8 +120,10 @@ def test_a_correct_candidate_is_judged_with_the_baseline_verified_first(verifier
     assert verdict.reward is not None and verdict.reward.total == pytest.approx(1.4)
 
 
-def test_a_baseline_that_is_not_correct_fails_the_task_not_the_candidate(verifier: Verifier) -> None:
-    task = _only_task(BROKEN)
+def test_a_baseline_that_is_not_correct_fails_the_task_not_the_candidate(
+    verifier: Verifier, broken: Path
+) -> None:
+    task = _only_task(broken)
     verdict = verifier.verify(task, Candidate(task.task_id, "triton", RELU_EXAMPLE, "file:relu"))
     assert (
         verdict.failure_kind == "infrastructure_error"
@@ -107,8 +157,8 @@ def test_the_speed_term_is_the_speedup_over_the_baseline_summed_over_the_cases_b
     assert partial.speedup_over_baseline is None
 
 
-def test_the_lane_pool_runs_the_baseline_on_the_candidates_lane(verifier: Verifier) -> None:
-    task = _only_task(GOOD)
+def test_the_lane_pool_runs_the_baseline_on_the_candidates_lane(verifier: Verifier, good: Path) -> None:
+    task = _only_task(good)
     with LanePool(verifier, ("cpu",)) as pool:
         verdict = pool.verify(task, Candidate(task.task_id, "triton", RELU_EXAMPLE, "file:relu"))
         jobs = pool.lanes[0].stats()["candidate"].jobs
@@ -116,13 +166,15 @@ def test_the_lane_pool_runs_the_baseline_on_the_candidates_lane(verifier: Verifi
     assert jobs == 2  # the baseline, then the candidate, in the same persistent worker
 
 
-def test_rows_carry_the_baseline_and_tasks_check_verifies_it(tmp_path: Path) -> None:
+def test_rows_carry_the_baseline_and_tasks_check_verifies_it(
+    tmp_path: Path, good: Path, broken: Path
+) -> None:
     examples = tmp_path / "examples" / "triton"
     examples.mkdir(parents=True)
-    (examples / "relu_faster.py").write_text(RELU_EXAMPLE)
+    (examples / "relu.py").write_text(RELU_EXAMPLE)  # the reference's example: the optimisation task's too
     out = tmp_path / "out"
     with contextlib.redirect_stdout(io.StringIO()):
-        code = main(["corpus", "--target", "triton", "--tasks", str(GOOD), "--examples", str(tmp_path / "examples"),
+        code = main(["corpus", "--target", "triton", "--tasks", str(good), "--examples", str(tmp_path / "examples"),
                      "--out", str(out), "--platform", "cpu", "--workers", "1", "--no-progress"])  # fmt: skip
     assert code == 0
     rows = datasets.load_dataset("parquet", data_dir=str(out / "data" / "triton"), split="train")
@@ -132,11 +184,11 @@ def test_rows_carry_the_baseline_and_tasks_check_verifies_it(tmp_path: Path) -> 
 
     checked = io.StringIO()
     with contextlib.redirect_stdout(checked):
-        assert main(["tasks", "check", str(GOOD)]) == 0
+        assert main(["tasks", "check", str(good)]) == 0
     assert "triton baseline: correct" in checked.getvalue()
     with contextlib.redirect_stdout(checked):
-        assert main(["tasks", "check", str(BROKEN)]) == 1
-    assert "BROKEN  relu_wrong_baseline" in checked.getvalue()
+        assert main(["tasks", "check", str(broken)]) == 1
+    assert "BROKEN  relu__wrong_baseline" in checked.getvalue()
     assert "the task's triton baseline does not pass (mismatch" in checked.getvalue()
 
 
