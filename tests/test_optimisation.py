@@ -214,15 +214,21 @@ def test_a_folder_of_baseline_files_composes_tasks_from_the_references_beside_it
 def test_the_bundled_optimisation_suite_loads_and_every_baseline_passes_on_the_cpu() -> None:
     loaded = load_tasks("bundled:optimise")
     assert not loaded.errors
-    assert len(loaded.tasks) >= 12 and all(set(task.baselines) == {"triton", "hip"} for task in loaded.tasks)
+    assert len(loaded.tasks) >= 30 and all(task.baselines for task in loaded.tasks)
+    assert sum("triton" in task.baselines for task in loaded.tasks) >= 25
+    assert sum("hip" in task.baselines for task in loaded.tasks) >= 25
     assert {task.category for task in loaded.tasks} >= {
         "activation", "elementwise", "reduction", "softmax", "normalization", "matmul", "scan", "loss", "fused"
     }  # fmt: skip
     reports = check_tasks(loaded.tasks, workers=2)
     assert [(report.task, report.problems) for report in reports if not report.ok] == []
     # Triton's baselines run under the interpreter; HIP's compile for gfx90a (they run on a GPU only).
-    assert all("triton baseline: correct" in report.notes for report in reports)
-    assert all("hip baseline: compiles (this platform cannot run it)" in report.notes for report in reports)
+    for task, report in zip(loaded.tasks, reports, strict=True):
+        expected = {
+            "triton": "triton baseline: correct",
+            "hip": "hip baseline: compiles (this platform cannot run it)",
+        }
+        assert sorted(report.notes) == sorted(expected[target] for target in task.baselines), task.name
     with pytest.raises(TaskFormatError, match="bundled suites: optimise"):
         load_tasks("bundled:nope")
 
