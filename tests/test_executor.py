@@ -169,7 +169,7 @@ def test_persistent_workers_serve_many_candidates_and_restart_after_a_patching_o
     verifier = Verifier(
         VerifyConfig(platform="cpu", timeout_s=60, static_wall=False)
     )  # the tripwire behind it
-    lane = WorkerLane(restart_every=50)
+    lane = WorkerLane(restart_every=50, spare=True)  # as on a GPU lane (on CPU lanes the default is no spare)
     try:
         first = verifier.verify(relu_task, _candidate(relu_task, RELU), runner=lane)
         pid, reference_pid = lane.workers["candidate"].pid, lane.workers["reference"].pid
@@ -265,3 +265,11 @@ def test_a_worker_killed_mid_candidate_is_replaced_and_the_candidate_retried_onc
         assert lane.workers["candidate"].pid not in (None, victim)
     finally:
         lane.close()
+
+
+def test_spare_workers_are_for_gpu_lanes_unless_asked_for() -> None:
+    """A spare saves a GPU lane a start (seconds of the device's time); on CPU lanes its start would compete with
+    the check for the same cores, and the fresh mode measures one process per candidate."""
+    assert WorkerLane(device="0").spare is True
+    assert WorkerLane().spare is False and WorkerLane(spare=True).spare is True
+    assert WorkerLane(device="0", restart_every=1).spare is False

@@ -32,7 +32,7 @@ is replaced (process group killed, its jail gone with it, a fresh one started):
     trace/profile hooks, default dtype, grad mode or deterministic-algorithms flag, a module of its own;
 (c) after a sticky device error (illegal memory access, device-side assert, launch failure);
 (d) every `restart_every` jobs, as hygiene against what the checks above cannot see.
-"A fresh one" is a spare the candidate's worker keeps started beside it (`PersistentWorker.spare`): started
+"A fresh one" is, on a GPU lane, a spare the candidate's worker keeps started beside it (`PersistentWorker.spare`): started
 by the same lane thread, in a jail, uid, home and key of its own, and never given a job before it is
 swapped in, so no candidate has run in it; while it waits it holds an interpreter (and on a GPU no device
 memory until its first job). Swapping it in costs nothing where a start costs seconds.
@@ -412,10 +412,14 @@ class WorkerLane:
     """
 
     def __init__(self, python: str = sys.executable, device: str = "cpu", restart_every: int = 50,
-                 gate: DeviceGate | None = None) -> None:  # fmt: skip
+                 gate: DeviceGate | None = None, spare: bool | None = None) -> None:  # fmt: skip
         self.python = python
         self.device = device
         self.restart_every = restart_every
+        # A spare candidate worker (`PersistentWorker.spare`): by default on GPU lanes, where a start costs seconds
+        # of a scarce device's lane; not on CPU lanes, where the spare's start competes with the check for the
+        # same cores (a 2-core CI machine), and not in the fresh mode (one process per candidate is what it measures).
+        self.spare = (device != "cpu" if spare is None else spare) and restart_every > 1
         # Lanes of one device in this process share its gate: their checks overlap, their timings do not.
         self.gate = gate if gate is not None else gate_for(device)
         self.hold = GateHold(self.gate)
@@ -435,9 +439,7 @@ class WorkerLane:
             if kind == "reference" and self.device != "cpu":  # on the CPU a gold Triton kernel needs it
                 env = {key: value for key, value in env.items() if key != "TRITON_INTERPRET"}
             restart_every = self.restart_every if kind != "reference" else max(self.restart_every, 50)
-            # A spare for the candidate's worker, the one replaced often; not in the fresh mode (one process per
-            # candidate is what that mode measures).
-            spare = kind == "candidate" and self.restart_every > 1
+            spare = kind == "candidate" and self.spare  # the worker replaced often
             worker = PersistentWorker(kind, {**env, **device_env}, limits, plan, restart_every, spare)
             self.workers[kind] = worker
         return worker
