@@ -71,6 +71,17 @@ def candidate_workers(processes: dict[int, bytes]) -> list[int]:
     return [pid for pid, command in processes.items() if b"kernelvault.toolchain.sandboxed" in command]
 
 
+def wait_for_a_candidate_worker(process: subprocess.Popen, seconds: float = 120) -> None:
+    """Until the run has a candidate's worker (or has ended, or `seconds` passed)."""
+    deadline = time.monotonic() + seconds
+    while (
+        not candidate_workers(descendants(process.pid))
+        and process.poll() is None
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.1)
+
+
 def alive(pid: int) -> bool:
     try:
         state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -94,13 +105,7 @@ def test_killed_runs_resume_to_the_uninterrupted_result(suite: tuple[Path, Path]
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         # Kill at a random moment once candidates are being verified: on a slow machine a fixed delay can
         # fall before the run has begun, and a run killed then has nothing to resume.
-        deadline = time.monotonic() + 120
-        while (
-            not candidate_workers(descendants(process.pid))
-            and process.poll() is None
-            and time.monotonic() < deadline
-        ):
-            time.sleep(0.1)
+        wait_for_a_candidate_worker(process)
         time.sleep(chooser.uniform(0.0, 4.0))
         below = descendants(process.pid)  # the pool, the resource tracker, the jail's launchers and workers
         watched_workers += len(candidate_workers(below))
@@ -240,13 +245,7 @@ def test_sigint_stops_intake_and_writes_every_attempt_in_flight_before_exiting(t
     command = [sys.executable, "-m", "kernelvault.cli", "corpus", "--target", "triton", "--out", str(out),
                "--platform", "cpu", "--workers", "1", "--compile-workers", "1", "--no-progress"]  # fmt: skip
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while (
-        not candidate_workers(descendants(process.pid))
-        and process.poll() is None
-        and time.monotonic() < deadline
-    ):
-        time.sleep(0.1)
+    wait_for_a_candidate_worker(process)
     assert process.poll() is None, "the run ended before a candidate was on a lane"
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=180)

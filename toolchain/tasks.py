@@ -105,12 +105,7 @@ def parse_task(source: str, name: str, origin: str) -> Task:
 
     extras: dict[str, Any] = {}
     if EXTRAS_NAME in module_globals:
-        try:
-            extras = ast.literal_eval(module_globals[EXTRAS_NAME])
-        except (ValueError, SyntaxError, TypeError):
-            raise TaskFormatError(
-                f"{EXTRAS_NAME} must be a literal dict (numbers, strings, lists, dicts)"
-            ) from None
+        extras = _literal(module_globals, EXTRAS_NAME, "a literal dict (numbers, strings, lists, dicts)")
         if not isinstance(extras, dict):
             raise TaskFormatError(f"{EXTRAS_NAME} must be a dict")
         unknown = sorted(set(extras) - _EXTRAS_KEYS)
@@ -145,18 +140,21 @@ def parse_task(source: str, name: str, origin: str) -> Task:
     )
 
 
+def _literal(module_globals: dict[str, ast.expr], name: str, what: str) -> Any:
+    """The value a module-level literal assigns to `name`, read without running anything (TaskFormatError)."""
+    try:
+        return ast.literal_eval(module_globals[name])
+    except (ValueError, SyntaxError, TypeError):
+        raise TaskFormatError(f"{name} must be {what}") from None
+
+
 def _baselines(module_globals: dict[str, ast.expr]) -> dict[str, str]:
     """`KERNELVAULT_BASELINES = {"triton": "...", "hip": "..."}`: each a whole candidate file, as a literal
     (read, never run, here). Embedded, not named by path, so the task's id covers them and a task travels as
     one text (a folder, a Hub dataset's code column) with its baselines."""
     if BASELINES_NAME not in module_globals:
         return {}
-    try:
-        raw = ast.literal_eval(module_globals[BASELINES_NAME])
-    except (ValueError, SyntaxError, TypeError):
-        raise TaskFormatError(
-            f"{BASELINES_NAME} must be a literal dict of target -> candidate source"
-        ) from None
+    raw = _literal(module_globals, BASELINES_NAME, "a literal dict of target -> candidate source")
     if not isinstance(raw, dict) or not raw:
         raise TaskFormatError(f"{BASELINES_NAME} must be a non-empty dict of target -> candidate source")
     for target, code in raw.items():
