@@ -18,6 +18,10 @@ def _trim(text: str, limit: int) -> str:
     return f"{text[:half]}\n… [cut] …\n{text[-half:]}"
 
 
+def _times(speedup: float | None) -> str:
+    return f"{speedup:.2f}x" if speedup is not None else "not measured on this platform"
+
+
 def feedback_message(verdict: Verdict, turn: int, max_turns: int, form: str = "module") -> str:
     """The feedback for the verdict of turn `turn` (1-based) of `max_turns`, for a task of `form`
     ("module" or "function": a function task's own template where feedback.md has one)."""
@@ -42,9 +46,8 @@ def feedback_message(verdict: Verdict, turn: int, max_turns: int, form: str = "m
         "log": _trim(verdict.compile_log or stage_log, FEEDBACK_LOG_LIMIT),
         "case": failed[0].case if failed else "",
         "max_abs_error": f"{failed[0].max_abs_error:.3g}" if failed and failed[0].max_abs_error is not None else "n/a",
-        "speedup": f"{verdict.speedup:.2f}x" if verdict.speedup is not None else "not measured on this platform",
-        "speedup_over_baseline": f"{verdict.speedup_over_baseline:.2f}x" if verdict.speedup_over_baseline is not None
-        else "not measured on this platform",
+        "speedup": _times(verdict.speedup),
+        "speedup_over_baseline": _times(verdict.speedup_over_baseline),
         "platform": environment.platform if environment else "",
         "device": environment.device if environment else "",
     })  # fmt: skip

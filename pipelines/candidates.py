@@ -139,13 +139,15 @@ class ExampleCandidates:
             by_name.setdefault(reference, []).append(task)
         samples: dict[str, int] = {}
         for task_name, path, expected in self._files():
-            for task in by_name.get(task_name, []):
+            matching = by_name.get(task_name, [])
+            text = path.read_text(encoding="utf-8") if matching else ""  # once, however many tasks take it
+            for task in matching:
                 index = samples.get(task.name, 0)
                 samples[task.name] = index + 1
                 candidate = Candidate(
                     task_id=task.task_id,
                     target=self.target,  # type: ignore[arg-type]
-                    text=path.read_text(encoding="utf-8"),
+                    text=text,
                     origin=f"example:{path.relative_to(self.folder.parent)}",
                     expected_failure=expected,
                 )

@@ -462,7 +462,7 @@ def compute_eval_metrics(rows: Sequence[dict[str, Any]], settings: EvalSettings,
         lower_bounds=tuple(lower_bounds), notes=tuple(notes),
         contaminated_tasks=tuple(names[t] for t in sorted(settings.contaminated) if t in names),
         speedups=tuple(timed), rewards=tuple(rewards), sample_corr_at=sample_corr_at, call_accuracy=call_accuracy,
-        judged_tasks=len(by_task), unjudged=unjudged, speedup_basis=speedup_basis(rows),
+        judged_tasks=len(by_task), unjudged=unjudged, speedup_basis=basis,
     )  # fmt: skip
 
 

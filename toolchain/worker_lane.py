@@ -113,6 +113,13 @@ class WorkerPlan:
     gpu: bool = False  # bind the GPU's device nodes
 
 
+def _hand_to(path: Path, uid: int | None) -> None:
+    """A folder the jailed process must write: owned by its uid (as root, the jail's uid is its own; None: no
+    jail of its own uid, nothing to change)."""
+    if uid is not None:
+        os.chown(path, uid, uid)
+
+
 class PersistentWorker:
     """One long-lived worker process of one kind; `request` sends it one request and waits for the reply.
 
@@ -164,9 +171,8 @@ class PersistentWorker:
     # -- start and stop ------------------------------------------------------------------------------
 
     def _own(self, path: Path) -> None:
-        """Folders the jailed process must write: owned by its uid (as root, the jail's uid is its own)."""
-        if self._uid is not None:
-            os.chown(path, self._uid, self._uid)
+        """Folders the current process must write (`_hand_to`)."""
+        _hand_to(path, self._uid)
 
     def _spawn(self) -> _Spawned:
         """Start a process (its home, its jail, its key) without waiting for it to be ready."""
@@ -228,12 +234,16 @@ class PersistentWorker:
         assert self._process is not None and self._home is not None
         kill_group(self._process)
         run = crash_result(self._process, self._home, timed_out, seconds)
-        os.close(self._replies)
-        if self._process.stdin is not None:
-            self._process.stdin.close()
-        self._stale_homes.append(self._home)
+        self._release(self._process, self._replies, self._home)
         self._process, self._home, self._uid = None, None, None
         return run
+
+    def _release(self, process: subprocess.Popen[bytes], replies: int, home: Path) -> None:
+        """Close a killed process's pipes; its home goes once the job in hand is finished."""
+        os.close(replies)
+        if process.stdin is not None:
+            process.stdin.close()
+        self._stale_homes.append(home)
 
     def _remove_stale_homes(self) -> None:
         for home in self._stale_homes:
@@ -250,10 +260,7 @@ class PersistentWorker:
             self._stop(timed_out=False, seconds=0.0)
         if self._spare is not None:
             kill_group(self._spare.process)
-            os.close(self._spare.replies)
-            if self._spare.process.stdin is not None:
-                self._spare.process.stdin.close()
-            self._stale_homes.append(self._spare.home)
+            self._release(self._spare.process, self._spare.replies, self._spare.home)
             self._spare = None
         self._remove_stale_homes()
 
@@ -308,8 +315,7 @@ class PersistentWorker:
     def _make_caches(self, home: Path, uid: int | None) -> None:
         for folder in ("cache", "cache/triton", "cache/inline"):  # the home itself: folder_jail
             (home / folder).mkdir(exist_ok=True)
-            if uid is not None:
-                os.chown(home / folder, uid, uid)
+            _hand_to(home / folder, uid)
 
     def finish_job(self, number: int) -> None:
         """Everything the job wrote goes (its folder, the inbox, the caches, anything else in the home);
