@@ -32,6 +32,8 @@ KNOWN_CONFIGS: dict[str, str] = {
     "rl": "prompts and reference data for reinforcement learning with the execution reward",
     "rl_verl": "the `rl` prompts in verl's RLHFDataset layout (prompt, data_source, ability, reward_model, "
     "extra_info)",
+    "qa": "question-answer entries about the ROCm libraries, each with what was checked: API existence against the "
+    "installed headers, compile, link, run (QA schema: the statistics below say what a row proves)",
 }
 TAGS = ["code", "gpu-kernels", "triton", "hip"]
 LANGUAGES = ["en"]  # prompts, feedback and explanations; the kernels themselves are code (the `code` tag)
@@ -97,6 +99,7 @@ def build_card(
     plots: Sequence[Path],
     license: str = "apache-2.0",
     model_stats: Sequence[ConfigStats] = (),
+    qa_lines: Sequence[str] = (),
 ) -> DatasetCard:
     """The dataset card of one release; save it as README.md at the root of `release_dir`."""
     release_dir = Path(release_dir)
@@ -186,6 +189,7 @@ def build_card(
         ]
     else:
         lines += ["No attempt statistics in this release.", ""]
+    lines += list(qa_lines)  # the qa config's own statistics (corpus.qa_release.qa_card_lines)
     if model_stats:
         lines += [
             "### Per model",

@@ -15,6 +15,9 @@
                         validation split (held-out tasks), the rest train
         rl_verl/        the same prompts and splits in verl's layout: prompt, data_source, ability,
                         reward_model {style, ground_truth}, extra_info
+        qa/             checked ROCm library QA entries (corpus DIR/data/qa; QA schema, corpus.qa_release): near-
+                        identical questions marked, entries matching an evaluation question dropped; the verified
+                        ones also go into sft as chat turns (target `qa`) unless `sft_qa=False`
 
 Decontamination drops every row of a task that matches an evaluation task (same normalised
 reference, or a near-duplicate); the report names each one.
@@ -44,6 +47,14 @@ from kernelvault.agents.prompting import (
 )
 from kernelvault.contracts import TARGETS, Task
 from kernelvault.corpus.dedup import Contamination, find_contaminated_tasks, find_duplicates, normalized_hash
+from kernelvault.corpus.qa_release import (
+    QAContamination,
+    find_contaminated,
+    load_qa_rows,
+    mark_duplicate_questions,
+    qa_sft_rows,
+)
+from kernelvault.corpus.qa_schema import QA_CONFIG
 from kernelvault.corpus.schema import KERNEL_TO_KERNEL
 from kernelvault.corpus.stats import load_attempts
 from kernelvault.toolchain.tasks import TaskFormatError, parse_task
@@ -94,17 +105,21 @@ class ReleaseReport:
     contaminated: list[Contamination] = field(default_factory=list)
     dropped_rows: int = 0
     validation_tasks: list[str] = field(default_factory=list)  # the rl configs' held-out tasks (by name)
+    qa_contaminated: list[QAContamination] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         lines = [f"{config}: {count} rows" for config, count in sorted(self.rows.items())]
         for config in sorted(self.exact_duplicates):
             lines.append(f"{config}: {self.exact_duplicates[config]} exact and {self.near_duplicates[config]} "
-                         "near duplicates marked (kept in the attempts config, left out of sft)")  # fmt: skip
+                         "near duplicates marked (kept in their config, left out of sft)")  # fmt: skip
         for item in self.contaminated:
             lines.append(f"decontamination: dropped task {item.task_name} ({item.kind} match of {item.eval_task}, "
                          f"similarity {item.similarity:.2f})")  # fmt: skip
         if self.contaminated:
             lines.append(f"decontamination: {self.dropped_rows} rows dropped")
+        for item in self.qa_contaminated:
+            lines.append(f"decontamination: dropped QA entry {item.entry_id[:12]} on {item.topic} (matches the "
+                         f"evaluation question {item.eval_question[:60]!r}, similarity {item.similarity:.2f})")  # fmt: skip
         if self.validation_tasks:
             lines.append(f"rl, rl_verl: validation split of {len(self.validation_tasks)} held-out task(s): "
                          f"{', '.join(self.validation_tasks)}")  # fmt: skip
@@ -258,16 +273,22 @@ def build_release(
     near_threshold: float = 0.85,
     contamination_threshold: float = 0.8,
     validation_fraction: float = 0.1,
+    eval_questions: Sequence[str] = (),
+    sft_qa: bool = True,
 ) -> ReleaseReport:
-    """`validation_fraction`: the share of tasks whose `rl`/`rl_verl` prompts form the validation split."""
+    """`validation_fraction`: the share of tasks whose `rl`/`rl_verl` prompts form the validation split.
+    `eval_questions`: QA questions of an evaluation set (the `qa` entries that match them are dropped);
+    `sft_qa`: verified QA entries go into `sft` as chat turns."""
     report = ReleaseReport()
     tables: dict[str, pa.Table] = {}
     for target in TARGETS:
         folder = Path(dataset_dir) / "data" / target
         if folder.is_dir() and any(folder.glob("*.parquet")):
             tables[target] = load_attempts(folder)
-    if not tables:
-        raise ValueError(f"no corpus shards under {dataset_dir}/data/{{{','.join(TARGETS)}}}")
+    qa_folder = Path(dataset_dir) / "data" / QA_CONFIG
+    qa = load_qa_rows(qa_folder) if qa_folder.is_dir() else None
+    if not tables and (qa is None or not qa.num_rows):
+        raise ValueError(f"no corpus shards under {dataset_dir}/data/{{{','.join((*TARGETS, QA_CONFIG))}}}")
 
     if eval_tasks:
         all_tasks = {task.task_id: task for table in tables.values() for task in _tasks_of(table)}
@@ -296,12 +317,21 @@ def build_release(
         write_table(table, release_dir / target)
         report.rows[target] = table.num_rows
         sft += sft_rows(table)
+    if qa is not None and qa.num_rows:
+        report.qa_contaminated = find_contaminated(qa, list(eval_questions), contamination_threshold)
+        dropped = {item.entry_id for item in report.qa_contaminated}
+        qa = qa.filter(pa.array([entry not in dropped for entry in qa.column("entry_id").to_pylist()]))
+        qa, report.near_duplicates[QA_CONFIG] = mark_duplicate_questions(qa, near_threshold)
+        report.exact_duplicates[QA_CONFIG] = 0  # same question and answer: the same entry id, checked once
+        write_table(qa, release_dir / QA_CONFIG)
+        report.rows[QA_CONFIG] = qa.num_rows
+        sft += qa_sft_rows(qa) if sft_qa else []
     rl = rl_rows(tables)
     held = validation_tasks([row["task_id"] for row in rl], validation_fraction)
     verl = verl_rows(rl)
     write_table(pa.Table.from_pylist(sft, schema=SFT_SCHEMA), release_dir / "sft")
     report.rows["sft"] = len(sft)
-    for config, rows, schema in (("rl", rl, RL_SCHEMA), ("rl_verl", verl, VERL_SCHEMA)):
+    for config, rows, schema in (("rl", rl, RL_SCHEMA), ("rl_verl", verl, VERL_SCHEMA)) if tables else ():
         for split, chosen in (("train", False), ("validation", True)):
             part = [
                 row for row, source in zip(rows, rl, strict=True) if (source["task_id"] in held) == chosen

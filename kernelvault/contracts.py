@@ -233,3 +233,79 @@ def _baseline_from_dict(data: dict[str, Any] | None) -> BaselineRun | None:
         return None
     timings = tuple(CaseTiming(**t) for t in data.get("timings", ()))
     return BaselineRun(code_hash=data["code_hash"], timings=timings, speedup=data.get("speedup"))
+
+
+# ROCm library question-answer entries (the `qa` part of the corpus): an entry goes from a QA source (the bundled
+# examples, or the QA agent) to the toolchain's checks, and a QAVerdict from there to the score and the corpus.
+QA_CHECK_OUTCOMES: tuple[str, ...] = (
+    "passed", "failed", "timeout",  # every check
+    "fragment", "no_code",  # compile: statements missing their declarations (nothing claimed); no code block
+    "not_applicable",  # link and run of a snippet that is not a program
+    "ran", "mismatch",  # run: exit 0 with no stated output to compare; printed something else than stated
+    "library_calls", "no_gpu",  # run: calls a library that needs an AMD GPU; no GPU on this machine
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class QAEntry:
+    """One question about a ROCm library and its answer (prose with at most one code snippet that counts)."""
+
+    question: str
+    answer: str
+    library: str  # hip, rocprim, rocsparse, hipsparse, rocrand, hiprand
+    topic: str  # the API element asked about, as the inventory names it ("rocprim::block_scan")
+    origin: str  # "example:<id>" or "model:<name>"
+    reasoning: str | None = None  # the model's thinking, where it gave one
+    mistake: str | None = None  # bundled examples only: the deliberate mistake the entry carries
+
+    @property
+    def entry_id(self) -> str:
+        return content_hash(f"{self.question}\n\x00{self.answer}")
+
+
+@dataclass(frozen=True)
+class IdentifierCheck:
+    name: str  # as looked up: qualified, template arguments dropped
+    where: str  # "code" or "text" (its first appearance)
+    status: str  # found | internal | invented | cuda_only | not_installed
+    library: str | None  # where the inventory has it
+    header: str | None
+
+
+@dataclass(frozen=True)
+class QAStep:
+    status: str  # one of QA_CHECK_OUTCOMES
+    log: str  # compiler messages, or the program's output
+    seconds: float
+
+
+@dataclass(frozen=True)
+class QAScore:
+    existence: float
+    compile: float
+    link: float
+    run: float
+    total: float
+
+
+@dataclass(frozen=True)
+class QAVerdict:
+    """What the checks found about one QA entry. `verified`: nothing invented, and no check that applied failed."""
+
+    entry_id: str
+    identifiers: tuple[IdentifierCheck, ...]
+    snippet: str | None  # the answer's code block
+    translation_unit: (
+        str | None
+    )  # what the compiler was given (the snippet completed by the documented rules)
+    stated_output: str | None
+    compile: QAStep
+    link: QAStep
+    run: QAStep
+    score: QAScore
+    verified: bool
+    environment: RunEnvironment
+
+    @property
+    def invented(self) -> tuple[str, ...]:
+        return tuple(item.name for item in self.identifiers if item.status in ("invented", "cuda_only"))

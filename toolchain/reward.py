@@ -20,7 +20,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kernelvault.contracts import RewardBreakdown
+from kernelvault.contracts import QAScore, RewardBreakdown
 
 # Failures that mean "did not compile or broke the interface": no compile credit. A mismatch, a
 # runtime error, a timeout or an integrity reject happen after a successful build and keep it.
@@ -87,3 +87,42 @@ def task_speedup(reference_ms: Sequence[float], candidate_ms: Sequence[float]) -
     if total_candidate <= 0 or total_reference <= 0:
         return None
     return total_reference / total_candidate
+
+
+# The QA score: the same idea for ROCm library question-answer entries (`qa` rows). It rewards what was
+# verified, rung by rung, and nothing for prose:
+#
+#   q = 0                    the answer names an identifier the headers do not declare (invented, or CUDA-only)
+#   q = 0.5                  nothing invented
+#   q = 0.5 + 0.5            and its snippet compiles for gfx90a against the real headers
+#   q = 0.5 + 0.5 + 0.5      and, a program, it links against the real libraries
+#   q = 0.5 + 0.5 + 0.5 + 0.5   and it ran on a GPU (through the HIP-to-CUDA header) and printed what it states
+#
+# A rung that fails or does not apply ends the climb: a prose-only answer tops out at 0.5, a kernel at 1.0, a
+# library program (which cannot run without an AMD GPU) at 1.5. The total lies in [0, 2.0].
+@dataclass(frozen=True)
+class QAScoreConfig:
+    existence_reward: float = 0.5
+    compile_reward: float = 0.5
+    link_reward: float = 0.5
+    run_reward: float = 0.5
+
+
+DEFAULT_QA_SCORE = QAScoreConfig()
+_RUN_PASSES = frozenset({"passed", "ran"})
+
+
+def qa_score(
+    invented: int, compile: str, link: str, run: str, config: QAScoreConfig = DEFAULT_QA_SCORE
+) -> QAScore:
+    """The score of one QA entry from its checks' outcomes (`invented`: how many invented or CUDA-only names)."""
+    if invented:
+        return QAScore(existence=0.0, compile=0.0, link=0.0, run=0.0, total=0.0)
+    rungs = [config.existence_reward, 0.0, 0.0, 0.0]
+    for index, (passed, reward) in enumerate(((compile == "passed", config.compile_reward),
+                                              (link == "passed", config.link_reward),
+                                              (run in _RUN_PASSES, config.run_reward)), start=1):  # fmt: skip
+        if not passed:
+            break
+        rungs[index] = reward
+    return QAScore(existence=rungs[0], compile=rungs[1], link=rungs[2], run=rungs[3], total=sum(rungs))

@@ -82,6 +82,26 @@ def eval_tasks(spec: str | None) -> list:  # noqa: ANN202
     return list(loaded.tasks)
 
 
+def add_qa_release_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--decontaminate-qa", metavar="FILE_OR_FOLDER",
+                        help="QA evaluation questions (YAML list or JSONL with `question`): matching qa entries are dropped")  # fmt: skip
+    parser.add_argument(
+        "--no-sft-qa", action="store_true", help="keep verified QA entries out of the sft config"
+    )
+
+
+def eval_questions(spec: str | None) -> list[str]:
+    """The questions of a QA evaluation set (entries with at least a `question`)."""
+    if not spec:
+        return []
+    from kernelvault.pipelines.qa_job import QAFileError, read_question_texts
+
+    try:
+        return read_question_texts(Path(spec))
+    except QAFileError as error:
+        raise UsageError(str(error)) from None
+
+
 def attempt_tables(dataset: Path) -> dict:  # noqa: ANN202
     """config -> attempts table, for a corpus folder (data/<target>/) or a release folder (<target>/)."""
     from kernelvault.corpus.schema import ATTEMPT_CONFIGS

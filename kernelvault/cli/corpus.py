@@ -15,6 +15,7 @@ from kernelvault.cli.common import (
     eval_tasks,
     load_tasks_or_exit,
 )
+from kernelvault.cli.qa import add_qa_options
 from kernelvault.contracts import Task
 from kernelvault.pipelines.intake import Intake
 
@@ -52,6 +53,10 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     from kernelvault.pipelines.engine import EngineOptions
     from kernelvault.toolchain.verify import UnjailedModelOutput, require_jail_for_model_output
 
+    if args.target == "qa":
+        from kernelvault.cli.qa import cmd_corpus_qa
+
+        return cmd_corpus_qa(args)
     loaded = load_tasks_or_exit(args.tasks)
     if args.decontaminate:
         from kernelvault.corpus.dedup import find_contaminated_tasks
@@ -162,7 +167,8 @@ def cmd_corpus(args: argparse.Namespace) -> int:
 
 def register(commands: argparse._SubParsersAction) -> None:
     corpus = commands.add_parser("corpus", help="run the main job over a task suite and write Parquet shards")
-    corpus.add_argument("--target", default="triton", choices=["triton", "hip"])
+    corpus.add_argument("--target", default="triton", choices=["triton", "hip", "qa"],
+                        help="triton or hip kernels for the tasks, or qa: ROCm library question-answer entries")  # fmt: skip
     corpus.add_argument(
         "--tasks", help="task file, folder, KernelBench tree or hub:ORG/NAME[@vX.Y.Z] (default: bundled)"
     )
@@ -225,4 +231,5 @@ def register(commands: argparse._SubParsersAction) -> None:
         "command resumes the rest). Without a model, SIGINT/SIGTERM do the same once and stop at once twice",
     )  # fmt: skip
     add_platform_options(corpus)
+    add_qa_options(corpus)
     corpus.set_defaults(handler=cmd_corpus)

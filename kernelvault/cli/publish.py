@@ -7,7 +7,9 @@ from pathlib import Path
 
 from kernelvault.cli.common import (
     UsageError,
+    add_qa_release_options,
     attempt_tables,
+    eval_questions,
     eval_tasks,
 )
 
@@ -37,6 +39,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
     from kernelvault.corpus.card import build_card
     from kernelvault.corpus.hub import PublishError, check_repo_id, check_version, hub_from_env, publish
+    from kernelvault.corpus.qa_release import load_qa_release, qa_card_lines
     from kernelvault.corpus.release import build_release
     from kernelvault.corpus.stats import compute_stats, per_model_stats, write_plots
 
@@ -59,7 +62,13 @@ def cmd_publish(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="kv-release-") as temporary:
         release = Path(temporary) / "release"
         try:
-            report = build_release(dataset, release, eval_tasks=eval_tasks(args.decontaminate))
+            report = build_release(
+                dataset,
+                release,
+                eval_tasks=eval_tasks(args.decontaminate),
+                eval_questions=eval_questions(args.decontaminate_qa),
+                sft_qa=not args.no_sft_qa,
+            )
         except ValueError as error:
             raise UsageError(str(error)) from None
         for line in report.lines():
@@ -68,8 +77,9 @@ def cmd_publish(args: argparse.Namespace) -> int:
         stats = [compute_stats(table, config) for config, table in tables.items()]
         plots = write_plots(tables, stats, release / "plots")
         model_stats = [column for table in tables.values() for column in per_model_stats(table)]
-        build_card(release, repo, version, stats, plots, license=args.license,
-                   model_stats=model_stats).save(release / "README.md")  # fmt: skip
+        qa = load_qa_release(release)
+        build_card(release, repo, version, stats, plots, license=args.license, model_stats=model_stats,
+                   qa_lines=qa_card_lines(qa) if qa is not None else ()).save(release / "README.md")  # fmt: skip
         try:
             result = publish(release, repo, version, hub)
         except PublishError as error:
@@ -100,4 +110,5 @@ def register(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="the Hugging Face Hub (HF_TOKEN, HF_ENDPOINT) instead of the local hub folder (KV_HUB_DIR)",
     )
+    add_qa_release_options(publish)
     publish.set_defaults(handler=cmd_publish)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from kernelvault.cli.common import (
     UsageError,
+    add_qa_release_options,
+    eval_questions,
     eval_tasks,
 )
 
@@ -22,7 +24,13 @@ def cmd_release(args: argparse.Namespace) -> int:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"release folder {out} is not empty")
     try:
-        report = build_release(dataset, out, eval_tasks=eval_tasks(args.decontaminate))
+        report = build_release(
+            dataset,
+            out,
+            eval_tasks=eval_tasks(args.decontaminate),
+            eval_questions=eval_questions(args.decontaminate_qa),
+            sft_qa=not args.no_sft_qa,
+        )
     except ValueError as error:  # no shards to release: the input's fault, said in one line
         raise UsageError(str(error)) from None
     for line in report.lines():
@@ -40,4 +48,5 @@ def register(commands: argparse._SubParsersAction) -> None:
     release.add_argument(
         "--decontaminate", help="evaluation task set to drop from the release (same forms as --tasks)"
     )
+    add_qa_release_options(release)
     release.set_defaults(handler=cmd_release)
