@@ -101,6 +101,8 @@ for bench in ${KV_BENCH:-timing hip_build}; do
                               | tee "$KV_RESULTS_DIR/optimisation_baselines.md" || status=1 ;;
     # `kernelvault tasks check` on the device over KV_CHECK_PATH (e.g. a ROCmBench folder: its gold kernels on CUDA).
     tasks_check) python3 -m kernelvault.cli tasks check "${KV_CHECK_PATH:?}" --workers "${KV_CHECK_WORKERS:-4}" 2>&1 | tee "$KV_RESULTS_DIR/tasks_check.log" || status=1 ;;
+    # Issue #23: the bundled QA programs that use only the HIP runtime, run through the HIP-to-CUDA header.
+    qa_run) python3 bench/qa_run_gpu.py 2>&1 | tee "$KV_RESULTS_DIR/qa_run.md" || status=1 ;;
     hip_build) python3 bench/hip_build_time.py --out "$KV_RESULTS_DIR/hip_build_time.md" 2>&1 \
                  | tee "$KV_RESULTS_DIR/hip_build_time.log" || status=1 ;;
   esac

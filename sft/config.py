@@ -21,6 +21,8 @@ import yaml
 
 from kernelvault.contracts import TARGETS
 
+SFT_TARGETS: tuple[str, ...] = (*TARGETS, "qa")  # qa: the release's verified ROCm QA entries, as chat turns
+
 EVALUATE_MODES = ("after", "only", "off")
 CHAT_TEMPLATES = ("kernelvault", "model")
 
@@ -36,7 +38,10 @@ class SFTRunConfig:
         "corpus folder (`kernelvault corpus --out`), release folder, or dataset repo ORG/NAME (the local hub "
         "in KV_HUB_DIR; the Hugging Face Hub when KV_HUB=hf)", default="")  # fmt: skip
     revision: str | None = _help("version tag of a repo (default: its latest vX.Y.Z)", default=None)
-    targets: list[str] = _help("languages to train on", default_factory=lambda: list(TARGETS))
+    targets: list[str] = _help(
+        "languages to train on (triton, hip), and qa for the release's verified ROCm QA entries (chat turns)",
+        default_factory=lambda: list(TARGETS),
+    )
     platforms: list[str] = _help(
         "keep rows verified on these platforms (cpu, cuda, rocm); empty: any", default_factory=list
     )
@@ -137,8 +142,8 @@ class SFTRunConfig:
     def __post_init__(self) -> None:
         if self.evaluate is False:  # YAML 1.1 reads a bare `off` as false
             self.evaluate = "off"
-        if unknown := set(self.targets) - set(TARGETS):
-            raise ValueError(f"targets must be among {', '.join(TARGETS)}, got {sorted(unknown)}")
+        if unknown := set(self.targets) - set(SFT_TARGETS):
+            raise ValueError(f"targets must be among {', '.join(SFT_TARGETS)}, got {sorted(unknown)}")
         if self.evaluate not in EVALUATE_MODES:
             raise ValueError(f"evaluate must be one of {', '.join(EVALUATE_MODES)}, got {self.evaluate!r}")
         if self.chat_template not in CHAT_TEMPLATES and not self.chat_template.endswith(".jinja"):

@@ -31,6 +31,7 @@ import datasets
 
 from kernelvault.contracts import TARGETS, Task
 from kernelvault.corpus.dataset_ref import parse_dataset_ref, pin
+from kernelvault.corpus.qa_schema import QA_CONFIG
 from kernelvault.sft.config import SFTRunConfig
 from kernelvault.toolchain.tasks import TaskFormatError, parse_task
 
@@ -58,7 +59,7 @@ def resolve_source(dataset: str, revision: str | None = None) -> DatasetSource:
         return DatasetSource(kind, ref.repo, ref.revision, ref.folder)
     path = ref.folder
     assert path is not None
-    if any(any((path / "data" / target).glob("*.parquet")) for target in TARGETS):
+    if any(any((path / "data" / target).glob("*.parquet")) for target in (*TARGETS, QA_CONFIG)):
         return DatasetSource("corpus", str(path), folder=path)
     if any((path / "sft").glob("*.parquet")):
         return DatasetSource("release", str(path), folder=path)
@@ -100,8 +101,15 @@ def load_configs(source: DatasetSource) -> tuple[datasets.Dataset, datasets.Data
         with tempfile.TemporaryDirectory(prefix="kv-sft-release-") as temporary:
             release = Path(temporary) / "release"
             build_release(source.folder, release)
-            return _load_folder_config(release, "sft"), _load_folder_config(release, "rl", split=None)
-    return _load_folder_config(source.folder, "sft"), _load_folder_config(source.folder, "rl", split=None)
+            return _load_folder_config(release, "sft"), _load_rl(release)
+    return _load_folder_config(source.folder, "sft"), _load_rl(source.folder)
+
+
+def _load_rl(folder: Path) -> datasets.Dataset:
+    """Every split of a release folder's `rl` config; none in a release of QA entries only (no tasks)."""
+    if not (folder / "rl").is_dir():
+        return datasets.Dataset.from_list([])
+    return _load_folder_config(folder, "rl", split=None)
 
 
 def keep_row(row: dict[str, Any], config: SFTRunConfig) -> bool:
@@ -166,9 +174,14 @@ def training_example(row: dict[str, Any], final_answer_only: bool) -> dict[str, 
 
 
 def mix_targets(train: datasets.Dataset, hip_fraction: float | None, seed: int) -> datasets.Dataset:
-    """HIP and Triton samples in the ratio asked for, by subsampling the side that has too many."""
+    """HIP and Triton samples in the ratio asked for, by subsampling the side that has too many; other rows (the
+    QA entries) are kept as they are."""
     if hip_fraction is None:
         return train
+    others = train.filter(lambda row: row["target"] not in ("hip", "triton"))
+    if others.num_rows:
+        kernels = train.filter(lambda row: row["target"] in ("hip", "triton"))
+        return datasets.concatenate_datasets([mix_targets(kernels, hip_fraction, seed), others])
     hip = train.filter(lambda row: row["target"] == "hip")
     triton = train.filter(lambda row: row["target"] == "triton")
     if hip_fraction in (0.0, 1.0):

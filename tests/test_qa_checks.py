@@ -16,7 +16,9 @@ from kernelvault.toolchain.qa_identifiers import defined_names, named_identifier
 from kernelvault.toolchain.reward import qa_score
 from kernelvault.toolchain.rocm_inventory import InventoryUnavailable, load_inventory
 
-needs_rocm = pytest.mark.skipif(shutil.which("hipcc") is None, reason="needs Debian's hipcc and ROCm libraries")
+needs_rocm = pytest.mark.skipif(
+    shutil.which("hipcc") is None, reason="needs Debian's hipcc and ROCm libraries"
+)
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +48,10 @@ def check(checker, text: str, library: str = "hip"):
 
 def test_names_are_looked_up_without_template_arguments_and_with_their_scope() -> None:
     code = "using scan_t = rocprim::block_scan<int, 256>;\nvoid f() { rocprim::block_scan<float, 64>::storage_type s; }"
-    assert [name for name, _ in named_identifiers("", code)] == ["rocprim::block_scan", "rocprim::block_scan::storage_type"]
+    assert [name for name, _ in named_identifiers("", code)] == [
+        "rocprim::block_scan",
+        "rocprim::block_scan::storage_type",
+    ]
 
 
 def test_prose_outside_backticks_and_the_answers_own_names_are_not_api() -> None:
@@ -59,7 +64,9 @@ def test_prose_outside_backticks_and_the_answers_own_names_are_not_api() -> None
 @needs_rocm
 def test_the_inventory_holds_what_the_headers_declare(inventory) -> None:
     scan = inventory.lookup("rocprim::block_scan")
-    assert scan.kind == "template" and scan.header == "rocprim/block/block_scan.hpp" and "block_scan" in scan.doc
+    assert (
+        scan.kind == "template" and scan.header == "rocprim/block/block_scan.hpp" and "block_scan" in scan.doc
+    )
     assert inventory.lookup("rocprim::block_scan::inclusive_scan").kind == "member"
     assert "rocsparse_handle handle" in inventory.lookup("rocsparse_scsrmv").signature
     assert inventory.lookup("hipMemcpyHostToDevice").kind == "enumerator"
@@ -67,7 +74,9 @@ def test_the_inventory_holds_what_the_headers_declare(inventory) -> None:
     assert inventory.lookup("rocprim::block_scan_fast") is None
     assert inventory.lookup("__shfl_down_sync") is None  # CUDA's, not in ROCm 5.2's headers
     assert inventory.lookup("__shfl_down") is not None
-    assert all(inventory.libraries()[name] > 50 for name in ("hip", "rocprim", "rocsparse", "hipsparse", "rocrand"))
+    assert all(
+        inventory.libraries()[name] > 50 for name in ("hip", "rocprim", "rocsparse", "hipsparse", "rocrand")
+    )
 
 
 @needs_rocm
@@ -106,7 +115,10 @@ def test_a_wrong_argument_order_fails_to_compile_with_the_compilers_message(chec
 
 @needs_rocm
 def test_a_fragment_is_compiled_as_far_as_it_goes_and_claims_nothing_more(checker) -> None:
-    verdict = check(checker, answer("Use `hipMemcpyAsync`.", "hipMemcpyAsync(dst, src, bytes, hipMemcpyHostToDevice, stream);"))
+    verdict = check(
+        checker,
+        answer("Use `hipMemcpyAsync`.", "hipMemcpyAsync(dst, src, bytes, hipMemcpyHostToDevice, stream);"),
+    )
     assert verdict.compile.status == "fragment" and "undeclared identifier 'dst'" in verdict.compile.log
     assert (verdict.score.total, verdict.verified) == (0.5, True)
     # clang stops at the undeclared arguments and never looks the callee up: the existence check is what catches it
@@ -122,10 +134,14 @@ def test_a_program_links_against_the_real_library_and_is_not_run_without_a_gpu(c
         "  rocsparse_destroy_handle(handle);\n  std::printf(\"ok\\n\");\n}"
     )  # fmt: skip
     verdict = check(checker, answer("Create a `rocsparse_handle`.", program, "ok"), library="rocsparse")
-    assert (verdict.compile.status, verdict.link.status, verdict.run.status) == ("passed", "passed", "library_calls")
+    assert (verdict.compile.status, verdict.link.status, verdict.run.status) == (
+        "passed",
+        "passed",
+        "library_calls",
+    )
     assert "-lrocsparse" in " ".join(complete_translation_unit(program).link_flags)
     assert (verdict.score.total, verdict.verified) == (1.5, True)
-    runtime_only = "#include <hip/hip_runtime.h>\n#include <cstdio>\nint main() { std::printf(\"1\\n\"); }"
+    runtime_only = '#include <hip/hip_runtime.h>\n#include <cstdio>\nint main() { std::printf("1\\n"); }'
     assert check(checker, answer("", runtime_only, "1")).run.status == "no_gpu"
 
 

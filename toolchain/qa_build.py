@@ -149,8 +149,9 @@ def only_missing_declarations(log: str) -> bool:
 class SnippetBuilder:
     """Compiles and links snippets with hipcc (AMD, for gfx90a) and runs HIP-runtime programs with nvcc."""
 
-    def __init__(self, hipcc: HipCompiler, isolation: Isolation | None, timeout_s: float = 180.0,
+    def __init__(self, hipcc: HipCompiler | None, isolation: Isolation | None, timeout_s: float = 180.0,
                  nvcc: HipCompiler | None = None) -> None:  # fmt: skip
+        """`hipcc` None: a machine that only runs programs (the H200 image has nvcc and no ROCm)."""
         self.hipcc = hipcc
         self.isolation = isolation
         self.timeout_s = timeout_s
@@ -173,6 +174,8 @@ class SnippetBuilder:
 
     def build(self, unit: TranslationUnit) -> tuple[QAStep, QAStep]:
         """(compile, link) of one translation unit for gfx90a."""
+        if self.hipcc is None:
+            raise ValueError("this SnippetBuilder has no hipcc: it can only run programs (SnippetBuilder.run)")
         folder = Path(tempfile.mkdtemp(prefix="kv-qa-"))
         try:
             folder.chmod(0o755)

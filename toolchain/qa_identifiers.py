@@ -44,14 +44,14 @@ _QUALIFIED_START = re.compile(r"\b(" + "|".join(_CHECKED_NAMESPACES + _UNINSTALL
 _PREFIXED = re.compile(
     r"\b(?:hip[A-Z]\w*|HIP_[A-Z0-9_]+|hipsparse[A-Z]\w*|HIPSPARSE_\w+|rocsparse_\w+|ROCSPARSE_\w+|rocrand_\w+|"
     r"ROCRAND_\w+|hiprand[A-Z]\w*|HIPRAND_\w+|ROCPRIM_\w+|warpSize|atomic[A-Z]\w*|"
-    r"__(?:syncthreads\w*|shfl\w*|ballot\w*|activemask|lane_id|popc\w*|ffs\w*|clz\w*|threadfence\w*|"
+    r"__(?:syncthreads\w*|shfl\w*|ballot\w*|lane_id|popc\w*|ffs\w*|clz\w*|threadfence\w*|"
     r"any|all|reduce_\w+|match_\w+))\b"
 )
 _UNINSTALLED_PREFIXED = re.compile(r"\b(?:rocblas_\w+|hipblas[A-Z]\w*|rocfft_\w+|hipfft[A-Z]\w*|miopen[A-Z]\w*|"
                                    r"rocsolver_\w+|hipsolver[A-Z]\w*|rccl[A-Z]\w*)\b")  # fmt: skip
 _CUDA_ONLY = re.compile(
     r"\b(?:cuda[A-Z]\w*|cu(?:blas|sparse|rand|fft|dnn|solver)\w*|CU(?:BLAS|SPARSE|RAND|DA)_\w+|"
-    r"__\w+_sync|__nv_\w+|__ldg|__ldcg|__stcg|__cvta\w*|nvcuda::\w+)\b"
+    r"__\w+_sync|__syncwarp|__activemask|__nv_\w+|__ldg|__ldcg|__stcg|__cvta\w*|nvcuda::\w+)\b"
 )
 _TOOL_NAMES = {"hipcc", "hipify", "hipconfig", "hipify_perl"}  # tools, not API
 _DEFINED = (

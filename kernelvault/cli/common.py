@@ -102,6 +102,19 @@ def eval_questions(spec: str | None) -> list[str]:
         raise UsageError(str(error)) from None
 
 
+def build_release_printed(args: argparse.Namespace, dataset: Path, out: Path) -> None:
+    """`release` and `publish`: the release folder from a corpus, with its report printed; bad input is one line."""
+    from kernelvault.corpus.release import build_release
+
+    try:
+        report = build_release(dataset, out, eval_tasks=eval_tasks(args.decontaminate),
+                               eval_questions=eval_questions(args.decontaminate_qa), sft_qa=not args.no_sft_qa)  # fmt: skip
+    except ValueError as error:  # no shards to release: the input's fault, said in one line
+        raise UsageError(str(error)) from None
+    for line in report.lines():
+        print(line)
+
+
 def attempt_tables(dataset: Path) -> dict:  # noqa: ANN202
     """config -> attempts table, for a corpus folder (data/<target>/) or a release folder (<target>/)."""
     from kernelvault.corpus.schema import ATTEMPT_CONFIGS

@@ -9,8 +9,7 @@ from kernelvault.cli.common import (
     UsageError,
     add_qa_release_options,
     attempt_tables,
-    eval_questions,
-    eval_tasks,
+    build_release_printed,
 )
 
 
@@ -40,7 +39,6 @@ def cmd_publish(args: argparse.Namespace) -> int:
     from kernelvault.corpus.card import build_card
     from kernelvault.corpus.hub import PublishError, check_repo_id, check_version, hub_from_env, publish
     from kernelvault.corpus.qa_release import load_qa_release, qa_card_lines
-    from kernelvault.corpus.release import build_release
     from kernelvault.corpus.stats import compute_stats, per_model_stats, write_plots
 
     repo, version = publish_target(args.to, args.repo, args.version)
@@ -61,18 +59,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     with tempfile.TemporaryDirectory(prefix="kv-release-") as temporary:
         release = Path(temporary) / "release"
-        try:
-            report = build_release(
-                dataset,
-                release,
-                eval_tasks=eval_tasks(args.decontaminate),
-                eval_questions=eval_questions(args.decontaminate_qa),
-                sft_qa=not args.no_sft_qa,
-            )
-        except ValueError as error:
-            raise UsageError(str(error)) from None
-        for line in report.lines():
-            print(line)
+        build_release_printed(args, dataset, release)
         tables = attempt_tables(release)
         stats = [compute_stats(table, config) for config, table in tables.items()]
         plots = write_plots(tables, stats, release / "plots")

@@ -5,17 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kernelvault.cli.common import (
-    UsageError,
-    add_qa_release_options,
-    eval_questions,
-    eval_tasks,
-)
+from kernelvault.cli.common import UsageError, add_qa_release_options, build_release_printed
 
 
 def cmd_release(args: argparse.Namespace) -> int:
-    from kernelvault.corpus.release import build_release
-
     dataset, out = Path(args.dataset), Path(args.out)
     if not dataset.is_dir():
         raise UsageError(
@@ -23,18 +16,7 @@ def cmd_release(args: argparse.Namespace) -> int:
         )
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"release folder {out} is not empty")
-    try:
-        report = build_release(
-            dataset,
-            out,
-            eval_tasks=eval_tasks(args.decontaminate),
-            eval_questions=eval_questions(args.decontaminate_qa),
-            sft_qa=not args.no_sft_qa,
-        )
-    except ValueError as error:  # no shards to release: the input's fault, said in one line
-        raise UsageError(str(error)) from None
-    for line in report.lines():
-        print(line)
+    build_release_printed(args, dataset, out)
     print(f"release written to {out.resolve()}")
     return 0
 
