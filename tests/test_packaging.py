@@ -70,6 +70,8 @@ import kernelvault.toolchain.verify, kernelvault.pipelines.candidates, kernelvau
 found["toolchain_file"] = kernelvault.toolchain.verify.__file__
 found["bundled_tasks"] = len(tasks.load_tasks(None).tasks)
 found["examples"] = str(kernelvault.pipelines.candidates.BUNDLED_EXAMPLES)
+import kernelvault.pipelines.qa_job as qa_job
+found["qa_entries"] = len(qa_job.load_bundled_qa().entries)
 print(json.dumps(found))
 """
     result = _run(installed, tmp_path, "-c", probe)
@@ -80,6 +82,7 @@ print(json.dumps(found))
     }
     assert found["toolchain_file"].startswith(str(installed))
     assert found["bundled_tasks"] > 50 and found["examples"].startswith(str(installed))
+    assert found["qa_entries"] >= 40  # the bundled ROCm QA examples (examples/qa/*.yaml) are package data too
 
 
 def test_the_main_job_runs_from_another_folder_on_the_installed_package(

@@ -59,6 +59,11 @@ def test_prose_outside_backticks_and_the_answers_own_names_are_not_api() -> None
     code = "#define HIP_CHECK(x) x\nstruct hipThing {};\nvoid hipHelper(int n) { }"
     assert defined_names(code) >= {"HIP_CHECK", "hipThing", "hipHelper"}
     assert named_identifiers(prose, code) == [("hipMalloc", "text")]
+    # header names are files, not API: `rocrand_kernel` is not looked up
+    with_headers = named_identifiers(
+        "See `rocrand/rocrand_kernel.h`.", "#include <rocrand/rocrand_kernel.h>\nvoid f();"
+    )
+    assert with_headers == []
 
 
 @needs_rocm
@@ -195,3 +200,16 @@ def test_the_translation_unit_rules_add_headers_and_wrap_statements() -> None:
 )
 def test_the_qa_score_climbs_one_verified_rung_at_a_time(invented, compile, link, run, total) -> None:
     assert qa_score(invented, compile, link, run).total == total
+
+
+@needs_rocm
+def test_rocm_api_looks_names_up_in_the_installed_headers(inventory, capsys) -> None:
+    from kernelvault.cli import main
+
+    assert main(["rocm-api", "rocprim::block_scan::inclusive_scan"]) == 0
+    printed = capsys.readouterr().out
+    assert "rocprim::block_scan::inclusive_scan  [rocprim member]  rocprim/block/block_scan.hpp" in printed
+    assert main(["rocm-api", "rocprim::block_scan_fast"]) == 1
+    assert (
+        "no declaration in the installed headers matches rocprim::block_scan_fast" in capsys.readouterr().out
+    )

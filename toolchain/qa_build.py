@@ -175,7 +175,9 @@ class SnippetBuilder:
     def build(self, unit: TranslationUnit) -> tuple[QAStep, QAStep]:
         """(compile, link) of one translation unit for gfx90a."""
         if self.hipcc is None:
-            raise ValueError("this SnippetBuilder has no hipcc: it can only run programs (SnippetBuilder.run)")
+            raise ValueError(
+                "this SnippetBuilder has no hipcc: it can only run programs (SnippetBuilder.run)"
+            )
         folder = Path(tempfile.mkdtemp(prefix="kv-qa-"))
         try:
             folder.chmod(0o755)

@@ -13,7 +13,8 @@ What counts as a ROCm identifier (the rules, so a reader can predict the result)
 - HIP's device builtins: `__syncthreads`, `__shfl_*`, `__ballot`, `atomic*`, `warpSize`, ...;
 - CUDA-only names (`cudaMemcpy`, `cublas...`, `__shfl_down_sync`): `cuda_only` unless the headers declare them.
 
-Prose outside backticks is not scanned (it is prose: "HIP" and "hipcc" are words there). Names the answer
+Prose outside backticks is not scanned (it is prose: "HIP" and "hipcc" are words there), nor are header
+names (`#include <rocrand/rocrand_kernel.h>`, or `rocrand/rocrand_kernel.h` in backticks). Names the answer
 defines itself (`#define HIP_CHECK`, its own functions, structs and aliases) are not ROCm identifiers.
 Calls through an object (`scan.inclusive_scan(...)`) are left to the compiler, which sees the types.
 Names of ROCm libraries that are not installed here (hipCUB, rocBLAS, rocThrust, MIOpen...) are
@@ -66,6 +67,8 @@ _DEFINED = (
 _KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "catch"}
 _FENCE = re.compile(r"^```[^\n]*\n.*?^```\s*$", re.DOTALL | re.MULTILINE)
 _BACKTICKS = re.compile(r"`([^`\n]+)`")
+_HEADER_PATH = re.compile(r"^<?[\w./-]+\.(?:h|hpp|inl|cuh)>?$")
+_INCLUDE = re.compile(r"^\s*#\s*include\b.*$", re.MULTILINE)
 
 
 def _skip_template_arguments(text: str, start: int) -> int:
@@ -118,7 +121,15 @@ def defined_names(code: str) -> set[str]:
 
 def named_identifiers(prose: str, code: str) -> list[tuple[str, str]]:
     """(name, where) for every ROCm or CUDA identifier the answer names, first appearance first, no repeats."""
-    spans = [("code", code), *(("text", span) for span in _BACKTICKS.findall(_FENCE.sub("", prose)))]
+    code = _INCLUDE.sub("", code)  # `#include <rocrand/rocrand_kernel.h>` names a file, not `rocrand_kernel`
+    spans = [
+        ("code", code),
+        *(
+            ("text", span)
+            for span in _BACKTICKS.findall(_FENCE.sub("", prose))
+            if not _HEADER_PATH.match(span)
+        ),
+    ]  # `rocrand/rocrand_kernel.h` is a file
     own = defined_names(code)
     seen: dict[str, str] = {}
     for where, text in spans:

@@ -7,7 +7,8 @@ A QA answer that names `rocprim::block_scan` or `rocsparse_scsrmv` is checked ag
 must be what the compiler sees, not a list typed by hand: each library's umbrella header is parsed the way
 hipcc parses it, and every declaration whose location is inside the library's own include folder becomes a
 topic: functions, classes and structs with their public members, templates, enums and their enumerators,
-typedefs, variables and macros. Each topic keeps its header, a one-line signature and its doc comment.
+typedefs, variables and macros. Each topic keeps its header, a one-line signature and its doc comment; the
+overloads of a name share one topic (the first declaration's signature and doc).
 
 What it does not know: declarations that only exist under other macros (another HIP version, the NVIDIA
 path of hipSPARSE) and whatever a library defines in a `.cpp` file. `detail` namespaces and names that
@@ -30,7 +31,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-INVENTORY_VERSION = 1
+INVENTORY_VERSION = 3  # bump when the walk changes: the cache key includes it
 DEFAULT_INCLUDE_ROOT = Path("/usr/include")
 DEBIAN_PACKAGES = "librocprim-dev librocsparse-dev libhipsparse-dev librocrand-dev libhiprand-dev"
 _DOC_CHARS = 1200
@@ -221,12 +222,15 @@ def _walk(library: LibrarySpec, translation_unit, include_root: Path, cindex) ->
             if kind is None:
                 continue
             found = topic(cursor, kind, scope)
-            if found is None:
+            if found is not None:
+                yield found
+            elif (
+                cursor.kind != kinds.ENUM_DECL
+            ):  # an anonymous enum (`typedef enum {...} name_t;`) still names its constants
                 continue
-            yield found
             if cursor.kind == kinds.ENUM_DECL:
                 # C enumerators live in the enclosing scope; a scoped enum's under its own name
-                inner = (*scope, cursor.spelling) if cursor.is_scoped_enum() else scope
+                inner = (*scope, cursor.spelling) if cursor.is_scoped_enum() and cursor.spelling else scope
                 for constant in cursor.get_children():
                     if constant.kind == kinds.ENUM_CONSTANT_DECL and (
                         item := topic(constant, "enumerator", inner)
@@ -274,9 +278,11 @@ def read_headers(include_root: Path = DEFAULT_INCLUDE_ROOT) -> ApiInventory:
     for library in LIBRARIES:
         source = f"#include <{library.umbrella}>\n"
         if library.name == "rocrand":  # the device API (rocrand_init, rocrand_uniform) has its own umbrella
-            source += "#include <rocrand/rocrand_kernel.h>\n"
+            source += (
+                "#include <rocrand/rocrand_kernel.h>\n#include <rocrand/rocrand.hpp>\n"  # and the C++ API
+            )
         if library.name == "hiprand":
-            source += "#include <hiprand/hiprand_kernel.h>\n"
+            source += "#include <hiprand/hiprand_kernel.h>\n#include <hiprand/hiprand.hpp>\n"
         unit = index.parse("inventory.hip", args=_clang_args(resource_dir, include_root),
                            unsaved_files=[("inventory.hip", source)], options=options)  # fmt: skip
         fatal = [str(item) for item in unit.diagnostics if item.severity >= cindex.Diagnostic.Fatal]

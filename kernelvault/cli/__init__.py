@@ -12,7 +12,19 @@ import re
 import sys
 from pathlib import Path
 
-from kernelvault.cli import corpus, evaluate, publish, release, report, rl, sft, stats, tasks, verify
+from kernelvault.cli import (
+    corpus,
+    evaluate,
+    publish,
+    release,
+    report,
+    rl,
+    rocm_api,
+    sft,
+    stats,
+    tasks,
+    verify,
+)
 from kernelvault.cli.common import UsageError
 
 __all__ = ["UsageError", "build_parser", "main"]
@@ -22,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kernelvault", description="Execution-verified GPU kernel corpora.")
     parser.add_argument("--version", action="version", version=f"kernelvault {installed_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
-    for command in (verify, corpus, release, publish, stats, tasks, evaluate, report, sft, rl):
+    for command in (verify, corpus, release, publish, stats, tasks, evaluate, report, sft, rl, rocm_api):
         command.register(commands)
     return parser
 
