@@ -17,7 +17,8 @@ from kernelvault.cli import main
 from kernelvault.simulated_openai import Answer, FakeOpenAI
 
 pytestmark = pytest.mark.skipif(
-    shutil.which("hipcc") is None, reason="needs Debian's hipcc and ROCm libraries"
+    shutil.which("hipcc") is None or not Path("/usr/include/rocprim/rocprim.hpp").is_file(),
+    reason="needs Debian's hipcc and ROCm libraries (make installs them as root: librocprim-dev librocsparse-dev ...)",
 )
 
 INVENTED = """Use `rocprim::block_scan_turbo`, the fast block-wide scan.

@@ -7,6 +7,7 @@ as root); the compile and link checks run the real hipcc in the jail.
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +18,8 @@ from kernelvault.toolchain.reward import qa_score
 from kernelvault.toolchain.rocm_inventory import InventoryUnavailable, load_inventory
 
 needs_rocm = pytest.mark.skipif(
-    shutil.which("hipcc") is None, reason="needs Debian's hipcc and ROCm libraries"
+    shutil.which("hipcc") is None or not Path("/usr/include/rocprim/rocprim.hpp").is_file(),
+    reason="needs Debian's hipcc and ROCm libraries (make installs them as root: librocprim-dev librocsparse-dev ...)",
 )
 
 
@@ -181,6 +183,8 @@ def test_the_translation_unit_rules_add_headers_and_wrap_statements() -> None:
     assert unit.source.startswith("#include <hip/hip_runtime.h>\n#include <rocprim/rocprim.hpp>\n")
     assert unit.wrapped and "void kv_snippet_body() {" in unit.source and not unit.program
     assert not complete_translation_unit("#include <hip/hip_runtime.h>\n__global__ void k() {}").wrapped
+    assert complete_translation_unit("if (hipMalloc(&p, 4) != hipSuccess) {\n  return;\n}").wrapped  # a statement
+    assert not complete_translation_unit("struct Pair { int a, b; };").wrapped
 
 
 @pytest.mark.parametrize(

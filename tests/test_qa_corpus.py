@@ -27,7 +27,8 @@ from kernelvault.sft.config import load_config
 from kernelvault.sft.data import load_sft_data
 
 pytestmark = pytest.mark.skipif(
-    shutil.which("hipcc") is None, reason="needs Debian's hipcc and ROCm libraries"
+    shutil.which("hipcc") is None or not Path("/usr/include/rocprim/rocprim.hpp").is_file(),
+    reason="needs Debian's hipcc and ROCm libraries (make installs them as root: librocprim-dev librocsparse-dev ...)",
 )
 
 # what a bundled expectation's `run` means on a machine without a GPU

@@ -53,7 +53,10 @@ _CODE_LANGUAGES = {"", "cpp", "c++", "hip", "c", "cu", "cuda", "cxx"}
 _OUTPUT_LANGUAGES = {"text", "output", "console", "txt", "stdout"}
 _BLOCK = re.compile(r"^```[ \t]*([\w+-]*)[^\n]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
 _MAIN = re.compile(r"\bint\s+main\s*\(")
-_DEFINITION = re.compile(r"\)\s*(?:const\s*)?(?:->\s*[\w:<>]+\s*)?\{")
+# a function (`name(...) {`, not `if (...) {`) or a type or namespace defined in the snippet: it is not bare statements
+_DEFINITION = re.compile(r"\b(\w+)\s*\([^;{}]*\)\s*(?:const\s*)?(?:noexcept\s*)?(?:->\s*[\w:<>]+\s*)?\{"
+                         r"|\b(?:struct|class|union|namespace)\s+\w*\s*(?::[^;{]*)?\{")  # fmt: skip
+_CONTROL = {"if", "for", "while", "switch", "catch", "do", "return"}
 _UNDECLARED = re.compile(r"error: (?:use of undeclared identifier|unknown type name) '([\w:]+)'")
 _ERROR = re.compile(r"\berror:")
 _LOG_CHARS = 4000
@@ -120,7 +123,8 @@ def complete_translation_unit(code: str) -> TranslationUnit:
                if not re.search(rf"#\s*include\s*[<\"]{re.escape(header.split('/')[0])}/", code)]  # fmt: skip
     prelude = "".join(f"#include <{header}>\n" for header in missing)
     program = bool(_MAIN.search(code))
-    wrapped = not program and not _DEFINITION.search(code)
+    defines = any(match.group(1) not in _CONTROL for match in _DEFINITION.finditer(code))
+    wrapped = not program and not defines
     if wrapped:
         includes = "".join(line + "\n" for line in code.splitlines() if line.lstrip().startswith("#"))
         body = "".join(line + "\n" for line in code.splitlines() if not line.lstrip().startswith("#"))
