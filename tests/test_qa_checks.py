@@ -183,7 +183,9 @@ def test_the_translation_unit_rules_add_headers_and_wrap_statements() -> None:
     assert unit.source.startswith("#include <hip/hip_runtime.h>\n#include <rocprim/rocprim.hpp>\n")
     assert unit.wrapped and "void kv_snippet_body() {" in unit.source and not unit.program
     assert not complete_translation_unit("#include <hip/hip_runtime.h>\n__global__ void k() {}").wrapped
-    assert complete_translation_unit("if (hipMalloc(&p, 4) != hipSuccess) {\n  return;\n}").wrapped  # a statement
+    assert complete_translation_unit(
+        "if (hipMalloc(&p, 4) != hipSuccess) {\n  return;\n}"
+    ).wrapped  # a statement
     assert not complete_translation_unit("struct Pair { int a, b; };").wrapped
 
 

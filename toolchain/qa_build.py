@@ -54,7 +54,7 @@ _OUTPUT_LANGUAGES = {"text", "output", "console", "txt", "stdout"}
 _BLOCK = re.compile(r"^```[ \t]*([\w+-]*)[^\n]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
 _MAIN = re.compile(r"\bint\s+main\s*\(")
 # a function (`name(...) {`, not `if (...) {`) or a type or namespace defined in the snippet: it is not bare statements
-_DEFINITION = re.compile(r"\b(\w+)\s*\([^;{}]*\)\s*(?:const\s*)?(?:noexcept\s*)?(?:->\s*[\w:<>]+\s*)?\{"
+_DEFINITION = re.compile(r"\b(\w+)\s*\((?:[^;{}()]|\([^;{}()]*\))*\)\s*(?:const\s*)?(?:noexcept\s*)?(?:->\s*[\w:<>]+\s*)?\{"
                          r"|\b(?:struct|class|union|namespace)\s+\w*\s*(?::[^;{]*)?\{")  # fmt: skip
 _CONTROL = {"if", "for", "while", "switch", "catch", "do", "return"}
 _UNDECLARED = re.compile(r"error: (?:use of undeclared identifier|unknown type name) '([\w:]+)'")
