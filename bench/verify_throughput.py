@@ -17,7 +17,10 @@ Modes, run one after the other in the same invocation on the same candidates:
   `persistent@0x3`: three lanes on GPU 0 (`--lanes-per-gpu 3`: checks side by side, timings one at a time
   through the device's gate, `kernelvault.toolchain.device_gate`);
 - `ray@DEVICES`: the same stages through the Ray executor (a local Ray instance; one verification actor per
-  GPU named, compilation as Ray tasks): the 1 → 2 actor scaling of the Ray issue.
+  GPU named, compilation as Ray tasks): the 1 → 2 actor scaling of the Ray issue;
+- `kernelbench`: the peer harness, KernelBench's own `eval_kernel_against_ref` in a fresh process per candidate,
+  from a checkout given with `--kernelbench` (bench/kernelbench_peer.py). With it in the modes, every mode runs
+  on the candidates KernelBench can take (the others are listed with the reason), so the figures compare.
 Candidate sets (`--set`): `small` (honest + broken + hostile Triton examples on a few tasks, CPU-friendly),
 `mixed` (every Triton and HIP example and every adversarial case: the ≥60-candidate GPU set). Prints
 candidates per minute per mode and per-stage latency (median, p90) from the verdicts' StageRecords, and
@@ -45,6 +48,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.kernelbench_peer import not_taken, peer_lines, run_kernelbench  # noqa: E402
 from kernelvault.contracts import FAILURE_KINDS, Candidate, Task  # noqa: E402
 from kernelvault.pipelines.candidates import (  # noqa: E402
     Attempt,
@@ -267,6 +271,11 @@ def run_mode(mode: str, verifier: Verifier, items: list[Attempt], devices: str, 
     """`fresh`, `persistent`, `persistent@0+1`, `persistent@0x3` (three lanes on GPU 0) or `ray@0+1`."""
     if mode == "fresh":
         return run_fresh(verifier, items)
+    if mode == "kernelbench":
+        if not args.kernelbench:
+            raise SystemExit("the kernelbench mode needs --kernelbench PATH (a KernelBench checkout)")
+        return run_kernelbench(args.kernelbench, items, args.timeout_s,
+                               lambda attempt: expected_outcomes(attempt.candidate, verifier.choice.platform, None))  # fmt: skip
     executor, _, named = mode.partition("@")
     gpus, _, per_gpu = named.partition("x")
     return run_persistent(verifier, items, gpus.replace("+", ",") or devices, args.lanes, args.compile_workers,
@@ -311,11 +320,15 @@ def report(results: Results) -> int:
             f"| {mode} | {len(rows)} | {seconds:.1f} | {60 * len(rows) / seconds:.1f} | {base / seconds:.2f}× |"
         )
     for mode, (seconds, rows) in results.items():
+        if any(row.get("peer") for row in rows):  # the peer harness: its own verdicts, no stages of ours
+            print(f"\n{mode} (the peer harness)\n" + "\n".join(peer_lines(rows)))
+            continue
         print(f"\nper-stage latency, {mode}\n{stage_table(rows)}\n{judge_line(rows, seconds)}")
     print(f"\nlatency of the timed candidates per mode\n{latency_table(results)}")
-    # A throughput figure counts only if the verdicts are right: every candidate as its file expects.
+    # A throughput figure counts only if the verdicts are right: every candidate as its file expects (ours; the
+    # peer harness's verdicts are its own and listed above).
     wrong = [(mode, row) for mode, (_, rows) in results.items() for row in rows if not row["as_expected"]]
-    count = sum(len(rows) for _, rows in results.values())
+    count = sum(len(rows) for _, rows in results.values() if not any(row.get("peer") for row in rows))
     print(f"\nverdicts as expected: {count - len(wrong)}/{count}")
     for mode, row in wrong:
         print(f"- {mode}: {row['origin']} came back {row['got']}, expected {' or '.join(row['expected'])}")
@@ -360,6 +373,7 @@ def main() -> int:
     parser.add_argument(
         "--timeout-s", type=float, default=60.0, help="per candidate (the hanging ones wait it out)"
     )
+    parser.add_argument("--kernelbench", type=Path, help="a KernelBench checkout, for the kernelbench mode")
     args = parser.parse_args()
     if args.combine:
         return report(combine(args.combine))
@@ -382,6 +396,12 @@ def main() -> int:
     items = chunk_of(
         attempts(args.which, args.limit, on_gpu=args.platform != "cpu", listing=args.candidates), args.chunk
     )
+    if "kernelbench" in args.modes.split(","):  # every mode on the candidates the peer harness can take
+        skipped = [(attempt, why) for attempt in items if (why := not_taken(attempt))]
+        items = [attempt for attempt in items if not not_taken(attempt)]
+        print(f"not taken by KernelBench, left out of every mode: {len(skipped)}")
+        for attempt, why in skipped:
+            print(f"- {attempt.candidate.origin.removeprefix('bench:')}: {why}")
     devices = args.devices or ("cpu" if args.platform == "cpu" else "0")
     where = f"{verifier.choice.platform} {verifier.choice.device}, devices {devices}, lanes {args.lanes}"
     chosen = f"listed in {args.candidates}" if args.candidates else args.which
