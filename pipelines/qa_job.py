@@ -91,13 +91,26 @@ def load_bundled_qa() -> LoadedQA:
     return load_qa([BUNDLED_QA], origin_prefix="example")
 
 
-def done_entry_ids(out_dir: Path) -> set[str]:
+def _done_column(out_dir: Path, column: str) -> list[Any]:
     folder = Path(out_dir) / "data" / QA_CONFIG
-    return {
-        entry_id
-        for shard in sorted(folder.glob("train-*.parquet"))
-        for entry_id in pq.read_table(shard, columns=["entry_id"]).column("entry_id").to_pylist()
-    }
+    return [value for shard in sorted(folder.glob("train-*.parquet"))
+            for value in pq.read_table(shard, columns=[column]).column(column).to_pylist()]  # fmt: skip
+
+
+def done_entry_ids(out_dir: Path) -> set[str]:
+    return set(_done_column(out_dir, "entry_id"))
+
+
+def not_yet_asked(
+    work: list[tuple[QATopic, str | None]], out_dir: Path, model: str
+) -> list[tuple[QATopic, str | None]]:
+    """The agent's work that has no row in `out_dir` yet: a rerun of the same command asks the model only for the
+    rest (a given question is done once its row is written; a topic, once a row of this model is about it)."""
+    questions = set(_done_column(out_dir, "question"))
+    topics = {topic for topic, origin in zip(_done_column(out_dir, "topic"), _done_column(out_dir, "origin"),
+                                             strict=True) if origin == f"model:{model}"}  # fmt: skip
+    return [(topic, question) for topic, question in work
+            if (question.strip() not in questions if question is not None else topic.name not in topics)]  # fmt: skip
 
 
 @dataclass

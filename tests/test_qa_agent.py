@@ -88,6 +88,15 @@ def test_the_agent_answers_given_questions_and_the_checks_judge_its_answers(tmp_
     )
     assert scan["origin"] == "model:scripted" and scan["model"] == "scripted" and scan["reasoning"] == "think"
     assert scan["topic_header"] == "rocprim/block/block_scan.hpp"
+    # the same command again asks the model nothing: both questions have their rows
+    asked_before = len(server.requests)
+    url, stop = server.start()
+    try:
+        assert main(["corpus", "--target", "qa", "--base-url", url, "--model", "scripted", "--questions",
+                     str(questions), "--out", str(tmp_path / "out")]) == 0  # fmt: skip
+    finally:
+        stop()
+    assert len(server.requests) == asked_before and "2 already in" in capsys.readouterr().out
     # the answer prompt asks for one compilable block and ROCm-only APIs
     asked = [request.body["messages"] for request in server.requests]
     assert all("never CUDA-only calls" in messages[0]["content"] for messages in asked)
@@ -124,4 +133,4 @@ def test_an_endpoint_that_stays_down_skips_the_entries_and_says_so(tmp_path: Pat
         stop()
     captured = capsys.readouterr()
     assert code == 2 and "endpoint failure, skipped: hipMalloc:" in captured.out
-    assert "no QA entries to check" in captured.err
+    assert "the endpoint failed for all 1 requests; nothing written" in captured.err

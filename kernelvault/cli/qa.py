@@ -39,10 +39,16 @@ def _isolation(allow_unjailed: bool):  # noqa: ANN202 - a toolchain type, import
     return isolation
 
 
-def _agent_entries(args: argparse.Namespace, inventory) -> list:  # noqa: ANN001
+def _agent_entries(args: argparse.Namespace, inventory, out_dir: Path) -> list:  # noqa: ANN001
     from kernelvault.agents.client import EndpointConfig, ModelClient, RunBudget, SamplingSettings
     from kernelvault.agents.qa_agent import ROCmQAGen
-    from kernelvault.pipelines.qa_job import QAFileError, agent_entries, pick_topics, read_questions
+    from kernelvault.pipelines.qa_job import (
+        QAFileError,
+        agent_entries,
+        not_yet_asked,
+        pick_topics,
+        read_questions,
+    )
 
     endpoint = EndpointConfig.from_env(args.base_url, args.model)
     assert endpoint is not None
@@ -58,8 +64,10 @@ def _agent_entries(args: argparse.Namespace, inventory) -> list:  # noqa: ANN001
         work = [
             (topic, None) for topic in pick_topics(inventory, libraries, args.topics, seed=args.topic_seed)
         ]
+    remaining = not_yet_asked(work, out_dir, endpoint.model)
     print(f"ROCmQAGen with model {endpoint.model} at {endpoint.base_url}: {len(work)} "
-          f"{'questions' if args.questions else 'topics'}")  # fmt: skip
+          f"{'questions' if args.questions else 'topics'}, {len(work) - len(remaining)} already in {out_dir}")  # fmt: skip
+    work = remaining
 
     async def run() -> tuple[list, list[str]]:
         client = ModelClient(endpoint, args.concurrency, RunBudget(args.max_requests, args.max_tokens))
@@ -72,6 +80,10 @@ def _agent_entries(args: argparse.Namespace, inventory) -> list:  # noqa: ANN001
     entries, failures = asyncio.run(run())
     for line in failures:
         print(f"endpoint failure, skipped: {line}")
+    if failures and not entries:  # nothing to write: the run failed, and a rerun asks again
+        raise UsageError(
+            f"the endpoint failed for all {len(failures)} requests; nothing written, rerun when it is back"
+        )
     return entries
 
 
@@ -97,9 +109,10 @@ def cmd_corpus_qa(args: argparse.Namespace) -> int:
     print(f"ROCm inventory: {len(checker.inventory.topics)} declarations from the installed headers "
           f"({', '.join(f'{name} {count}' for name, count in checker.inventory.libraries().items())})")  # fmt: skip
     model = None
+    out_dir = Path(args.out) if args.out else DEFAULT_QA_OUT
     if endpoint and not args.qa:
         try:
-            entries = _agent_entries(args, checker.inventory)
+            entries = _agent_entries(args, checker.inventory, out_dir)
         except ImportError as error:
             raise UsageError(f"the QA agent needs the 'agents' extra ({error.name} is missing): "
                              "pip install 'kernelvault[agents]'") from None  # fmt: skip
@@ -116,9 +129,8 @@ def cmd_corpus_qa(args: argparse.Namespace) -> int:
         entries = loaded.entries
         print(f"checking {len(entries)} QA entries from {args.qa or 'the bundled examples (examples/qa)'} "
               f"on {choice.platform} ({isolation.level})")  # fmt: skip
-    if not entries:
+    if not entries and not (endpoint and not args.qa):
         raise UsageError("no QA entries to check")
-    out_dir = Path(args.out) if args.out else DEFAULT_QA_OUT
     run_id = time.strftime("qa-%Y%m%d-%H%M%S")
     workers = args.compile_workers or os.cpu_count() or 1
     summary = run_qa_job(entries, out_dir, run_id, checker, workers=workers, model=model)
