@@ -170,3 +170,23 @@ def test_a_qa_file_that_cannot_be_read_is_one_line_and_a_bad_entry_is_skipped(tm
     assert (
         "skipped entry mixed.yaml:0: missing or empty answer" in printed and "checked 1 QA entries" in printed
     )
+
+
+@pytest.mark.skipif(
+    shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit) to build for the run check"
+)
+def test_the_runnable_programs_build_with_nvcc_through_the_hip_to_cuda_header() -> None:
+    """The run check's build half, on a machine with nvcc and no GPU: every bundled HIP-runtime program reaches the
+    H200's run (tests/gpu/test_qa_on_gpu.py runs them there)."""
+    from kernelvault.toolchain.hip_build import find_hip_compiler
+    from kernelvault.toolchain.jail import probe_isolation
+    from kernelvault.toolchain.qa_build import SnippetBuilder, complete_translation_unit, extract_snippet
+
+    found = find_hip_compiler("cuda", "sm_90")
+    builder = SnippetBuilder(None, probe_isolation(), 180.0, nvcc=found)
+    loaded = load_bundled_qa()
+    runnable = [entry for entry in loaded.entries if loaded.expectations[entry.entry_id]["run"] == "runnable"]
+    built = {entry.origin: builder.build_for_nvidia(complete_translation_unit(extract_snippet(entry.answer).code))
+             for entry in runnable}  # fmt: skip
+    assert len(built) >= 10
+    assert all(step.status == "passed" for step in built.values()), {o: s.log[:300] for o, s in built.items()}

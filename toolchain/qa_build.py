@@ -182,10 +182,8 @@ class SnippetBuilder:
             raise ValueError(
                 "this SnippetBuilder has no hipcc: it can only run programs (SnippetBuilder.run)"
             )
-        folder = Path(tempfile.mkdtemp(prefix="kv-qa-"))
+        folder = self._folder_with(unit, "kv-qa-")
         try:
-            folder.chmod(0o755)
-            (folder / "snippet.hip").write_text(unit.source, encoding="utf-8")
             flags = ["-x", "hip", "-std=c++17", "-O1", f"--offload-arch={self.hipcc.arch}"]
             compiled = self._step([self.hipcc.path, *flags, "-c", "snippet.hip", "-o", "snippet.o"], folder,
                                   self.hipcc.env())  # fmt: skip
@@ -201,6 +199,30 @@ class SnippetBuilder:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
+    @staticmethod
+    def _folder_with(unit: TranslationUnit, prefix: str) -> Path:
+        folder = Path(tempfile.mkdtemp(prefix=prefix))
+        folder.chmod(0o755)
+        (folder / "snippet.hip").write_text(unit.source, encoding="utf-8")
+        return folder
+
+    def _nvcc_build(self, folder: Path) -> QAStep:
+        assert self.nvcc is not None
+        built = self._step([self.nvcc.path, "-x", "cu", "-std=c++17", "-O2", f"-arch={self.nvcc.arch}", "-I",
+                            str(HIP_INCLUDE_DIR), "snippet.hip", "-o", "program"], folder, {})  # fmt: skip
+        if built.status != PASSED:
+            return QAStep(FAILED, "nvcc through the HIP-to-CUDA header: " + built.log, built.seconds)
+        return built
+
+    def build_for_nvidia(self, unit: TranslationUnit) -> QAStep:
+        """The build half of `run` alone (nvcc through the HIP-to-CUDA header): on a machine with nvcc and no GPU,
+        it shows a program will reach the run check."""
+        folder = self._folder_with(unit, "kv-qa-nvcc-")
+        try:
+            return self._nvcc_build(folder)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
     def run(self, unit: TranslationUnit, stated_output: str | None) -> QAStep:
         """Run a HIP-runtime program on this machine's NVIDIA GPU, through the HIP-to-CUDA header."""
         if not unit.program:
@@ -210,14 +232,11 @@ class SnippetBuilder:
                               "compiled and linked, not run", 0.0)  # fmt: skip
         if self.nvcc is None:
             return QAStep(NO_GPU, "no GPU on this machine: compiled and linked, not run", 0.0)
-        folder = Path(tempfile.mkdtemp(prefix="kv-qa-run-"))
+        folder = self._folder_with(unit, "kv-qa-run-")
         try:
-            folder.chmod(0o755)
-            (folder / "snippet.hip").write_text(unit.source, encoding="utf-8")
-            built = self._step([self.nvcc.path, "-x", "cu", "-std=c++17", "-O2", f"-arch={self.nvcc.arch}", "-I",
-                                str(HIP_INCLUDE_DIR), "snippet.hip", "-o", "program"], folder, {})  # fmt: skip
+            built = self._nvcc_build(folder)
             if built.status != PASSED:
-                return QAStep(FAILED, "nvcc through the HIP-to-CUDA header: " + built.log, built.seconds)
+                return built
             ran = _run_tool(["./program"], folder, self.isolation, self.timeout_s, {}, (), gpu_device_nodes())
             output = ran.stdout_tail[-_RUN_OUTPUT_CHARS:]  # stdout alone: that is what the answer states
             if ran.timed_out:
