@@ -267,7 +267,7 @@ class QAEntry:
 class IdentifierCheck:
     name: str  # as looked up: qualified, template arguments dropped
     where: str  # "code" or "text" (its first appearance)
-    status: str  # found | internal | invented | cuda_only | not_installed
+    status: str  # found | internal | invented | cuda_only (used in code) | cuda_named (prose only) | not_installed
     library: str | None  # where the inventory has it
     header: str | None
 

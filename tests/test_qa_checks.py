@@ -107,6 +107,18 @@ def test_an_invented_rocprim_function_and_a_cuda_only_call_are_named(checker) ->
 
 
 @needs_rocm
+def test_a_cuda_name_in_the_prose_is_a_comparison_and_in_the_code_a_cuda_only_call(checker) -> None:
+    porting = answer(
+        "`hipMemcpy` takes the arguments of `cudaMemcpy`.", "#include <hip/hip_runtime.h>\nvoid f() {}"
+    )
+    verdict = check(checker, porting)
+    assert {item.name: item.status for item in verdict.identifiers}["cudaMemcpy"] == "cuda_named"
+    assert verdict.invented == () and verdict.verified and verdict.score.total == 1.0
+    calling = check(checker, answer("", "#include <hip/hip_runtime.h>\nvoid f(void* p) { cudaFree(p); }"))
+    assert calling.invented == ("cudaFree",) and calling.score.total == 0.0
+
+
+@needs_rocm
 def test_a_wrong_argument_order_fails_to_compile_with_the_compilers_message(checker) -> None:
     code = (
         "#include <hip/hip_runtime.h>\n"

@@ -3,7 +3,7 @@
     answer ──► code block + backticked spans of the prose ──► named identifiers ──► inventory lookup
                                                                                     ──► found / internal /
                                                                                         invented / cuda_only /
-                                                                                        not_installed
+                                                                                        cuda_named / not_installed
 
 What counts as a ROCm identifier (the rules, so a reader can predict the result):
 - a name qualified by a ROCm C++ namespace: `rocprim::block_scan<int, 256>::inclusive_scan` is looked up as
@@ -11,12 +11,16 @@ What counts as a ROCm identifier (the rules, so a reader can predict the result)
 - a name with a ROCm C prefix: `hipMemcpyAsync`, `HIP_DYNAMIC_SHARED`, `rocsparse_scsrmv`,
   `ROCSPARSE_...`, `hipsparseScsrmv`, `rocrand_...`, `hiprand...`;
 - HIP's device builtins: `__syncthreads`, `__shfl_*`, `__ballot`, `atomic*`, `warpSize`, ...;
-- CUDA-only names (`cudaMemcpy`, `cublas...`, `__shfl_down_sync`): `cuda_only` unless the headers declare them.
+- CUDA-only names (`cudaMemcpy`, `cublas...`, `__shfl_down_sync`): `cuda_only` unless the headers declare them,
+  when the code uses them; `cuda_named` when only the prose names them (a porting answer compares with CUDA),
+  which does not count against the answer.
 
 Prose outside backticks is not scanned (it is prose: "HIP" and "hipcc" are words there), nor are header
 names (`#include <rocrand/rocrand_kernel.h>`, or `rocrand/rocrand_kernel.h` in backticks). Names the answer
 defines itself (`#define HIP_CHECK`, its own functions, structs and aliases) are not ROCm identifiers.
-Calls through an object (`scan.inclusive_scan(...)`) are left to the compiler, which sees the types.
+Calls through an object (`scan.inclusive_scan(...)`) are left to the compiler, which sees the types. A
+ROCm name in backticks counts as named even in a sentence that says it does not exist: the check reads
+names, not sentences.
 Names of ROCm libraries that are not installed here (hipCUB, rocBLAS, rocThrust, MIOpen...) are
 `not_installed`: not checked, and not counted as invented.
 
@@ -31,11 +35,12 @@ import re
 from kernelvault.contracts import IdentifierCheck
 from kernelvault.toolchain.rocm_inventory import ApiInventory
 
-FOUND, INTERNAL, INVENTED, CUDA_ONLY, NOT_INSTALLED = (
+FOUND, INTERNAL, INVENTED, CUDA_ONLY, CUDA_NAMED, NOT_INSTALLED = (
     "found",
     "internal",
     "invented",
     "cuda_only",
+    "cuda_named",
     "not_installed",
 )
 
@@ -157,7 +162,7 @@ def check_identifier(name: str, where: str, inventory: ApiInventory) -> Identifi
     if root in _UNINSTALLED_NAMESPACES or _UNINSTALLED_PREFIXED.fullmatch(name):
         return IdentifierCheck(name, where, NOT_INSTALLED, None, None)
     if _CUDA_ONLY.fullmatch(name):
-        return IdentifierCheck(name, where, CUDA_ONLY, None, None)
+        return IdentifierCheck(name, where, CUDA_ONLY if where == "code" else CUDA_NAMED, None, None)
     if "::" in name:
         owner, member = name.rsplit("::", 1)
         owner_topic = inventory.lookup(owner)
