@@ -33,7 +33,7 @@ from kernelvault.toolchain.qa_build import (
     complete_translation_unit,
     extract_snippet,
 )
-from kernelvault.toolchain.qa_identifiers import check_identifiers
+from kernelvault.toolchain.qa_identifiers import CUDA_ONLY, INVENTED, check_identifiers
 from kernelvault.toolchain.reward import DEFAULT_QA_SCORE, QAScoreConfig, qa_score
 from kernelvault.toolchain.rocm_inventory import ApiInventory, load_inventory
 
@@ -61,7 +61,7 @@ class QAChecker:
             else:
                 why = "not a program (no main)" if not unit.program else "did not build"
                 ran = QAStep(NOT_APPLICABLE, why, 0.0)
-        invented = sum(1 for item in identifiers if item.status in ("invented", "cuda_only"))
+        invented = sum(1 for item in identifiers if item.status in (INVENTED, CUDA_ONLY))
         score = qa_score(invented, compiled.status, linked.status, ran.status, self.score_config)
         verified = not invented and not any(step.status in _FAILURES for step in (compiled, linked, ran))
         return QAVerdict(
