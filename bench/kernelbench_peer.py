@@ -10,7 +10,8 @@ process per candidate, on the same candidates as KernelVault's modes.
 Each candidate KernelBench can take is evaluated the way its users run it: a new Python process imports
 `kernelbench.eval` from the checkout's `src/` and calls `eval_kernel_against_ref(reference source, candidate
 source, measure_performance=True, backend=...)` on GPU 0 with its own defaults for trials and timing. The
-process prints the result (compiled, correctness, runtime and ref_runtime in µs); nothing of KernelVault runs
+process prints the result (compiled, correctness, runtime and ref_runtime, which are milliseconds: its timing module
+says "all timing are in ms", though the result's field comments say µs); nothing of KernelVault runs
 inside it. What KernelBench cannot take is listed with the reason, never counted:
 - HIP candidates: KernelVault's native HIP form has no KernelBench loader, and KernelBench's `hip` backend
   needs an AMD GPU;
@@ -57,7 +58,7 @@ result = eval_kernel_against_ref(open(reference_path).read(), open(candidate_pat
 dump = result.model_dump() if hasattr(result, "model_dump") else dict(vars(result))
 print("KV-PEER-RESULT " + json.dumps({
     "compiled": bool(dump.get("compiled")), "correctness": bool(dump.get("correctness")),
-    "runtime_us": dump.get("runtime"), "ref_runtime_us": dump.get("ref_runtime"),
+    "runtime_ms": dump.get("runtime"), "ref_runtime_ms": dump.get("ref_runtime"),
     "metadata": {key: str(value)[:300] for key, value in (dump.get("metadata") or {}).items()},
 }))
 """
@@ -108,8 +109,10 @@ def evaluate_one(
         )[-1]
         return {"got": "runtime_error", "seconds": run.seconds, "latency_ms": None, "message": tail[:300]}
     result = json.loads(lines[-1][len(RESULT_MARK) :])
-    timed = (result["runtime_us"] or -1) > 0 and (result["ref_runtime_us"] or -1) > 0
-    latency = (result["runtime_us"] / 1000, result["ref_runtime_us"] / 1000) if timed else None
+    # KernelBench's means are in ms (timing.get_timing_stats); -1 where it timed nothing. Read as µs, the H200
+    # run of 2026-12-03 printed every KernelBench latency as 0.0000 ms.
+    timed = (result["runtime_ms"] or -1) > 0 and (result["ref_runtime_ms"] or -1) > 0
+    latency = (result["runtime_ms"], result["ref_runtime_ms"]) if timed else None
     return {"got": outcome_of(result), "seconds": run.seconds, "latency_ms": latency,
             "message": "; ".join(f"{k}: {v}" for k, v in result["metadata"].items())[:300]}  # fmt: skip
 

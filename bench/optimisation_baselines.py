@@ -6,9 +6,10 @@ lane (`kernelvault.toolchain.optimisation`), so one verdict holds both timings: 
 is how much slower the baseline is than the optimised example, measured on one lane a moment apart. The
 target: every baseline correct and at least 1.5x slower than the example.
 
-Printed: one Markdown row per task and target (baseline ms, example ms, the ratio, the baseline over PyTorch,
-and whether it meets 1.5x). On the CPU nothing is timed: the table then shows only correctness (Triton under
-the interpreter; HIP compiles, and cannot run).
+Printed: one Markdown row per task and target: baseline ms and example ms (each summed over the performance
+cases, with the widest case's spread), the speedup over the baseline, both over PyTorch, the example's reward
+(its speed term uses the speedup over the baseline), and whether it meets 1.5x. On the CPU nothing is timed:
+the table then shows only correctness (Triton under the interpreter; HIP compiles, and cannot run).
 
     python bench/optimisation_baselines.py --platform cuda [--targets triton,hip] [--lanes 1]
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kernelvault.contracts import Candidate, Task, Verdict  # noqa: E402
+from kernelvault.contracts import Candidate, CaseTiming, Task, Verdict  # noqa: E402
 from kernelvault.toolchain.lane_pool import LanePool  # noqa: E402
 from kernelvault.toolchain.tasks import load_tasks  # noqa: E402
 from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
@@ -34,10 +35,25 @@ def example_for(task: Task, target: str) -> Path:
     return ROOT / "examples" / target / f"{task.name.split('__', 1)[0]}.py"
 
 
+def _ms(value: float | None) -> str:
+    return f"{value:.4f}" if value is not None else "-"
+
+
+def _times(timings: tuple[CaseTiming, ...]) -> tuple[float | None, str]:
+    """Milliseconds summed over the performance cases, and the widest case's spread ((p75 - p25) / median)."""
+    if not timings:
+        return None, "-"
+    return sum(t.candidate_ms for t in timings), f"{100 * max(t.candidate_spread for t in timings):.1f}%"
+
+
+def _ratio(value: float | None) -> str:
+    return f"{value:.2f}" if value is not None else "-"
+
+
 def row(task: Task, target: str, verdict: Verdict) -> str:
     baseline = verdict.baseline
-    base_ms = sum(t.candidate_ms for t in baseline.timings) if baseline and baseline.timings else None
-    example_ms = sum(t.candidate_ms for t in verdict.timings) if verdict.timings else None
+    base_ms, base_spread = _times(baseline.timings if baseline else ())
+    example_ms, example_spread = _times(verdict.timings)
     ratio = verdict.speedup_over_baseline
     if verdict.failure_kind:
         outcome = f"{verdict.failure_kind}: {(verdict.failure_message or '')[:90]}"
@@ -45,13 +61,16 @@ def row(task: Task, target: str, verdict: Verdict) -> str:
         outcome = "correct (not timed)" if verdict.correct else "compiles (cannot run here)"
     else:
         outcome = "meets 1.5x" if ratio >= TARGET_RATIO else "UNDER 1.5x"
+    reward = f"{verdict.reward.total:.2f}" if verdict.reward else "-"
+    cells = [task.name, target, _ms(base_ms), base_spread, _ms(example_ms), example_spread, _ratio(ratio),
+             _ratio(verdict.speedup), _ratio(baseline.speedup if baseline else None), reward, outcome]  # fmt: skip
+    return "| " + " | ".join(cells) + " |"
 
-    def ms(value: float | None) -> str:
-        return f"{value:.4f}" if value is not None else "-"
 
-    over_torch = f"{baseline.speedup:.2f}" if baseline and baseline.speedup is not None else "-"
-    shown_ratio = f"{ratio:.2f}" if ratio is not None else "-"
-    return f"| {task.name} | {target} | {ms(base_ms)} | {ms(example_ms)} | {shown_ratio} | {over_torch} | {outcome} |"
+HEADER = (
+    "| task | target | baseline ms (sum over cases) | spread | example ms | spread | speedup over baseline "
+    "| example over PyTorch | baseline over PyTorch | reward | outcome |"
+)
 
 
 def main() -> int:
@@ -67,10 +86,8 @@ def main() -> int:
             if target in task.baselines and example_for(task, target).is_file()]  # fmt: skip
     print(f"{len(jobs)} baseline(s) of {len(loaded.tasks)} optimisation task(s) on {verifier.choice.platform}, "
           f"against the bundled examples\n")  # fmt: skip
-    print(
-        "| task | target | baseline ms (sum over cases) | example ms | baseline / example | baseline over PyTorch | outcome |"
-    )
-    print("|---|---|---|---|---|---|---|")
+    print(HEADER)
+    print("|---" * HEADER.count(" | ") + "|---|")
     with LanePool.for_verifier(verifier, lanes_per_gpu=args.lanes, cpu_lanes=args.lanes) as pool:
         futures = [(task, target, pool.submit(task, Candidate(task.task_id, target, example_for(task, target)
                                                                .read_text(), f"example:{target}")))  # type: ignore[arg-type]

@@ -248,6 +248,18 @@ def main() -> int:
     args = parser.parse_args()
     started = time.monotonic()
     suite = SUITES[args.suite]
+    # A checkout missing a part of the suite is a set-up error, not a verdict on each answer: checked before
+    # anything is written, or every answer becomes a 'cannot match' row that a resume then counts as done
+    # (a carried checkout without data/TritonBench_T_v1.jsonl wrote 901 such rows on the H200, 2026-12-03).
+    missing = [
+        part
+        for part in (suite.evaluator, suite.folder, suite.statistics)
+        if not (args.checkout / part).exists()
+    ]
+    if missing:
+        print(f"error: {args.checkout} is not a TritonBench-{args.suite} checkout: missing {', '.join(missing)}",
+              file=sys.stderr)  # fmt: skip
+        return 2
     module = _load_call_acc(args.checkout, suite, args.timeout_s)
     files = sorted(args.answers.glob("*.jsonl")) if args.answers.is_dir() else [args.answers]
     done = set()

@@ -52,7 +52,7 @@ def eval_kernel_against_ref(original_model_src, custom_model_src, measure_perfor
     model, new = reference.Model(*reference.get_init_inputs()), custom.ModelNew(*reference.get_init_inputs())
     started = time.perf_counter()
     got = new(*inputs)
-    runtime = (time.perf_counter() - started) * 1e6
+    runtime = (time.perf_counter() - started) * 1e3  # ms, as KernelBench's timing module reports
     correct = bool(torch.allclose(got, model(*inputs), atol=1e-4))
     return KernelExecResult(compiled=True, correctness=correct, runtime=runtime, ref_runtime=runtime,
                             metadata={"backend": backend, "pid": os.getpid()})
@@ -93,7 +93,11 @@ def test_each_candidate_goes_to_kernelbench_in_a_fresh_process_and_its_credits_a
     by_origin = {row["origin"]: row for row in rows}
     assert by_origin["bench:hostile/torch_only.py"]["got"] == "correct"  # the peer credits a PyTorch call
     assert "backend: triton" in by_origin["bench:hostile/torch_only.py"]["message"]
+    # KernelBench's runtimes are milliseconds, kept as they come: a CPU relu of a small input takes well under 1 s
+    candidate_ms, reference_ms = by_origin["bench:hostile/torch_only.py"]["latency_ms"]
+    assert 0 < candidate_ms < 1000 and candidate_ms == reference_ms
     assert by_origin["bench:broken/syntax.py"]["got"] == "compile_error"
+    assert by_origin["bench:broken/syntax.py"]["latency_ms"] is None
     # a fresh process for each candidate (the stand-in reports its pid), none of them this one
     pid = int(by_origin["bench:hostile/torch_only.py"]["message"].split("pid: ")[1].split(";")[0])
     assert pid != os.getpid()
