@@ -162,3 +162,23 @@ def test_random_draws_at_import_are_initialisation_and_anything_computing_there_
     assert unexplained_device_events(WINDOW + RANDOM_DRAW, own=set()) == [RANDOM_DRAW[2].name()]
     annotated = [_Event("aten::normal_", 3, start=11, end=89, user=True), RANDOM_DRAW[2]]  # record_function
     assert unexplained_device_events(CONSTRUCTION + annotated, own=set()) == [RANDOM_DRAW[2].name()]
+
+
+# What the H200 recorded for `torch.arange(n, device="cuda")` in a forward (three TritonBench answers, 2026-12-03).
+ARANGE = [
+    _Event("aten::arange", 3, start=11, end=89),
+    _Event("void (anonymous namespace)::elementwise_kernel_with_index<int, at::native::arange_cuda_out(c10::Scalar "
+           "const&, c10::Scalar const&, c10::Scalar const&, at::Tensor&)::{lambda()#1}::operator()() const::"
+           "{lambda()#2}::operator()() const::{lambda(long)#1}>(int, at::native::arange_cuda_out(c10::Scalar const&, "
+           "c10::Scalar const&, c10::Scalar const&, at::Tensor&)::{lambda()#1}::operator()() const::{lambda()#2}::"
+           "operator()() const::{lambda(long)#1}, at::native::arange_cuda_out::{lambda()#1}::operator()() const"
+           "::{lambda()#2}::return_type<int>::type*)", 9, linked=3, start=30, end=31, gpu=True),
+]  # fmt: skip
+
+
+def test_an_index_sequence_from_arange_is_glue_as_the_dispatch_monitor_says() -> None:
+    """`torch.arange` is glue to the dispatch monitor (a permutation's starting indices, a gather's offsets); the
+    device record refused its kernel, so three honest uses were `device_record` on the H200. A computing kernel
+    beside it is still work."""
+    assert unexplained_device_events(WINDOW + ARANGE, own=set()) == []
+    assert unexplained_device_events(WINDOW + ARANGE + COMPUTE[1:], own=set()) == [COMPUTE[1].name()]

@@ -247,6 +247,29 @@ def test_dtype_arithmetic_is_glue(tasks: dict[str, Task], verifier: Verifier) ->
     _assert_correct(verifier, task, typed)
 
 
+def test_an_identity_matrix_made_from_a_shape_is_glue(tasks: dict[str, Task], verifier: Verifier) -> None:
+    """`torch.eye(n)` as a kernel's starting matrix (a permutation for LU, Q for Householder QR: four real answers
+    refused on the H200, 2026-12-03) holds no input's data: a constant made from a shape, like `torch.ones`."""
+    task = tasks["halve"]
+    with_identity = (
+        HALVE_FUNCTION.replace(
+            "def halve_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):",
+            "def halve_kernel(x_ptr, p_ptr, y_ptr, n, BLOCK: tl.constexpr):",
+        )
+        .replace("* 0.5, mask=mask)", "* 0.5 * tl.load(p_ptr + 3), mask=mask)")
+        .replace(
+            "    out = torch.empty_like(input)\n    halve_kernel[(triton.cdiv(input.numel(), 128),)](input, out,",
+            "    identity = torch.eye(2, device=input.device, dtype=input.dtype)\n    out = torch.empty_like(input)\n"
+            "    halve_kernel[(triton.cdiv(input.numel(), 128),)](input, identity, out,",
+        )
+    )
+    assert (
+        "torch.eye(2" in with_identity
+        and "halve_kernel[(triton.cdiv(input.numel(), 128),)](input, identity" in with_identity
+    )
+    _assert_correct(verifier, task, with_identity)
+
+
 PERF_CHECKOUT = ROOT / "tests" / "fixtures" / "tritonbench_perf"
 NEGATE = """
 import torch

@@ -410,8 +410,13 @@ def check_output_values(output: Any, device: torch.device) -> None:
 
 
 # PyTorch's own kernels that only move or fill memory: a candidate's glue (`torch.empty_like` has no kernel,
-# `torch.zeros` launches a fill, `.contiguous()` a copy), never its computation.
-GLUE_KERNEL_MARKERS = ("FillFunctor", "direct_copy_kernel", "CatArrayBatchedCopy", "copy_kernel")
+# `torch.zeros` launches a fill, `.contiguous()` a copy), never its computation. `torch.arange` writes an index
+# sequence (glue to the dispatch monitor too: a permutation's or gather's starting indices); its kernel is
+# named after the op, a PyTorch function no candidate kernel can carry as its own name (three real answers were
+# refused for it on the H200, 2026-12-03).
+GLUE_KERNEL_MARKERS = (
+    "FillFunctor", "direct_copy_kernel", "CatArrayBatchedCopy", "copy_kernel", "at::native::arange_cuda_out"
+)  # fmt: skip
 _GLOBAL_FUNCTION = re.compile(
     r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(?:[\w:<>,*&\s]+?)\b(\w+)\s*\("
 )

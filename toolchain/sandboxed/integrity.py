@@ -59,6 +59,11 @@ GLUE_OPS = frozenset({
     "sym_storage_offset", "set_", "resize_", "record_stream", "_has_compatible_shallow_copy_type", "dim", "size",
     "stride", "storage_offset", "is_contiguous", "numel",
     "promote_types", "result_type", "can_cast",  # dtype arithmetic (seen in real answers: no tensor data)
+    "view_as_real", "view_as_complex",  # views of a complex tensor's storage
+    # an identity made from a shape, like `ones` (a kernel's starting permutation or Q, in real answers). Like
+    # every constant factory here, it would be PyTorch doing the work of a task whose whole result is that
+    # constant (TritonBench-T's `ones_like`): such a task needs its result written by a kernel to mean anything.
+    "eye",
 })  # fmt: skip
 # Ops that make a tensor from Python values alone (`torch.tensor(list)`, `torch.arange(n)`): a host-made
 # tensor, whose data no input reached. Only small ones count (a shape's sizes, a few constants): a larger one
