@@ -13,10 +13,13 @@ JSON strings, so adding a key never changes the schema.
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from kernelvault.contracts import Candidate, Task, Verdict
 
@@ -37,6 +40,7 @@ CHECK = pa.struct([
 TIMING = pa.struct([
     ("case", pa.string()), ("candidate_ms", pa.float64()), ("reference_ms", pa.float64()),
     ("candidate_spread", pa.float64()), ("reference_spread", pa.float64()), ("repetitions", pa.int64()),
+    ("calls_per_sample", pa.int64()),  # the timing method: 1 = one call per sample (toolchain.sandboxed.timing)
 ])  # fmt: skip
 MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string()), ("reasoning", pa.string())])
 
@@ -138,6 +142,27 @@ def conform(table: pa.Table) -> pa.Table:
         else:
             raise SchemaVersionError(f"shard lacks the required column {schema_field.name!r}")
     return pa.Table.from_arrays(columns, schema=ATTEMPT_SCHEMA)
+
+
+def conform_shards_in_place(folder: Path) -> list[Path]:
+    """Rewrite the shards in `folder` written with an older v1 layout (a column or a timing field added since) to
+    ATTEMPT_SCHEMA; the shards rewritten.
+
+    `datasets.load_dataset("parquet", data_dir=...)` refuses a folder whose shards disagree on their schema, so a
+    run resumed by a newer KernelVault would otherwise leave a folder no one can load. Each rewrite is atomic (a
+    temporary in the same folder, renamed over the shard): a reader sees the old shard or the new, and two
+    writers doing the same at once write the same rows."""
+    rewritten = []
+    for shard in sorted(Path(folder).glob("train-*.parquet")):
+        stored = pq.read_schema(shard)
+        if stored.remove_metadata().equals(ATTEMPT_SCHEMA.remove_metadata()):
+            continue
+        table = conform(pq.read_table(shard))
+        temporary = shard.with_name(f".{shard.name}.{os.getpid()}.conform.tmp")
+        pq.write_table(table, temporary, compression="zstd")
+        os.replace(temporary, shard)
+        rewritten.append(shard)
+    return rewritten
 
 
 def attempt_row(

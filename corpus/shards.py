@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kernelvault.corpus.schema import ATTEMPT_SCHEMA
+from kernelvault.corpus.schema import ATTEMPT_SCHEMA, conform_shards_in_place
 
 
 def _approximate_size(row: dict[str, Any]) -> int:
@@ -55,6 +55,10 @@ class ShardWriter:
         self._buffered_bytes = 0
         self._oldest_row_at = 0.0
         self._remove_stale_temporaries()
+        if (
+            schema is ATTEMPT_SCHEMA
+        ):  # a resumed run's older shards, brought to this layout before new ones land
+            conform_shards_in_place(self.folder)
         self._next_index = self._first_free_index()
 
     def _remove_stale_temporaries(self) -> None:

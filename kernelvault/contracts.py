@@ -138,7 +138,10 @@ class CaseTiming:
     reference_ms: float
     candidate_spread: float  # (p75 - p25) / median, a dimensionless spread
     reference_spread: float
-    repetitions: int
+    repetitions: int  # timed samples
+    # calls per sample, the same on both sides: 1 times each call alone after an L2 flush; more (kernels of a few
+    # microseconds) times consecutive calls between one pair of events, only the first after the flush
+    calls_per_sample: int = 1
 
 
 @dataclass(frozen=True)

@@ -72,3 +72,79 @@ def test_a_kernel_that_replays_results_while_timed_is_caught_by_the_spot_checks(
     assert verdict.failure_kind == "integrity_reject" and verdict.correct is False
     assert verdict.failure_message.startswith("cached_results: timed call 5 returned a wrong result")
     assert verdict.reward.total <= 0.4
+
+
+# Keeps one output buffer per shape and writes every call's result into it: legitimate, and the reason a
+# sample's kept output is its last call's (an earlier call's result is overwritten by the later ones).
+REUSES_ITS_OUTPUT = (ROOT / "examples" / "triton" / "relu.py").read_text().replace(
+    "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n",
+    "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+    "        out = _BUFFERS.setdefault(tuple(x.shape), torch.empty_like(x))\n"
+    "        out.copy_(self._forward(x))\n"
+    "        return out\n\n"
+    "    def _forward(self, x: torch.Tensor) -> torch.Tensor:\n",
+) + "\n\n_BUFFERS: dict = {}\n"
+
+
+def test_calls_per_sample_cover_the_sample_time_and_stop_at_the_cap() -> None:
+    from kernelvault.toolchain.sandboxed.timing import MAX_CALLS_PER_SAMPLE, calls_for
+
+    assert calls_for(0.5, 0.25) == 1 and calls_for(0.25, 0.25) == 1  # long enough alone
+    assert calls_for(0.005, 0.25) == 50 and calls_for(0.006, 0.25) == 42  # 5 µs, 6 µs kernels
+    assert calls_for(0.0001, 0.25) == MAX_CALLS_PER_SAMPLE
+    assert calls_for(0.005, 0.0) == 1  # off
+
+
+def test_a_samples_kept_output_is_its_last_call_on_the_input_set_the_parent_judges_it_against() -> None:
+    import torch
+
+    from kernelvault.toolchain.sandboxed.timing import time_on_device
+
+    input_sets = [[torch.full((3,), float(k))] for k in range(4)]
+    buffer = torch.empty(3)
+
+    def run(inputs):  # noqa: ANN001, ANN202 - writes every call's result into one buffer
+        return buffer.copy_(inputs[0] * 2)
+
+    stats = time_on_device(run, input_sets, repetitions=6, warmup=1, device=torch.device("cpu"),
+                           keep_outputs={0, 2, 5}, calls_per_sample=3)  # fmt: skip
+    assert stats.calls_per_sample == 3 and stats.repetitions == 6
+    # the parent judges sample i against input set i % 4, as with one call per sample
+    assert {index: float(out[0]) for index, out in stats.outputs.items()} == {0: 0.0, 2: 4.0, 5: 2.0}
+
+
+@pytest.fixture(scope="module")
+def batching_verifier(tmp_path_factory: pytest.TempPathFactory) -> Verifier:
+    # 1 ms a sample: more than the CPU reference's relu takes, so each case is timed several calls per sample
+    caches = tmp_path_factory.mktemp("caches")
+    return Verifier(VerifyConfig(platform="cpu", time_on_cpu=True, repetitions=6, warmup=1, input_sets=2,
+                                 sample_ms=1.0, hip_cache=caches / "hip"))  # fmt: skip
+
+
+def test_a_short_case_is_timed_several_calls_per_sample_the_same_way_for_every_candidate(
+    small_relu, batching_verifier
+) -> None:  # noqa: ANN001
+    code = (ROOT / "examples" / "triton" / "relu.py").read_text()
+    first = batching_verifier.verify(small_relu, Candidate(small_relu.task_id, "triton", code, "test"))
+    assert first.correct is True, first.failure_message
+    calls = [t.calls_per_sample for t in first.timings]
+    assert all(1 < k <= 128 for k in calls), calls
+    log = {stage.name: stage for stage in first.stages}["time"].log
+    assert f", {'/'.join(map(str, sorted(set(calls))))} calls per sample;" in log, log
+    # A candidate that writes every result into one buffer passes the spot checks (the kept output is the
+    # sample's last call), and is timed with the cases' calls per sample chosen for the first candidate.
+    reusing = batching_verifier.verify(
+        small_relu, Candidate(small_relu.task_id, "triton", REUSES_ITS_OUTPUT, "test")
+    )
+    assert reusing.correct is True, reusing.failure_message
+    assert [t.calls_per_sample for t in reusing.timings] == calls
+
+
+def test_replaying_results_while_timed_is_caught_with_several_calls_per_sample(
+    small_relu, batching_verifier
+) -> None:  # noqa: ANN001
+    verdict = batching_verifier.verify(
+        small_relu, Candidate(small_relu.task_id, "triton", REPLAYS_WHILE_TIMED, "test")
+    )
+    assert verdict.failure_kind == "integrity_reject" and verdict.correct is False
+    assert verdict.failure_message.startswith("cached_results: timed call")

@@ -210,3 +210,41 @@ def test_datasets_loads_all_shards_with_nested_columns(tmp_path, hf_cache):
     assert row["timings"][0]["reference_ms"] == 2.0
     assert row["correct"] is False
     assert row["failure_kind"] == "mismatch"
+
+
+def _older_layout(table: pa.Table) -> pa.Table:
+    """The table as a KernelVault of 2026-12-02 wrote it: no `speedup_over_baseline` column, timings without
+    `calls_per_sample` (both added to v1 since, nullable)."""
+    timing = pa.struct([field for field in ATTEMPT_SCHEMA.field("timings").type.value_type
+                        if field.name != "calls_per_sample"])  # fmt: skip
+    table = table.drop_columns(["speedup_over_baseline"])
+    index = table.schema.get_field_index("timings")
+    older = pa.array([[{k: v for k, v in t.items() if k != "calls_per_sample"} for t in (row or [])]
+                      for row in table.column("timings").to_pylist()], type=pa.list_(timing))  # fmt: skip
+    return table.set_column(index, "timings", older)
+
+
+def test_a_resumed_run_brings_older_shards_to_the_current_layout_so_datasets_loads_the_folder(
+    tmp_path, hf_cache
+):
+    """`datasets` refuses a folder whose shards disagree on their schema: a run written before a nullable column
+    or timing field was added, resumed by this version, must still load as one dataset."""
+    import datasets
+
+    folder = tmp_path / "data" / "triton"
+    folder.mkdir(parents=True)
+    old = _older_layout(pa.Table.from_pylist([make_row(i) for i in range(3)], schema=ATTEMPT_SCHEMA))
+    pq.write_table(old, folder / f"train-{RUN}-00000-00000.parquet", compression="zstd")
+    with ShardWriter(tmp_path, "triton", RUN, max_rows=2) as writer:  # the resumed run
+        writer.write_many(make_row(i) for i in range(3, 5))
+    assert shard_names(folder) == [f"train-{RUN}-00000-0000{n}.parquet" for n in range(2)]
+    dataset = datasets.load_dataset("parquet", data_dir=str(folder), split="train")
+    assert sorted(dataset["sample_index"]) == list(range(5))
+    by_index = {row["sample_index"]: row for row in dataset}
+    assert by_index[0]["timings"][0]["calls_per_sample"] is None  # not recorded then: unknown, not 1
+    assert by_index[0]["timings"][0]["reference_ms"] == 1.0 and by_index[0]["speedup_over_baseline"] is None
+    assert by_index[4]["timings"][0]["calls_per_sample"] == 1
+    # a shard already in the current layout is left as it is
+    before = (folder / f"train-{RUN}-00000-00001.parquet").stat().st_mtime_ns
+    ShardWriter(tmp_path, "triton", RUN).close()
+    assert (folder / f"train-{RUN}-00000-00001.parquet").stat().st_mtime_ns == before

@@ -24,6 +24,7 @@ from kernelvault.toolchain.sandboxed.requests import (
     End,
     Forward,
     Load,
+    PilotReference,
     Prepare,
     StageReference,
     StageTime,
@@ -48,14 +49,15 @@ REQUESTS = {
         Build("/in/init.st", 7),
         Forward("/in/x.st", "/out/y.st", poison=12345.0, reuse_inputs=True),
         StageTime("/in/init.st", 7, ["/in/a.st", "/in/b.st"], True),
-        Time(20, 3, {"6": "/out/t6.st"}),
+        Time(20, 3, {"6": "/out/t6.st"}, calls_per_sample=8),
         End(),
     ],
     "reference": [
         Prepare(**TASK, weight_seed=3, sets=[{"name": "check0", "seed": 5}], out_dir="/ref"),
         StageReference(**TASK, weight_seed=3, init_path="/ref/init.st", inputs_paths=["/ref/a.st"],
                        fresh_arguments=True),
-        TimeReference(**TASK, weight_seed=3, repetitions=20, warmup=3),
+        PilotReference(**TASK, weight_seed=3, warmup=3),
+        TimeReference(**TASK, weight_seed=3, repetitions=20, warmup=3, calls_per_sample=8),
     ],
     "cross_compile": [Compile("/job/c.py", "/job/l.jsonl", "kv_candidate_2", "hip", "gfx942", 64, [])],
     "task_check": [CheckTask("/t/task.py", "/t/result.json", [{"name": "small", "overrides": {}}], "halve")],
@@ -73,7 +75,7 @@ def test_every_request_reads_back_as_the_record_it_was(kind: str) -> None:
 
 def test_an_operation_means_the_record_of_the_worker_that_receives_it() -> None:
     # "time" is the candidate's timed calls to one worker and the reference's timing to the other.
-    candidate_time, reference_time = REQUESTS["candidate"][4], REQUESTS["reference"][2]
+    candidate_time, reference_time = REQUESTS["candidate"][4], REQUESTS["reference"][3]
     assert to_wire(candidate_time)["op"] == to_wire(reference_time)["op"] == "time"
     with pytest.raises(WireError, match="unknown field"):
         from_wire("reference", to_wire(candidate_time))

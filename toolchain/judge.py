@@ -27,6 +27,7 @@ is checked (see the README's known limits).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import shutil
@@ -44,6 +45,7 @@ from kernelvault.toolchain.sandboxed.requests import (
     End,
     Forward,
     Load,
+    PilotReference,
     Prepare,
     ReferenceRequest,
     StageReference,
@@ -52,6 +54,7 @@ from kernelvault.toolchain.sandboxed.requests import (
     TimeReference,
 )
 from kernelvault.toolchain.sandboxed.tensor_files import TensorFileError, read_tensors
+from kernelvault.toolchain.sandboxed.timing import calls_for
 from kernelvault.toolchain.worker_jobs import CheckJob
 
 if TYPE_CHECKING:
@@ -160,7 +163,7 @@ class _Check:
 
     def ask_reference(self, body: ReferenceRequest) -> dict[str, Any]:
         if self.hold is not None:
-            self.costs.gate_seconds += self.hold.at_request(isinstance(body, TimeReference))
+            self.costs.gate_seconds += self.hold.at_request(isinstance(body, (PilotReference, TimeReference)))
         started = time.monotonic()
         reply = self.reference.request(body, self.timeout_s * 4 + 60)
         self.costs.messages += 1
@@ -325,12 +328,13 @@ class _Check:
             **self._task_fields(), case=case.name, overrides=case.overrides, weight_seed=weight_seed,
             init_path=prepared["init"], inputs_paths=[str(entry["inputs"]) for entry in files],
             fresh_arguments=fresh))  # fmt: skip
-        timed = self.ask_candidate(Time(repetitions, warmup, spot))
+        calls = self.calls_per_sample(case, weight_seed)  # the lane's turn alone on the device starts here
+        timed = self.ask_candidate(Time(repetitions, warmup, spot, calls))
         # The reference is timed right after the candidate, in the same turn of the device; the spot checks
         # are judged after both, on the parent's CPU, once the device is given back to the other lanes.
         reference = self.ask_reference(TimeReference(
             **self._task_fields(), case=case.name, overrides=case.overrides, weight_seed=weight_seed,
-            repetitions=repetitions, warmup=warmup))  # fmt: skip
+            repetitions=repetitions, warmup=warmup, calls_per_sample=calls))  # fmt: skip
         if self.hold is not None:
             self.costs.gate_seconds += self.hold.timing_done()
         for index in spot_checks:
@@ -342,7 +346,33 @@ class _Check:
                 )
         return {"case": case.name, "candidate_ms": float(timed["median_ms"]), "reference_ms": float(reference["median_ms"]),
                 "candidate_spread": float(timed["spread"]), "reference_spread": float(reference["spread"]),
-                "repetitions": int(timed["repetitions"])}  # fmt: skip
+                "repetitions": int(timed["repetitions"]), "calls_per_sample": calls}  # fmt: skip
+
+    def calls_per_sample(self, case: TaskCase, weight_seed: int) -> int:
+        """The case's calls per timed sample (`timing.calls_for`): from a pilot of the reference the first time a
+        task's case is timed in this process, then the same for every candidate and baseline of it, so that
+        their times share one regime (a GRPO group's speeds, an optimisation task's speedup over its baseline).
+        `job.sample_ms` 0: one call per sample, no pilot."""
+        if self.job.sample_ms <= 0:
+            return 1
+        key = (_task_digest(Path(self.job.task_path)), case.name, self.job.sample_ms)
+        if key not in _CALLS_PER_SAMPLE:
+            pilot = self.ask_reference(PilotReference(
+                **self._task_fields(), case=case.name, overrides=case.overrides, weight_seed=weight_seed,
+                warmup=self.job.warmup))  # fmt: skip
+            # another lane may have piloted it while this one waited for its turn: the first choice stays
+            _CALLS_PER_SAMPLE.setdefault(key, calls_for(float(pilot["median_ms"]), self.job.sample_ms))
+        return _CALLS_PER_SAMPLE[key]
+
+
+# Calls per sample by (the task file's digest, case, sample_ms), for this parent process's lifetime: every lane
+# of a pool times a task's case the same way. Keyed by the file's content, not its path (each candidate's folder
+# holds its own copy of the task).
+_CALLS_PER_SAMPLE: dict[tuple[str, str, float], int] = {}
+
+
+def _task_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def run_check(job: CheckJob, module_name: str, reference: PersistentWorker, candidate: PersistentWorker,

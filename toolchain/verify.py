@@ -76,6 +76,10 @@ class VerifyConfig:
     repetitions: int = 100  # timed repetitions per performance case
     warmup: int = 10
     input_sets: int = 4  # timing rotates over this many freshly drawn input sets
+    # The least device time one timed sample covers: a case whose reference runs shorter is timed several calls
+    # per sample, the same number on every side (`toolchain.sandboxed.timing`). None: 0.25 ms on a GPU, and on
+    # the CPU one call per sample (its wall clock times the interpreter; batching would only slow CI down).
+    sample_ms: float | None = None
     reward: RewardConfig = field(default_factory=lambda: DEFAULT_REWARD)
     python: str = sys.executable
     keep_workdir: bool = False
@@ -409,6 +413,13 @@ class Verifier:
         finding = check_candidate(code, target)
         return finding.message() if finding is not None else None
 
+    @property
+    def sample_ms(self) -> float:
+        """`VerifyConfig.sample_ms` resolved for this platform."""
+        if self.config.sample_ms is not None:
+            return self.config.sample_ms
+        return 0.0 if self.choice.platform == "cpu" else 0.25
+
     def _hip_arch(self) -> str | None:
         # On cpu the Triton default (gfx942) is unknown to Debian's ROCm 5.2 clang: HIP takes gfx90a unless told.
         return self.config.arch if self.choice.platform == "cpu" else self.choice.arch
@@ -516,6 +527,7 @@ class Verifier:
             warmup=self.config.warmup,
             input_sets=self.config.input_sets,
             allowed_ops=tuple(self.config.allowed_ops),
+            sample_ms=self.sample_ms,
             hip=hip,
         )
 
@@ -636,8 +648,10 @@ class Verifier:
         timings = check["timings"]
         timed_seconds = _add_check_stage(stages, check, check_seconds, jit_seconds=0.0)
         if timings and passed:  # time_on_cpu: the protocol ran; the interpreter's wall clock is no speedup
+            batched = sorted({t.calls_per_sample for t in timings if t.calls_per_sample > 1})
+            per_sample = f", {'/'.join(map(str, batched))} calls per sample" if batched else ""
             stages.add("time", "passed", timed_seconds, "interpreter wall clock, timed calls spot-checked by the "
-                       "parent; not a kernel measurement, so no speedup")  # fmt: skip
+                       f"parent{per_sample}; not a kernel measurement, so no speedup")  # fmt: skip
         else:
             stages.add("time", "skipped", 0.0, "no GPU: the cpu platform does not time kernels")
         return self._finish(
@@ -694,7 +708,8 @@ class Verifier:
         timed_seconds = _add_check_stage(stages, check, seconds, jit_seconds)
         if kind is None:
             stages.add("time", "passed", timed_seconds, "; ".join(
-                f"{t.case}: {t.candidate_ms:.4f} ms vs reference {t.reference_ms:.4f} ms ({t.repetitions} reps)"
+                f"{t.case}: {t.candidate_ms:.4f} ms vs reference {t.reference_ms:.4f} ms ({t.repetitions} reps"
+                + (f" of {t.calls_per_sample} calls)" if t.calls_per_sample > 1 else ")")
                 for t in timings))  # fmt: skip
         speedup = (
             task_speedup([t.reference_ms for t in timings], [t.candidate_ms for t in timings])

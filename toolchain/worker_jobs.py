@@ -65,6 +65,7 @@ class CheckJob:
     warmup: int
     input_sets: int
     allowed_ops: tuple[str, ...]
+    sample_ms: float = 0.0  # timing: the least device time one sample covers (0: one call per sample)
     hip: HipBuild | None = None
 
 

@@ -884,7 +884,7 @@ class CandidateHost:
 
         try:
             stats = time_on_device(run_candidate, input_sets, request.repetitions, request.warmup,
-                                   job.device, keep_outputs=set(spot))  # fmt: skip
+                                   job.device, keep_outputs=set(spot), calls_per_sample=request.calls_per_sample)  # fmt: skip
         except Exception as error:
             raise CandidateFailure("runtime_error", f"failed while timed: {one_line_error(error)}") from None
         finally:
@@ -893,7 +893,7 @@ class CandidateHost:
         for index, path in spot.items():
             self._write_output(job, stats.outputs[index], path)
         return {"ok": True, "median_ms": stats.median_ms, "p25_ms": stats.p25_ms, "p75_ms": stats.p75_ms,
-                "spread": stats.spread, "repetitions": stats.repetitions}  # fmt: skip
+                "spread": stats.spread, "repetitions": stats.repetitions, "calls_per_sample": stats.calls_per_sample}  # fmt: skip
 
     # -- end: take everything down -------------------------------------------------------------------
 

@@ -36,13 +36,14 @@ from kernelvault.toolchain.function_tasks import (
 from kernelvault.toolchain.kernel_tasks import untimed_autotuning
 from kernelvault.toolchain.sandboxed.candidate import StagedTiming, load_module, one_line_error, sync_device
 from kernelvault.toolchain.sandboxed.requests import (
+    PilotReference,
     Prepare,
     ReferenceRequest,
     StageReference,
     TimeReference,
 )
 from kernelvault.toolchain.sandboxed.tensor_files import read_tensors, write_tensors
-from kernelvault.toolchain.sandboxed.timing import time_on_device
+from kernelvault.toolchain.sandboxed.timing import PILOT_SAMPLES, time_on_device
 
 
 def to_device(value: Any, device: torch.device) -> Any:
@@ -159,6 +160,8 @@ class ReferenceHost:
                 return self._prepare(harness, request, device)
             if isinstance(request, StageReference):
                 return self._stage_time(harness, request, device)
+            if isinstance(request, PilotReference):
+                return self._pilot(request, device)
             if isinstance(request, TimeReference):
                 return self._time(request, device)
         except Exception as error:  # noqa: BLE001 - the task's failure: an infrastructure error, never a verdict
@@ -259,6 +262,19 @@ class ReferenceHost:
         def run_reference(inputs: Any) -> Any:
             return reference(*clone_value(inputs)) if fresh else reference(*inputs)
 
-        stats = time_on_device(run_reference, input_sets, request.repetitions, request.warmup, device)
+        stats = time_on_device(run_reference, input_sets, request.repetitions, request.warmup, device,
+                               calls_per_sample=request.calls_per_sample)  # fmt: skip
         return {"ok": True, "median_ms": stats.median_ms, "p25_ms": stats.p25_ms, "p75_ms": stats.p75_ms,
-                "spread": stats.spread, "repetitions": stats.repetitions}  # fmt: skip
+                "spread": stats.spread, "repetitions": stats.repetitions, "calls_per_sample": stats.calls_per_sample}  # fmt: skip
+
+    def _pilot(self, request: PilotReference, device: torch.device) -> dict[str, Any]:
+        """One-call samples of the staged reference, its staging kept for `TimeReference`."""
+        if self.staged is None:
+            return {"failure_kind": "infrastructure_error", "failure_message": "pilot before stage_time"}
+        reference, input_sets, fresh = self.staged.model, self.staged.input_sets, self.staged.fresh_arguments
+
+        def run_reference(inputs: Any) -> Any:
+            return reference(*clone_value(inputs)) if fresh else reference(*inputs)
+
+        stats = time_on_device(run_reference, input_sets, PILOT_SAMPLES, request.warmup, device)
+        return {"ok": True, "median_ms": stats.median_ms}

@@ -80,7 +80,8 @@ class Time:
     OP: ClassVar[str] = "time"
     repetitions: int
     warmup: int
-    spot_outputs: dict[str, str]  # call index -> output file
+    spot_outputs: dict[str, str]  # sample index -> output file (its last call's output)
+    calls_per_sample: int = 1  # the case's, chosen by the parent for every side (`timing.calls_for`)
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,17 @@ class TimeReference(_ReferenceCase):
     OP: ClassVar[str] = "time"
     repetitions: int
     warmup: int
+    calls_per_sample: int = 1
+
+
+@dataclass(frozen=True)
+class PilotReference(_ReferenceCase):
+    """A few one-call samples of the staged reference (`StageReference` first; the staging stays for
+    `TimeReference`): the parent chooses the case's calls per sample from their median. Sent in the lane's turn
+    alone on the device, like the timed requests."""
+
+    OP: ClassVar[str] = "pilot"
+    warmup: int
 
 
 @dataclass(frozen=True)
@@ -159,13 +171,13 @@ class CheckTask:
 
 
 CandidateRequest = Load | Build | Forward | StageTime | Time | End
-ReferenceRequest = Prepare | StageReference | TimeReference
+ReferenceRequest = Prepare | StageReference | PilotReference | TimeReference
 Request = CandidateRequest | ReferenceRequest | Compile | CheckTask
 
 # Which operations each worker kind answers: the same op name means different records for different kinds.
 OPERATIONS: dict[str, dict[str, type]] = {
     "candidate": {record.OP: record for record in (Load, Build, Forward, StageTime, Time, End)},
-    "reference": {record.OP: record for record in (Prepare, StageReference, TimeReference)},
+    "reference": {record.OP: record for record in (Prepare, StageReference, PilotReference, TimeReference)},
     "cross_compile": {Compile.OP: Compile},
     "task_check": {CheckTask.OP: CheckTask},
 }

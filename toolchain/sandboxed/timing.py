@@ -11,10 +11,19 @@ so the events never bracket host launch overhead. Without it, a kernel shorter t
 launch (Triton: 20-40 µs on the H200) was timed sometimes with and sometimes without that overhead,
 and the median of a 5 µs kernel moved by 60-180% between runs (measured on the H200, 2026-11-29). The
 flip side: a candidate whose host code is slow (many launches, Python loops) is not charged for it.
+
+Kernels of a few microseconds: one call per event pair leaves the spread at 6-17% on the H200 (the events'
+resolution and the clock's jitter are a good part of 5 µs), so a sample can cover `calls_per_sample`
+consecutive calls between one pair of events, after one flush and a spin long enough for the host to enqueue
+them all; the sample's time is the span over the calls. Only the sample's first call then starts with a cold L2:
+a different regime from one call per sample, so a case is timed with the same `calls_per_sample` on every
+side (candidate, reference, baseline), chosen from the reference's own time (`calls_for`), and each row says
+which it was.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -25,14 +34,24 @@ import torch
 
 L2_FLUSH_BYTES = 256 << 20  # larger than the L2 of any current GPU (H200: 60 MB, MI300X: 256 MB of LLC)
 _ASSUMED_CLOCK_HZ = 2.0e9  # for sizing the spin-wait; a slower real clock only makes the wait longer
+MAX_CALLS_PER_SAMPLE = 128  # a 2 µs kernel at a 0.25 ms sample; the host's enqueueing bounds what is useful
+PILOT_SAMPLES = 5  # one-call samples that `calls_for`'s estimate is taken from
+
+
+def calls_for(pilot_ms: float, sample_ms: float) -> int:
+    """Calls per sample so that one sample covers at least `sample_ms` of device time (1: one call per sample)."""
+    if sample_ms <= 0 or pilot_ms <= 0 or pilot_ms >= sample_ms:
+        return 1
+    return min(MAX_CALLS_PER_SAMPLE, math.ceil(sample_ms / pilot_ms))
 
 
 @dataclass(frozen=True)
 class TimingStats:
-    median_ms: float
+    median_ms: float  # per call: a sample's span divided by its calls
     p25_ms: float
     p75_ms: float
-    repetitions: int
+    repetitions: int  # samples
+    calls_per_sample: int = 1
     outputs: dict[int, Any] = field(
         default_factory=dict, repr=False
     )  # clones of the kept repetitions' results
@@ -57,11 +76,15 @@ def time_on_device(
     device: torch.device | None = None,
     warmup_ms: float = 50.0,
     keep_outputs: Collection[int] = (),
+    calls_per_sample: int = 1,
 ) -> TimingStats:
-    """Median device time of run(inputs) in ms, rotating over input_sets so no repetition reuses cached results."""
+    """Median device time of one run(inputs) in ms over `repetitions` samples of `calls_per_sample` calls each,
+    rotating over input_sets so that no call reuses the previous one's inputs. `keep_outputs`: samples whose
+    last call's output is kept; that call's inputs are `input_sets[sample % len(input_sets)]`."""
     device = device or torch.device("cuda")
+    calls = max(1, calls_per_sample)
     if device.type == "cpu":
-        return _time_on_host(run, input_sets, repetitions, warmup, keep_outputs)
+        return _time_on_host(run, input_sets, repetitions, warmup, keep_outputs, calls)
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
     # Warm up for at least `warmup` calls AND `warmup_ms` of wall time: an idle GPU runs at a fraction of
     # its clock (345 MHz seen on an idle H200) and ten calls of a 7 µs kernel never wake it up.
@@ -76,8 +99,8 @@ def time_on_device(
         enqueue_seconds.append(time.perf_counter() - before)  # host time to enqueue one call
         index += 1
     torch.cuda.synchronize(device)
-    # Twice the typical enqueue time, plus a margin, so the host is always ahead of the GPU.
-    spin_cycles = int((2 * statistics.median(enqueue_seconds) + 50e-6) * _ASSUMED_CLOCK_HZ)
+    # Twice the typical enqueue time of the sample's calls, plus a margin, so the host is always ahead of the GPU.
+    spin_cycles = int((2 * calls * statistics.median(enqueue_seconds) + 50e-6) * _ASSUMED_CLOCK_HZ)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(repetitions)]
     kept: dict[int, Any] = {}
@@ -85,16 +108,27 @@ def time_on_device(
         flush.zero_()
         _spin(spin_cycles)
         starts[index].record()
-        output = run(input_sets[index % len(input_sets)])
+        output = _run_sample(run, input_sets, index, calls)
         ends[index].record()
         if index in keep_outputs:  # cloned after the end event: outside the measured span
             kept[index] = output.clone() if isinstance(output, torch.Tensor) else output
     torch.cuda.synchronize(device)
-    return _summarise([start.elapsed_time(end) for start, end in zip(starts, ends, strict=True)], kept)
+    spans = [start.elapsed_time(end) / calls for start, end in zip(starts, ends, strict=True)]
+    return _summarise(spans, kept, calls)
+
+
+def _run_sample(run: Callable[[Sequence[object]], object], input_sets: Sequence[Sequence[object]], index: int,
+                calls: int) -> object:  # fmt: skip
+    """One sample's calls on consecutive input sets, the last on set `index`: its output is the one kept (an
+    earlier call's output may be a buffer a later call writes again)."""
+    output: object = None
+    for call in range(calls):
+        output = run(input_sets[(index + call - (calls - 1)) % len(input_sets)])
+    return output
 
 
 def _time_on_host(run: Callable[[Sequence[object]], object], input_sets: Sequence[Sequence[object]],
-                  repetitions: int, warmup: int, keep_outputs: Collection[int]) -> TimingStats:  # fmt: skip
+                  repetitions: int, warmup: int, keep_outputs: Collection[int], calls: int) -> TimingStats:  # fmt: skip
     """Wall clock per call on the CPU (no cache flush, no events): what `VerifyConfig.time_on_cpu` uses so
     that CI runs the timing protocol (spot checks, the parent's judgement) through the interpreter. The
     figures time the Triton interpreter, not a kernel: they never become a speedup."""
@@ -103,15 +137,15 @@ def _time_on_host(run: Callable[[Sequence[object]], object], input_sets: Sequenc
     samples, kept = [], {}
     for index in range(repetitions):
         started = time.perf_counter()
-        output = run(input_sets[index % len(input_sets)])
-        samples.append((time.perf_counter() - started) * 1e3)
+        output = _run_sample(run, input_sets, index, calls)
+        samples.append((time.perf_counter() - started) * 1e3 / calls)
         if index in keep_outputs:
             kept[index] = output.clone() if isinstance(output, torch.Tensor) else output
-    return _summarise(samples, kept)
+    return _summarise(samples, kept, calls)
 
 
-def _summarise(samples_ms: list[float], kept: dict[int, Any]) -> TimingStats:
-    """Median and quartiles of one timed series (device events or wall clock)."""
+def _summarise(samples_ms: list[float], kept: dict[int, Any], calls: int) -> TimingStats:
+    """Median and quartiles of one timed series (device events or wall clock), per call."""
     samples = sorted(samples_ms)
     quartiles = statistics.quantiles(samples, n=4) if len(samples) >= 2 else [samples[0]] * 3
-    return TimingStats(statistics.median(samples), quartiles[0], quartiles[2], len(samples), kept)
+    return TimingStats(statistics.median(samples), quartiles[0], quartiles[2], len(samples), calls, kept)
