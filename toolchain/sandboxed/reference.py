@@ -16,6 +16,7 @@ a candidate's; but it is not watched: nothing it computes is credited to anyone.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -257,12 +258,7 @@ class ReferenceHost:
         staged, self.staged = self.staged, None  # one timing per staging: the inputs are freed after it
         if staged is None:
             return {"failure_kind": "infrastructure_error", "failure_message": "time before stage_time"}
-        reference, input_sets, fresh = staged.model, staged.input_sets, staged.fresh_arguments
-
-        def run_reference(inputs: Any) -> Any:
-            return reference(*clone_value(inputs)) if fresh else reference(*inputs)
-
-        stats = time_on_device(run_reference, input_sets, request.repetitions, request.warmup, device,
+        stats = time_on_device(_runner(staged), staged.input_sets, request.repetitions, request.warmup, device,
                                calls_per_sample=request.calls_per_sample)  # fmt: skip
         return {"ok": True, "median_ms": stats.median_ms, "p25_ms": stats.p25_ms, "p75_ms": stats.p75_ms,
                 "spread": stats.spread, "repetitions": stats.repetitions, "calls_per_sample": stats.calls_per_sample}  # fmt: skip
@@ -271,10 +267,17 @@ class ReferenceHost:
         """One-call samples of the staged reference, its staging kept for `TimeReference`."""
         if self.staged is None:
             return {"failure_kind": "infrastructure_error", "failure_message": "pilot before stage_time"}
-        reference, input_sets, fresh = self.staged.model, self.staged.input_sets, self.staged.fresh_arguments
-
-        def run_reference(inputs: Any) -> Any:
-            return reference(*clone_value(inputs)) if fresh else reference(*inputs)
-
-        stats = time_on_device(run_reference, input_sets, PILOT_SAMPLES, request.warmup, device)
+        stats = time_on_device(
+            _runner(self.staged), self.staged.input_sets, PILOT_SAMPLES, request.warmup, device
+        )
         return {"ok": True, "median_ms": stats.median_ms}
+
+
+def _runner(staged: StagedTiming) -> Callable[[Any], Any]:
+    """One timed call of the staged reference (on fresh copies of arguments it changes, as the candidate's)."""
+    reference, fresh = staged.model, staged.fresh_arguments
+
+    def run_reference(inputs: Any) -> Any:
+        return reference(*clone_value(inputs)) if fresh else reference(*inputs)
+
+    return run_reference
