@@ -7,7 +7,6 @@ are each timed with one call per sample and with that many, `--repetitions` samp
 the medians and spreads ((p75 - p25) / median) of both methods, and whether the chosen method keeps both spreads
 within 3%. The medians of the two methods differ by design on small cases (only a sample's first call follows
 the L2 flush); the speedup column shows what that does to the ratio.
-Bundled examples are our own code, so this script imports them directly; user candidates never are.
 
     python bench/small_case_spread.py [--tasks relu,softmax] [--sample-ms 0.25] [--repetitions 100]
 """
@@ -15,7 +14,6 @@ Bundled examples are our own code, so this script imports them directly; user ca
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -24,8 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from kernelvault.toolchain.sandboxed.candidate import load_module  # noqa: E402
-from kernelvault.toolchain.sandboxed.reference import TaskHarness  # noqa: E402
+from bench.bundled_cases import SEED, bundled_case, publish  # noqa: E402
 from kernelvault.toolchain.sandboxed.timing import PILOT_SAMPLES, TimingStats, calls_for, time_on_device  # noqa: E402
 from kernelvault.toolchain.tasks import load_task_file  # noqa: E402
 
@@ -46,18 +43,12 @@ def _timed(model: torch.nn.Module, input_sets: list[list[object]], calls: int, s
 
 def case_rows(name: str, device: torch.device, sample_ms: float, repetitions: int) -> list[str]:
     task = load_task_file(ROOT / "tasks" / f"{name}.py")
-    module = load_module(ROOT / "tasks" / f"{name}.py", f"bench_task_{name}")
-    example = load_module(ROOT / "examples" / "triton" / f"{name}.py", f"bench_example_{name}")
     rows = []
     for case in task.performance_cases:
-        harness = TaskHarness(module, device)
-        harness.apply(case.overrides)
-        init = harness.init_inputs()
         with torch.no_grad():
-            candidate = harness.build(example.ModelNew, init, seed=17)
-            reference = harness.reference(init, seed=17)
-            input_sets = [harness.inputs(seed) for seed in range(100, 104)]
-
+            built = bundled_case(name, case, device)
+            candidate, input_sets = built.example, built.input_sets
+            reference = built.harness.reference(built.init, seed=SEED)
             pilot = _timed(reference, input_sets, 1, PILOT_SAMPLES, device)
             calls = calls_for(pilot.median_ms, sample_ms)
             one = (
@@ -100,11 +91,7 @@ def main() -> int:
     met = sum(line.endswith("| yes |") for line in lines)
     total = sum(line.endswith(("| yes |", "| NO |")) for line in lines)
     lines += ["", f"{met} of {total} performance cases within {TARGET_SPREAD:.0%} spread on both sides"]
-    table = "\n".join(lines) + "\n"
-    print(table)
-    results = os.environ.get("KV_RESULTS_DIR")
-    if results:
-        Path(results, "small_case_spread.md").write_text(table)
+    publish("\n".join(lines) + "\n", "small_case_spread.md")
     return 0 if met == total else 1
 
 

@@ -16,7 +16,6 @@ Bundled examples are our own code, so this script imports them directly; user ca
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 from pathlib import Path
@@ -28,9 +27,8 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.testing  # noqa: E402
 
+from bench.bundled_cases import bundled_case, publish  # noqa: E402
 from kernelvault.contracts import Candidate  # noqa: E402
-from kernelvault.toolchain.sandboxed.candidate import load_module  # noqa: E402
-from kernelvault.toolchain.sandboxed.reference import TaskHarness  # noqa: E402
 from kernelvault.toolchain.sandboxed.timing import time_on_device  # noqa: E402
 from kernelvault.toolchain.tasks import load_task_file  # noqa: E402
 from kernelvault.toolchain.verify import Verifier  # noqa: E402
@@ -40,13 +38,9 @@ def measure(name: str, case_index: int, device: torch.device, repeats: int) -> s
     """One table row: the bundled example of task `name` on one of its performance cases."""
     task = load_task_file(ROOT / "tasks" / f"{name}.py")
     case = task.performance_cases[case_index]
-    harness = TaskHarness(load_module(ROOT / "tasks" / f"{name}.py", f"bench_task_{name}"), device)
-    example = load_module(ROOT / "examples" / "triton" / f"{name}.py", f"bench_example_{name}")
-    harness.apply(case.overrides)
-    init = harness.init_inputs()
     with torch.no_grad():
-        model = harness.build(example.ModelNew, init, seed=17)
-        input_sets = [harness.inputs(seed) for seed in range(100, 104)]
+        built = bundled_case(name, case, device)
+        model, input_sets = built.example, built.input_sets
 
         def run(inputs: list[object]) -> object:
             return model(*inputs)
@@ -97,11 +91,7 @@ def main() -> int:
             torch.cuda.empty_cache()
     lines += ["", "| task | performance cases | verify speedup min | max | runs |", "|---|---|---|---|---|"]
     lines += [verify_speedups(name, verifier, args.verify_runs) for name in names]
-    table = "\n".join(lines) + "\n"
-    print(table)
-    results = os.environ.get("KV_RESULTS_DIR")
-    if results:
-        Path(results, "timing_fidelity.md").write_text(table)
+    publish("\n".join(lines) + "\n", "timing_fidelity.md")
     return 0
 
 

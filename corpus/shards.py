@@ -55,9 +55,8 @@ class ShardWriter:
         self._buffered_bytes = 0
         self._oldest_row_at = 0.0
         self._remove_stale_temporaries()
-        if (
-            schema is ATTEMPT_SCHEMA
-        ):  # a resumed run's older shards, brought to this layout before new ones land
+        # a resumed run's older shards, brought to this layout before new ones land
+        if schema is ATTEMPT_SCHEMA:
             conform_shards_in_place(self.folder)
         self._next_index = self._first_free_index()
 

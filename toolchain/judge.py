@@ -27,7 +27,6 @@ is checked (see the README's known limits).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import secrets
 import shutil
@@ -355,7 +354,7 @@ class _Check:
         `job.sample_ms` 0: one call per sample, no pilot."""
         if self.job.sample_ms <= 0:
             return 1
-        key = (_task_digest(Path(self.job.task_path)), case.name, self.job.sample_ms)
+        key = (self.job.task_id, case.name, self.job.sample_ms)
         if key not in _CALLS_PER_SAMPLE:
             pilot = self.ask_reference(PilotReference(
                 **self._task_fields(), case=case.name, overrides=case.overrides, weight_seed=weight_seed,
@@ -365,14 +364,9 @@ class _Check:
         return _CALLS_PER_SAMPLE[key]
 
 
-# Calls per sample by (the task file's digest, case, sample_ms), for this parent process's lifetime: every lane
-# of a pool times a task's case the same way. Keyed by the file's content, not its path (each candidate's folder
-# holds its own copy of the task).
+# Calls per sample by (task id, case, sample_ms), for this parent process's lifetime: every lane of a pool times
+# a task's case the same way.
 _CALLS_PER_SAMPLE: dict[tuple[str, str, float], int] = {}
-
-
-def _task_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def run_check(job: CheckJob, module_name: str, reference: PersistentWorker, candidate: PersistentWorker,

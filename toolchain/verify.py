@@ -509,6 +509,7 @@ class Verifier:
     def _check_job(self, task: Task, workdir: Path, timed: bool, hip: HipBuild | None = None) -> CheckJob:
         return CheckJob(
             setup=self._setup(),
+            task_id=task.task_id,
             task_path=str(workdir / "task.py"),
             candidate_path=str(workdir / "candidate.py"),
             launches_path=str(workdir / "launches.jsonl"),

@@ -47,6 +47,7 @@ class CheckJob:
     """Check one candidate against its task (and, where `timed`, time both)."""
 
     setup: WorkerSetup
+    task_id: str  # the task's content hash: what the parent keys per-task choices by (calls per timed sample)
     task_path: str
     candidate_path: str
     launches_path: str  # the kernels the check launched, written back here for the verifier

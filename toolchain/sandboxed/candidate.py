@@ -892,8 +892,7 @@ class CandidateHost:
         job.guards.raise_if_violated()
         for index, path in spot.items():
             self._write_output(job, stats.outputs[index], path)
-        return {"ok": True, "median_ms": stats.median_ms, "p25_ms": stats.p25_ms, "p75_ms": stats.p75_ms,
-                "spread": stats.spread, "repetitions": stats.repetitions, "calls_per_sample": stats.calls_per_sample}  # fmt: skip
+        return stats.reply()
 
     # -- end: take everything down -------------------------------------------------------------------
 

@@ -260,8 +260,7 @@ class ReferenceHost:
             return {"failure_kind": "infrastructure_error", "failure_message": "time before stage_time"}
         stats = time_on_device(_runner(staged), staged.input_sets, request.repetitions, request.warmup, device,
                                calls_per_sample=request.calls_per_sample)  # fmt: skip
-        return {"ok": True, "median_ms": stats.median_ms, "p25_ms": stats.p25_ms, "p75_ms": stats.p75_ms,
-                "spread": stats.spread, "repetitions": stats.repetitions, "calls_per_sample": stats.calls_per_sample}  # fmt: skip
+        return stats.reply()
 
     def _pilot(self, request: PilotReference, device: torch.device) -> dict[str, Any]:
         """One-call samples of the staged reference, its staging kept for `TimeReference`."""

@@ -60,6 +60,11 @@ class TimingStats:
     def spread(self) -> float:
         return (self.p75_ms - self.p25_ms) / self.median_ms if self.median_ms > 0 else 0.0
 
+    def reply(self) -> dict[str, Any]:
+        """What a worker answers a timed request with (the candidate's and the reference's alike)."""
+        return {"ok": True, "median_ms": self.median_ms, "p25_ms": self.p25_ms, "p75_ms": self.p75_ms,
+                "spread": self.spread, "repetitions": self.repetitions, "calls_per_sample": self.calls_per_sample}  # fmt: skip
+
 
 def _spin(cycles: int) -> None:
     """Keep the GPU busy for about `cycles` clock cycles (no-op where torch lacks the helper)."""

@@ -1,0 +1,48 @@
+"""A bundled Triton example built on one of its task's performance cases, for the GPU timing benches
+(`timing_fidelity.py`, `small_case_spread.py`), and where their tables go.
+
+Bundled examples are our own code, so the benches import them directly; user candidates never are.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernelvault.contracts import TaskCase
+from kernelvault.toolchain.sandboxed.candidate import load_module
+from kernelvault.toolchain.sandboxed.reference import TaskHarness
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = 17  # the weights' seed
+INPUT_SEEDS = range(100, 104)  # four input sets, as the verifier's timing rotates over
+
+
+@dataclass
+class BundledCase:
+    harness: TaskHarness  # the task on this case (its reference: `harness.reference(init, SEED)`)
+    init: list[Any]
+    example: torch.nn.Module  # the bundled example's ModelNew
+    input_sets: list[list[Any]]
+
+
+def bundled_case(name: str, case: TaskCase, device: torch.device) -> BundledCase:
+    """tasks/NAME.py and examples/triton/NAME.py, built on `case` (call it under torch.no_grad())."""
+    harness = TaskHarness(load_module(ROOT / "tasks" / f"{name}.py", f"bench_task_{name}"), device)
+    example = load_module(ROOT / "examples" / "triton" / f"{name}.py", f"bench_example_{name}")
+    harness.apply(case.overrides)
+    init = harness.init_inputs()
+    model = harness.build(example.ModelNew, init, seed=SEED)
+    return BundledCase(harness, init, model, [harness.inputs(seed) for seed in INPUT_SEEDS])
+
+
+def publish(table: str, filename: str) -> None:
+    """Print a bench's table, and write it to $KV_RESULTS_DIR/`filename` when that is set (bench/gpu_session.sh)."""
+    print(table)
+    results = os.environ.get("KV_RESULTS_DIR")
+    if results:
+        Path(results, filename).write_text(table)
