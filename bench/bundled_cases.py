@@ -19,7 +19,8 @@ from kernelvault.toolchain.sandboxed.reference import TaskHarness
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 17  # the weights' seed
-INPUT_SEEDS = range(100, 104)  # four input sets, as the verifier's timing rotates over
+INPUT_SETS = 4  # as many input sets as the verifier's timing rotates over (`VerifyConfig.input_sets`)
+FIRST_INPUT_SEED = 100
 
 
 @dataclass
@@ -30,14 +31,19 @@ class BundledCase:
     input_sets: list[list[Any]]
 
 
-def bundled_case(name: str, case: TaskCase, device: torch.device) -> BundledCase:
-    """tasks/NAME.py and examples/triton/NAME.py, built on `case` (call it under torch.no_grad())."""
+def bundled_case(
+    name: str, case: TaskCase, device: torch.device, input_sets: int = INPUT_SETS
+) -> BundledCase:
+    """tasks/NAME.py and examples/triton/NAME.py, built on `case` with `input_sets` input sets (call it under
+    torch.no_grad())."""
     harness = TaskHarness(load_module(ROOT / "tasks" / f"{name}.py", f"bench_task_{name}"), device)
     example = load_module(ROOT / "examples" / "triton" / f"{name}.py", f"bench_example_{name}")
     harness.apply(case.overrides)
     init = harness.init_inputs()
     model = harness.build(example.ModelNew, init, seed=SEED)
-    return BundledCase(harness, init, model, [harness.inputs(seed) for seed in INPUT_SEEDS])
+    return BundledCase(
+        harness, init, model, [harness.inputs(FIRST_INPUT_SEED + n) for n in range(input_sets)]
+    )
 
 
 def publish(table: str, filename: str) -> None:

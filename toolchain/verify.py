@@ -58,6 +58,7 @@ from kernelvault.toolchain.optimisation import (
 from kernelvault.toolchain.platforms import AMD_WAVEFRONT, PlatformChoice, detect_platform, run_environment
 from kernelvault.toolchain.reward import DEFAULT_REWARD, RewardConfig, graded_reward, task_speedup
 from kernelvault.toolchain.sandbox import SandboxLimits, SandboxResult
+from kernelvault.toolchain.sandboxed.timing import DEFAULT_GPU_SAMPLE_MS
 from kernelvault.toolchain.static_check import check_hip_candidate, check_triton_candidate
 from kernelvault.toolchain.static_wall import check_candidate
 from kernelvault.toolchain.worker_jobs import CheckJob, CompileJob, HipBuild, WorkerJob, WorkerSetup
@@ -77,7 +78,7 @@ class VerifyConfig:
     warmup: int = 10
     input_sets: int = 4  # timing rotates over this many freshly drawn input sets
     # The least device time one timed sample covers: a case whose reference runs shorter is timed several calls
-    # per sample, the same number on every side (`toolchain.sandboxed.timing`). None: 0.25 ms on a GPU, and on
+    # per sample, the same number on every side (`toolchain.sandboxed.timing`). None: 0.5 ms on a GPU, and on
     # the CPU one call per sample (its wall clock times the interpreter; batching would only slow CI down).
     sample_ms: float | None = None
     reward: RewardConfig = field(default_factory=lambda: DEFAULT_REWARD)
@@ -418,7 +419,7 @@ class Verifier:
         """`VerifyConfig.sample_ms` resolved for this platform."""
         if self.config.sample_ms is not None:
             return self.config.sample_ms
-        return 0.0 if self.choice.platform == "cpu" else 0.25
+        return 0.0 if self.choice.platform == "cpu" else DEFAULT_GPU_SAMPLE_MS
 
     def _hip_arch(self) -> str | None:
         # On cpu the Triton default (gfx942) is unknown to Debian's ROCm 5.2 clang: HIP takes gfx90a unless told.

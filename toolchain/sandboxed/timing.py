@@ -34,7 +34,11 @@ import torch
 
 L2_FLUSH_BYTES = 256 << 20  # larger than the L2 of any current GPU (H200: 60 MB, MI300X: 256 MB of LLC)
 _ASSUMED_CLOCK_HZ = 2.0e9  # for sizing the spin-wait; a slower real clock only makes the wait longer
-MAX_CALLS_PER_SAMPLE = 128  # a 2 µs kernel at a 0.25 ms sample; the host's enqueueing bounds what is useful
+# The least device time a sample covers on a GPU. Measured on the H200 (bench/small_case_spread.py, 2026-12-03,
+# 26 performance cases of the bundled examples): at 0.25 ms, 24 of 26 cases kept both spreads within 3% (a 3 µs
+# example took a 37 µs sample beside a 5x slower reference: 3.7%); at 0.5 ms all 26 did (worst 2.0%).
+DEFAULT_GPU_SAMPLE_MS = 0.5
+MAX_CALLS_PER_SAMPLE = 128  # a 4 µs kernel at a 0.5 ms sample; the host's enqueueing bounds what is useful
 PILOT_SAMPLES = 5  # one-call samples that `calls_for`'s estimate is taken from
 
 
