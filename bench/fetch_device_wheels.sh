@@ -20,8 +20,8 @@ download pyseccomp==0.1.2
 if [ ! -f .whl/libseccomp2.deb ] && command -v apt-get >/dev/null; then
   (cd "$(mktemp -d)" && apt-get download -q libseccomp2 >/dev/null && mv libseccomp2_*.deb "$OLDPWD/.whl/libseccomp2.deb")
 fi
-# training: TRL
-download trl==1.16.0
+# training: TRL; Liger's Triton kernels (fused linear cross-entropy, RMSNorm, SwiGLU, RoPE) for the SFT MFU runs
+download trl==1.16.0 liger-kernel==0.8.5
 # agents (the RL rollouts and reward service import them): openai and LangGraph with their pure-Python deps
 download openai jiter distro sniffio anyio httpx httpcore h11 pydantic pydantic-core annotated-types \
   typing-inspection tenacity httpx2 httpcore2 truststore idna langchain-protocol langgraph langgraph-checkpoint langgraph-prebuilt langgraph-sdk langchain-core \
