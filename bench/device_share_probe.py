@@ -7,7 +7,8 @@ Legacy CUDA IPC handles do not cross PID namespaces; `kernelvault.toolchain.sand
 1. the round trip inside this process (export, import, read through torch);
 2. the same from a worker in the jail (its own user, PID, IPC, mount and network namespaces, seccomp): the
    worker fills a block with a pattern and sends the descriptor over a Unix socket (SCM_RIGHTS); this process
-   maps it read-only and checks the pattern on the device; what kind of file the descriptor is;
+   maps it read-only and checks the pattern on the device; what kind of file the descriptor is; then a value
+   sent the way the judge would take it (`bundles`: a nest of tensors, a transposed one among them);
 3. the block after the worker has exited and its process group been killed (the mapping should hold);
 4. forgeries: descriptors that are not CUDA allocations (a file, a pipe, a memfd, /dev/null), a size larger
    than the allocation, views outside the mapping: each must be a clean refusal;
@@ -49,8 +50,16 @@ def pattern(count: int, device: torch.device) -> torch.Tensor:
     return torch.arange(count, dtype=torch.float32, device=device).mul_(0.5).sin_()
 
 
-def export_in_worker(sock_fd: int, megabytes: int) -> int:
-    """The worker's side: fill a block with the pattern, send its descriptor, wait for 'done'."""
+def bundle_value(device: torch.device) -> tuple[object, ...]:
+    square = pattern(1 << 20, device).view(1024, 1024)
+    return (square, square.t(), torch.arange(7, device=device), 2.5, {"mode": "fast"})
+
+
+def export_in_worker(sock_fd: int, bundle_fd: int, megabytes: int) -> int:
+    """The worker's side: fill a block with the pattern, send its descriptor, send a bundle (the judge's
+    transport, `bundles.BundleSender`), wait for 'done'."""
+    from kernelvault.toolchain.sandboxed.bundles import BundleSender
+
     device = torch.device("cuda", 0)
     started = time.perf_counter()
     block = export_block(megabytes << 20, device)
@@ -59,9 +68,13 @@ def export_in_worker(sock_fd: int, megabytes: int) -> int:
     torch.cuda.synchronize()
     message = json.dumps({"size": block.size, "count": count, "export_s": time.perf_counter() - started,
                           "pid_seen_inside": os.getpid()}).encode()  # fmt: skip
+    sender = BundleSender(bundle_fd, "cuda")
     with socket.socket(fileno=sock_fd) as channel:
         socket.send_fds(channel, [message], [block.fd])
-        channel.recv(16)  # 'done': the parent has mapped it (or given up)
+        sender.send("out/check0.st", bundle_value(device))
+        channel.sendall(b"bundle sent")
+        channel.recv(16)  # 'done': the parent has mapped them (or given up)
+    sender.release()
     block.close()
     return 0
 
@@ -123,12 +136,17 @@ def from_jail(megabytes: int) -> None:
     print(f"info  isolation: {isolation.level}: {isolation.detail}", flush=True)
     folder = Path(tempfile.mkdtemp(prefix="kv-share-"))  # where the lanes' homes are (the jail's uid owns it)
     jail = folder_jail(isolation, folder, read_only=(str(ROOT),), devices=gpu_device_nodes())
-    parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    from kernelvault.toolchain.sandboxed.bundles import BundleInbox, bundle_socketpair
+
+    parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)  # one message per recv
+    inbox_end, bundle_end = bundle_socketpair()
     limits = SandboxLimits(timeout_s=120, memory_bytes=None)
     process = start_sandboxed([sys.executable, str(Path(__file__).resolve()), "--export", str(child_end.fileno()),
-                               "--megabytes", str(megabytes)], folder, limits, pass_fds=(child_end.fileno(),),
+                               "--bundle-fd", str(bundle_end.fileno()), "--megabytes", str(megabytes)], folder, limits,
+                              pass_fds=(child_end.fileno(), bundle_end.fileno()),
                               jail=jail)  # fmt: skip
     child_end.close()
+    bundle_end.close()
     parent_end.settimeout(120)
     device = torch.device("cuda", 0)
     try:
@@ -159,6 +177,16 @@ def from_jail(megabytes: int) -> None:
         refused("a view past the end", lambda: tensor_view(block, block.size - 4, torch.float32, (2,)))
         refused("a view at a negative offset", lambda: tensor_view(block, -4, torch.float32, (1,)))
         refused("a misaligned view", lambda: tensor_view(block, 2, torch.float32, (1,)))
+        step("the worker's bundle said it was sent", lambda: parent_end.recv(16))
+        inbox = BundleInbox(inbox_end, "cuda", device)
+        opened = step("a bundle from the jail, opened on the device", lambda: inbox.open("out/check0.st"))
+        if opened is not None:
+            expected = bundle_value(device)
+            same = all(torch.equal(got, want) if isinstance(got, torch.Tensor) else got == want
+                       for got, want in zip(opened, expected, strict=True))  # fmt: skip
+            print(f"{'ok   ' if same else 'FAIL '} the bundle's values, strides kept: {same}, "
+                  f"{opened[1].stride() == expected[1].stride()}", flush=True)  # fmt: skip
+        inbox.release()
         parent_end.sendall(b"done")
         process.wait(timeout=60)
         kill_group(process)
@@ -169,6 +197,7 @@ def from_jail(megabytes: int) -> None:
     finally:
         kill_group(process)
         parent_end.close()
+        inbox_end.close()
         print(f"info  worker stderr tail: {(folder / 'stderr.log').read_text()[-600:]!r}", flush=True)
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -221,9 +250,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--megabytes", type=int, default=256)
     parser.add_argument("--export", type=int, default=None, help=argparse.SUPPRESS)  # the worker's role
+    parser.add_argument("--bundle-fd", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.export is not None:
-        return export_in_worker(args.export, args.megabytes)
+        return export_in_worker(args.export, args.bundle_fd, args.megabytes)
     if not torch.cuda.is_available():
         print("device_share_probe needs a GPU")
         return 1

@@ -45,20 +45,17 @@ def _dense_strides(tensor: torch.Tensor) -> bool:
     return True
 
 
-def write_tensors(path: Path, value: Any) -> None:
-    """Write a tensor, or a nest of tensors and plain scalars, to `path` (CPU copies)."""
+def encode_value(value: Any) -> tuple[Any, dict[str, torch.Tensor]]:
+    """A tensor, or a nest of tensors and plain scalars, as (its structure as JSON-able data, its tensors by
+    name): each tensor detached and contiguous, on its own device; `decode_value` is the inverse. Raises
+    TensorFileError for a value that cannot travel."""
     tensors: dict[str, torch.Tensor] = {}
-    stored: set[int] = set()  # storages already in the file: safetensors refuses to write one twice
 
     def encode(item: Any) -> Any:
         if isinstance(item, torch.Tensor):
             name = f"t{len(tensors)}"
             detached = item.detach()
-            on_host = detached.to("cpu").contiguous()
-            if on_host.numel() and on_host.untyped_storage().data_ptr() in stored:
-                on_host = on_host.clone()  # one tensor twice in a value (a call returning its `out`)
-            stored.add(on_host.untyped_storage().data_ptr())
-            tensors[name] = on_host
+            tensors[name] = detached.contiguous()
             entry: dict[str, Any] = {"tensor": name}
             if not detached.is_contiguous() and _dense_strides(detached):
                 entry["stride"] = list(detached.stride())
@@ -79,8 +76,21 @@ def write_tensors(path: Path, value: Any) -> None:
             return {"value": item} if math.isfinite(item) else {"float": repr(item)}
         raise TensorFileError(f"cannot pass a {type(item).__name__} between processes")
 
-    structure = encode(value)
-    save_file(tensors, str(path), metadata={_STRUCTURE: json.dumps(structure)})
+    return encode(value), tensors
+
+
+def write_tensors(path: Path, value: Any) -> None:
+    """Write a tensor, or a nest of tensors and plain scalars, to `path` (CPU copies)."""
+    structure, tensors = encode_value(value)
+    stored: set[int] = set()  # storages already in the file: safetensors refuses to write one twice
+    on_host: dict[str, torch.Tensor] = {}
+    for name, tensor in tensors.items():
+        copy = tensor.to("cpu")
+        if copy.numel() and copy.untyped_storage().data_ptr() in stored:
+            copy = copy.clone()  # one tensor twice in a value (a call returning its `out`)
+        stored.add(copy.untyped_storage().data_ptr())
+        on_host[name] = copy
+    save_file(on_host, str(path), metadata={_STRUCTURE: json.dumps(structure)})
 
 
 def read_tensors(path: Path, device: torch.device | str = "cpu") -> Any:
@@ -95,13 +105,18 @@ def read_tensors(path: Path, device: torch.device | str = "cpu") -> Any:
         raise
     except Exception as error:  # noqa: BLE001 - a missing, torn or foreign file: say which
         raise TensorFileError(f"not a readable tensor file ({type(error).__name__}: {error})") from None
-    target = torch.device(device)
+    return decode_value(structure, tensors, torch.device(device))
+
+
+def decode_value(structure: Any, tensors: dict[str, torch.Tensor], target: torch.device) -> Any:
+    """The value `encode_value` encoded, its tensors on `target` (moved only where they are elsewhere). Raises
+    TensorFileError for a structure that is not one of ours."""
 
     def decode(entry: Any) -> Any:
         if not isinstance(entry, dict) or len(entry) not in (1, 2):
             raise TensorFileError("malformed structure in a tensor file")
         if "tensor" in entry:
-            tensor = tensors.get(entry["tensor"])
+            tensor = tensors.get(entry["tensor"]) if isinstance(entry["tensor"], str) else None
             if tensor is None:
                 raise TensorFileError(f"tensor {entry['tensor']!r} is missing from the file")
             if "stride" in entry:
