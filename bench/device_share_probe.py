@@ -68,10 +68,10 @@ def export_in_worker(sock_fd: int, bundle_fd: int, megabytes: int) -> int:
     torch.cuda.synchronize()
     message = json.dumps({"size": block.size, "count": count, "export_s": time.perf_counter() - started,
                           "pid_seen_inside": os.getpid()}).encode()  # fmt: skip
-    sender = BundleSender(bundle_fd, "cuda")
+    sender = BundleSender(bundle_fd)
     with socket.socket(fileno=sock_fd) as channel:
         socket.send_fds(channel, [message], [block.fd])
-        sender.send("out/check0.st", bundle_value(device))
+        sender.send("out/check0.st", bundle_value(device), device)
         channel.sendall(b"bundle sent")
         channel.recv(16)  # 'done': the parent has mapped them (or given up)
     sender.release()

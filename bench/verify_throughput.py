@@ -18,6 +18,8 @@ Modes, run one after the other in the same invocation on the same candidates:
   through the device's gate, `kernelvault.toolchain.device_gate`);
 - `ray@DEVICES`: the same stages through the Ray executor (a local Ray instance; one verification actor per
   GPU named, compilation as Ray tasks): the 1 → 2 actor scaling of the Ray issue;
+- `persistent+shared` (and `persistent@0x3+shared`, ...): the same with outputs judged in shared memory
+  (`VerifyConfig.shared_outputs`; on a GPU the parent compares on the device, #24 item 1);
 - `kernelbench`: the peer harness, KernelBench's own `eval_kernel_against_ref` in a fresh process per candidate,
   from a checkout given with `--kernelbench` (bench/kernelbench_peer.py). With it in the modes, every mode runs
   on the candidates KernelBench can take (the others are listed with the reason), so the figures compare.
@@ -276,7 +278,7 @@ def run_mode(mode: str, verifier: Verifier, items: list[Attempt], devices: str, 
             raise SystemExit("the kernelbench mode needs --kernelbench PATH (a KernelBench checkout)")
         return run_kernelbench(args.kernelbench, items, args.timeout_s,
                                lambda attempt: expected_outcomes(attempt.candidate, verifier.choice.platform, None))  # fmt: skip
-    executor, _, named = mode.partition("@")
+    executor, _, named = mode.removesuffix("+shared").partition("@")
     gpus, _, per_gpu = named.partition("x")
     return run_persistent(verifier, items, gpus.replace("+", ",") or devices, args.lanes, args.compile_workers,
                           "ray" if executor == "ray" else "local", int(per_gpu or 1))  # fmt: skip
@@ -383,9 +385,10 @@ def main() -> int:
 
     def fresh_verifier(mode: str) -> Verifier:
         # Each mode starts with an empty HIP build cache (and each worker with an empty Triton cache of its
-        # own): a mode run after another must not find its kernels already compiled.
+        # own): a mode run after another must not find its kernels already compiled. A mode ending in
+        # `+shared` judges outputs in shared memory (`VerifyConfig.shared_outputs`: on the device, on a GPU).
         return Verifier(VerifyConfig(platform=args.platform, timeout_s=args.timeout_s, static_wall=args.static_wall == "on",
-                                     hip_cache=caches / mode / "hip"))  # fmt: skip
+                                     hip_cache=caches / mode / "hip", shared_outputs=mode.endswith("-shared")))  # fmt: skip
 
     if args.list:
         chosen = attempts(args.which, args.limit, on_gpu=args.platform != "cpu")

@@ -108,3 +108,34 @@ def test_a_verdict_records_where_the_candidate_ran(small_relu) -> None:  # noqa:
     verifier = Verifier(VerifyConfig(platform="cpu", isolation="process"))
     verdict = verifier.verify(small_relu, Candidate(small_relu.task_id, "triton", "no code here", "test"))
     assert verdict.environment is not None and verdict.environment.isolation == "process"
+
+
+def test_shared_outputs_give_the_verdicts_of_files_without_the_parent_reading_an_output_file(
+    small_relu, monkeypatch
+) -> None:  # noqa: ANN001
+    """`shared_outputs`: the workers send outputs and expected outputs as shared memory (on the CPU, sealed
+    memfds; on a GPU, device blocks the parent maps), and the parent judges them there. With every output
+    file made unreadable to the parent, the verdicts are still those of the file path: a correct kernel
+    passes, a wrong one is a mismatch, a wrong shape an interface error."""
+    import kernelvault.toolchain.judge
+
+    def no_output_files(path: Path, device: str = "cpu"):  # noqa: ANN202
+        raise AssertionError(f"the parent read a tensor file: {path}")
+
+    monkeypatch.setattr(kernelvault.toolchain.judge, "read_tensors", no_output_files)
+    wrong = RELU.replace("tl.store(y_ptr + offs, y, mask=mask)", "tl.store(y_ptr + offs, y + 1.0, mask=mask)")
+    wrong_shape = RELU.rstrip().removesuffix("return y") + "return y[:1]\n"
+    assert RELU not in (wrong, wrong_shape)
+    verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60, shared_outputs=True))
+    lane = WorkerLane()
+    try:
+        verdicts = [verifier.verify(small_relu, Candidate(small_relu.task_id, "triton", code, "test"), runner=lane)
+                    for code in (RELU, wrong, wrong_shape)]  # fmt: skip
+    finally:
+        lane.close()
+    correct, mismatch, interface = verdicts
+    assert correct.correct is True, correct.failure_message
+    check = next(stage for stage in correct.stages if stage.name == "check")
+    assert "MB shared" in check.log
+    assert mismatch.failure_kind == "mismatch", mismatch.failure_message
+    assert interface.failure_kind == "interface_error", interface.failure_message

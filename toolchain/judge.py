@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+import torch
+
 from kernelvault.contracts import TaskCase
 from kernelvault.toolchain.compare import Comparison, compare_outputs
 from kernelvault.toolchain.sandboxed.requests import (
@@ -66,8 +68,8 @@ if TYPE_CHECKING:
 class ProtocolCosts:
     """What the check protocol cost one job, measured by the parent.
 
-    `megabytes`: tensor files handed to the candidate and read back from it; `transfer_seconds`: the parent
-    reading the files it judges; `answer_seconds`: comparing them; `reference_seconds`: the reference
+    `megabytes`: tensor files handed to the candidate and read back from it; `shared_megabytes`: outputs mapped
+    from the workers instead (`shared_outputs`); `transfer_seconds`: the parent reading (or mapping) what it judges; `answer_seconds`: comparing them; `reference_seconds`: the reference
     worker's requests (inputs, expected outputs, its timing); `timed_seconds`: the candidate's timed
     requests, the time stage as the parent saw it; `gate_seconds`: what the lane waited at its device's gate
     (`kernelvault.toolchain.device_gate`): the lane's wait, not the candidate's work.
@@ -75,6 +77,9 @@ class ProtocolCosts:
 
     messages: int = 0
     megabytes: float = 0.0
+    shared_megabytes: float = (
+        0.0  # outputs judged in shared memory (`CheckJob.shared_outputs`): no file, no copy
+    )
     transfer_seconds: float = 0.0
     answer_seconds: float = 0.0
     gate_seconds: float = 0.0
@@ -98,7 +103,8 @@ class ProtocolCosts:
         waited = f"; waited {self.gate_seconds:.2f} s at the device's gate" if self.gate_seconds else ""
         record = f"; device record: {self.device_record}" if self.device_record else ""
         kinds = ", ".join(f"{kind} {seconds:.2f}" for kind, seconds in sorted(self.request_seconds.items()))
-        return (f"check protocol: {self.messages} request(s), {self.megabytes:.1f} MB of tensor files, "
+        shared = f", {self.shared_megabytes:.1f} MB shared" if self.shared_megabytes else ""
+        return (f"check protocol: {self.messages} request(s), {self.megabytes:.1f} MB of tensor files{shared}, "
                 f"reading {self.transfer_seconds:.2f} s, comparing {self.answer_seconds:.2f} s, "
                 f"reference {self.reference_seconds:.2f} s{waited}{record}"
                 + (f"; seconds per request kind: {kinds}" if kinds else ""))  # fmt: skip
@@ -116,6 +122,17 @@ class CheckStopped(Exception):
         super().__init__(str(result))
         self.result = result  # None: the candidate's worker died or ran out of time (see `run`)
         self.run = run
+
+
+def _tensor_bytes(value: Any) -> int:
+    """Bytes of the tensors in a nest (what a judgement moved or mapped)."""
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, (list, tuple)):
+        return sum(_tensor_bytes(item) for item in value)
+    if isinstance(value, dict):
+        return sum(_tensor_bytes(item) for item in value.values())
+    return 0
 
 
 def fail(kind: str, message: str) -> NoReturn:
@@ -197,33 +214,52 @@ class _Check:
         return str(target)
 
     def _output(self, path: Path) -> Any:
-        """A file the candidate's worker wrote, or the interface_error Comparison of one that is not there."""
+        """The candidate's output named `path` (its file, or with `shared_outputs` its bundle), or the
+        interface_error Comparison of one that is not there or cannot be read."""
         try:
+            if self.job.shared_outputs:
+                value = self.candidate.bundles().open(str(path))
+                self.costs.shared_megabytes += _tensor_bytes(value) / 1e6
+                return value
             self.costs.megabytes += path.stat().st_size / 1e6
             return read_tensors(path)
         except (TensorFileError, OSError) as error:
             return Comparison("interface_error", f"the candidate's output could not be read: {error}")
 
+    def _expected(self, path: str | Path) -> Any:
+        """The reference's expected output named `path` (its file, or with `shared_outputs` its bundle)."""
+        try:
+            if self.job.shared_outputs:
+                value = self.reference.bundles().open(str(path))
+                self.costs.shared_megabytes += _tensor_bytes(value) / 1e6
+                return value
+            return read_tensors(Path(path))
+        except (TensorFileError, OSError) as error:
+            fail("infrastructure_error", f"the reference's output could not be read: {error}")
+
     def judge(self, expected_path: str | Path, output_path: Path, from_reference: bool = True) -> Comparison:
-        """The candidate's output file against the reference's (or, `from_reference=False`, against another
-        output of the candidate's: a second run on the same inputs)."""
+        """The candidate's output against the reference's (or, `from_reference=False`, against another output of
+        the candidate's: a second run on the same inputs). With `shared_outputs` both are compared where they
+        are (on a GPU, in device memory mapped from the workers'), then unmapped."""
         started = time.monotonic()
-        if from_reference:
-            try:
-                expected = read_tensors(Path(expected_path))
-            except TensorFileError as error:
-                fail("infrastructure_error", f"the reference's output could not be read: {error}")
-        else:
-            expected = self._output(Path(expected_path))
-        output = self._output(output_path)
-        read = time.monotonic()
-        self.costs.transfer_seconds += read - started
-        unreadable = next((value for value in (expected, output) if isinstance(value, Comparison)), None)
-        if unreadable is not None:
-            return unreadable
-        comparison = compare_outputs(expected, output, self.job.atol, self.job.rtol)
-        self.costs.answer_seconds += time.monotonic() - read
-        return comparison
+        expected: Any = None
+        output: Any = None
+        try:
+            expected = self._expected(expected_path) if from_reference else self._output(Path(expected_path))
+            output = self._output(output_path)
+            read = time.monotonic()
+            self.costs.transfer_seconds += read - started
+            unreadable = next((value for value in (expected, output) if isinstance(value, Comparison)), None)
+            if unreadable is not None:
+                return unreadable
+            comparison = compare_outputs(expected, output, self.job.atol, self.job.rtol)
+            self.costs.answer_seconds += time.monotonic() - read
+            return comparison
+        finally:
+            if self.job.shared_outputs:  # the values were views into the mapped blocks
+                expected = output = None
+                self.candidate.bundles().release()
+                self.reference.bundles().release()
 
     def outputs(self, name: str) -> Path:
         return self.candidate_dir / "out" / f"{name}.st"
@@ -249,16 +285,22 @@ class _Check:
         if refill:
             sets.append({"name": f"refill{index}", "seed": draw_seed()})
         prepared = self.ask_reference(Prepare(**self._task_fields(), case=case.name, overrides=case.overrides,
-                                              weight_seed=weight_seed, sets=sets, out_dir=str(self.reference_dir)))  # fmt: skip
+                                              weight_seed=weight_seed, sets=sets, out_dir=str(self.reference_dir),
+                                              share=self.job.shared_outputs))  # fmt: skip
         files = prepared["sets"]
         init = self.hand_over(prepared["init"])
         self.ask_candidate(Build(init, weight_seed))
         inputs = self.hand_over(files[f"check{index}"]["inputs"])
-        first = self.ask_candidate(Forward(inputs, str(self.outputs(f"check{index}")), poison="nan"))
+        share = self.job.shared_outputs
+        first = self.ask_candidate(
+            Forward(inputs, str(self.outputs(f"check{index}")), poison="nan", share=share)
+        )
         if self.compile_seconds is None:
             self.compile_seconds = first.get("seconds")
         if refill:
-            self.ask_candidate(Forward(inputs, str(self.outputs(f"again{index}")), poison=12345.0))
+            self.ask_candidate(
+                Forward(inputs, str(self.outputs(f"again{index}")), poison=12345.0, share=share)
+            )
             repeat = self.judge(
                 self.outputs(f"check{index}"), self.outputs(f"again{index}"), from_reference=False
             )
@@ -282,7 +324,9 @@ class _Check:
             refilled = self.hand_over(files[f"refill{index}"]["inputs"])
             try:
                 self.ask_candidate(
-                    Forward(refilled, str(self.outputs(f"refill{index}")), "nan", reuse_inputs=True)
+                    Forward(
+                        refilled, str(self.outputs(f"refill{index}")), "nan", reuse_inputs=True, share=share
+                    )
                 )
             except CheckStopped as stopped:
                 if stopped.result is not None and str(stopped.result.get("failure_message", "")).startswith(
@@ -312,7 +356,8 @@ class _Check:
             for k in range(count)
         ]
         prepared = self.ask_reference(Prepare(**self._task_fields(), case=case.name, overrides=case.overrides,
-                                              weight_seed=weight_seed, sets=sets, out_dir=str(self.reference_dir)))  # fmt: skip
+                                              weight_seed=weight_seed, sets=sets, out_dir=str(self.reference_dir),
+                                              share=self.job.shared_outputs))  # fmt: skip
         files = [prepared["sets"][entry["name"]] for entry in sets]
         init = self.hand_over(prepared["init"])
         inputs = [self.hand_over(str(entry["inputs"])) for entry in files]
@@ -328,7 +373,7 @@ class _Check:
             init_path=prepared["init"], inputs_paths=[str(entry["inputs"]) for entry in files],
             fresh_arguments=fresh))  # fmt: skip
         calls = self.calls_per_sample(case, weight_seed)  # the lane's turn alone on the device starts here
-        timed = self.ask_candidate(Time(repetitions, warmup, spot, calls))
+        timed = self.ask_candidate(Time(repetitions, warmup, spot, calls, share=self.job.shared_outputs))
         # The reference is timed right after the candidate, in the same turn of the device; the spot checks
         # are judged after both, on the parent's CPU, once the device is given back to the other lanes.
         reference = self.ask_reference(TimeReference(
@@ -441,6 +486,8 @@ def run_check(job: CheckJob, module_name: str, reference: PersistentWorker, cand
         # the verifier reads which kernels ran (the cross-compile stage, and whether anything compiled at all)
         Path(job.launches_path).write_bytes(launches.read_bytes() if launches.is_file() else b"")
     finally:
+        for worker in (candidate, reference):
+            worker.drop_bundles()  # what the job sent and nobody opened: closed, not left for the next job
         candidate.finish_job(number)
         reference.finish_job(number)
     result["compile_seconds"] = state.compile_seconds

@@ -81,6 +81,11 @@ class VerifyConfig:
     # per sample, the same number on every side (`toolchain.sandboxed.timing`). None: 0.5 ms on a GPU, and on
     # the CPU one call per sample (its wall clock times the interpreter; batching would only slow CI down).
     sample_ms: float | None = None
+    # Outputs and expected outputs as shared memory instead of files (`toolchain.sandboxed.bundles`): on a CUDA
+    # GPU the parent maps both and compares them on the device, with no copy to its CPU (#24 item 1); on the
+    # CPU, sealed memfds. Off until the H200 has run it (bench/device_share_probe.py); ROCm keeps files (the
+    # export is written against CUDA's driver).
+    shared_outputs: bool = False
     reward: RewardConfig = field(default_factory=lambda: DEFAULT_REWARD)
     python: str = sys.executable
     keep_workdir: bool = False
@@ -531,6 +536,7 @@ class Verifier:
             allowed_ops=tuple(self.config.allowed_ops),
             sample_ms=self.sample_ms,
             hip=hip,
+            shared_outputs=self.config.shared_outputs and self.choice.platform in ("cpu", "cuda"),
         )
 
     def _run_worker(self, job: WorkerJob, limits: SandboxLimits, env: dict[str, str],

@@ -68,6 +68,9 @@ class CheckJob:
     allowed_ops: tuple[str, ...]
     sample_ms: float = 0.0  # timing: the least device time one sample covers (0: one call per sample)
     hip: HipBuild | None = None
+    shared_outputs: bool = (
+        False  # outputs and expected outputs as shared memory, judged where they are (`bundles`)
+    )
 
 
 @dataclass(frozen=True)

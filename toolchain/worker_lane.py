@@ -49,6 +49,7 @@ import json
 import os
 import select
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -72,6 +73,7 @@ from kernelvault.toolchain.sandbox import (
     kill_group,
     start_sandboxed,
 )
+from kernelvault.toolchain.sandboxed.bundles import BundleInbox, bundle_socketpair
 from kernelvault.toolchain.sandboxed.channel import mac
 from kernelvault.toolchain.sandboxed.requests import Compile, Request, to_wire
 from kernelvault.toolchain.worker_jobs import CompileJob, WorkerJob, WorkerSetup
@@ -100,6 +102,7 @@ class _Spawned:
     key: bytes
     replies: int  # the read end of its reply pipe
     started: float  # time.monotonic() of the start
+    bundles: socket.socket  # the parent's end of its bundle channel (outputs as shared memory: `bundles`)
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,24 @@ def _hand_to(path: Path, uid: int | None) -> None:
     jail of its own uid, nothing to change)."""
     if uid is not None:
         os.chown(path, uid, uid)
+
+
+def _parent_device(worker_visible: str | None) -> Any:
+    """This process's torch device for the GPU that a worker started with CUDA_VISIBLE_DEVICES=`worker_visible`
+    sees as its device 0."""
+    import torch
+
+    if worker_visible is None:
+        return torch.device("cuda", 0)
+    mine = os.environ.get("CUDA_VISIBLE_DEVICES")
+    order = [entry.strip() for entry in mine.split(",")] if mine else None
+    if order is not None:
+        if worker_visible not in order:
+            raise RuntimeError(f"a worker's GPU {worker_visible!r} is not among this process's ({mine!r})")
+        return torch.device("cuda", order.index(worker_visible))
+    if not worker_visible.isdigit():
+        raise RuntimeError(f"cannot map a worker's GPU {worker_visible!r} to one of this process's")
+    return torch.device("cuda", int(worker_visible))
 
 
 class PersistentWorker:
@@ -147,6 +168,8 @@ class PersistentWorker:
         self._home: Path | None = None
         self._uid: int | None = None
         self._replies = -1
+        self._bundle_channel: socket.socket | None = None
+        self._bundles: BundleInbox | None = None
         self._buffer = bytearray()
         self._key = b""
         self._jobs_here = 0
@@ -187,25 +210,29 @@ class PersistentWorker:
         self._make_caches(home, uid)
         key = os.urandom(32).hex().encode()
         read_end, write_end = os.pipe()
+        bundles, bundles_end = bundle_socketpair()
         # The worker's lifetime CPU budget: the per-job wall clock is enforced here, per request.
         limits = SandboxLimits(self.limits.timeout_s, self.limits.memory_bytes, self.limits.file_bytes,
                                self.limits.cpu_threads, self.limits.no_network,
                                cpu_seconds=(self.limits.timeout_s * 2 + 10) * self.restart_every + 120)  # fmt: skip
-        env = {**self.env, "KV_RESULT_FD": str(write_end), "TRITON_CACHE_DIR": str(home / "cache" / "triton"),
+        env = {**self.env, "KV_RESULT_FD": str(write_end), "KV_BUNDLE_FD": str(bundles_end.fileno()),
+               "TRITON_CACHE_DIR": str(home / "cache" / "triton"),
                # torch sets it lazily on first use; set here, so a change to it is the candidate's
                "TORCHINDUCTOR_CACHE_DIR": str(home / "cache" / "inductor")}  # fmt: skip
         try:
             process = start_sandboxed([self.plan.python, "-m", f"{__package__}.sandboxed.serve", self.kind], home,
-                                      limits, env, key, stdin=subprocess.PIPE, pass_fds=(write_end,),
-                                      jail=jail)  # fmt: skip
+                                      limits, env, key, stdin=subprocess.PIPE,
+                                      pass_fds=(write_end, bundles_end.fileno()), jail=jail)  # fmt: skip
         except BaseException:
             os.close(read_end)
+            bundles.close()
             shutil.rmtree(home, ignore_errors=True)
             raise
         finally:
             os.close(write_end)
+            bundles_end.close()
         self.stats.starts += 1
-        return _Spawned(process, home, uid, key, read_end, time.monotonic())
+        return _Spawned(process, home, uid, key, read_end, time.monotonic(), bundles)
 
     def _start(self) -> None:
         """Make a ready process the current one: the spare where there is one, else a new one (waited for);
@@ -219,6 +246,7 @@ class PersistentWorker:
             spawned.key,
         )
         self._replies, self._buffer, self._jobs_here = spawned.replies, bytearray(), 0
+        self._bundle_channel, self._bundles = spawned.bundles, None
         ready = self._read_line(spawned.started + _STARTUP_TIMEOUT_S)
         self.stats.start_seconds += time.monotonic() - waited
         if ready is None:
@@ -234,13 +262,21 @@ class PersistentWorker:
         assert self._process is not None and self._home is not None
         kill_group(self._process)
         run = crash_result(self._process, self._home, timed_out, seconds)
-        self._release(self._process, self._replies, self._home)
+        assert self._bundle_channel is not None
+        self._release(self._process, self._replies, self._home, self._bundle_channel)
         self._process, self._home, self._uid = None, None, None
+        self._bundle_channel = None
         return run
 
-    def _release(self, process: subprocess.Popen[bytes], replies: int, home: Path) -> None:
-        """Close a killed process's pipes; its home goes once the job in hand is finished."""
+    def _release(
+        self, process: subprocess.Popen[bytes], replies: int, home: Path, bundles: socket.socket
+    ) -> None:
+        """Close a killed process's pipes and bundle channel; its home goes once the job in hand is finished."""
         os.close(replies)
+        if self._bundles is not None and self._bundles.channel is bundles:
+            self._bundles.close()
+            self._bundles = None
+        bundles.close()
         if process.stdin is not None:
             process.stdin.close()
         self._stale_homes.append(home)
@@ -260,7 +296,7 @@ class PersistentWorker:
             self._stop(timed_out=False, seconds=0.0)
         if self._spare is not None:
             kill_group(self._spare.process)
-            self._release(self._spare.process, self._spare.replies, self._spare.home)
+            self._release(self._spare.process, self._spare.replies, self._spare.home, self._spare.bundles)
             self._spare = None
         self._remove_stale_homes()
 
@@ -307,6 +343,29 @@ class PersistentWorker:
         """Where the parent puts files for this worker to read (read-only inside its jail)."""
         assert self._home is not None
         return self._home / "in"
+
+    def bundles(self) -> BundleInbox:
+        """What this worker sent as shared memory (`Forward.share`): mapped on the parent's ordinal of the
+        worker's GPU (the worker sees it as device 0), or as sealed memfds on the CPU."""
+        self.ensure_started()
+        assert self._bundle_channel is not None
+        if self._bundles is None or self._bundles.channel is not self._bundle_channel:
+            import torch
+
+            device = (
+                _parent_device(self.env.get("CUDA_VISIBLE_DEVICES")) if self.plan.gpu else torch.device("cpu")
+            )
+            self._bundles = BundleInbox(
+                self._bundle_channel, "cuda" if device.type == "cuda" else "host", device
+            )
+        return self._bundles
+
+    def drop_bundles(self) -> None:
+        """Close everything this worker's bundle channel holds (a job's end): opened blocks and unopened ones."""
+        if self._bundles is not None:
+            self._bundles.collect()
+            self._bundles.close()
+            self._bundles = None
 
     def private_cache(self) -> Path:
         assert self._home is not None

@@ -38,7 +38,8 @@ from kernelvault.toolchain.sandboxed import device_share
 from kernelvault.toolchain.sandboxed.tensor_files import TensorFileError, decode_value, encode_value
 
 MAX_PACKET = 256 << 10  # a layout's JSON: a function task's calls with many small tensors stay well under it
-MAX_PENDING = 64  # bundles sent and not yet opened: more is a sender filling the parent's descriptor table
+MAX_PENDING = 256  # bundles a job holds (a case's outputs: check, repeat, refill; timed spot checks): more is a
+# sender filling the parent's descriptor table
 ALIGNMENT = 256  # each tensor's offset in a block: coalesced access for any dtype
 _HOST_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 
@@ -122,21 +123,19 @@ def _new_block(kind: str, nbytes: int, device: torch.device) -> _Block:
 
 
 class BundleSender:
-    """The worker's side: `send(name, value)` puts the value's tensors in a new block and sends its layout and
-    descriptor. Blocks stay alive (for the parent to map) until `release()`, which the worker calls when the
-    parent has judged them (the next job)."""
+    """The worker's side: `send(name, value, device)` puts the value's tensors in a new block and sends its
+    layout and descriptor. Blocks stay alive (for the parent to map) until `release()`, which the worker calls
+    once the parent has judged them (the candidate's at the job's end, the reference's at the next case)."""
 
-    def __init__(self, fd: int, kind: str) -> None:
+    def __init__(self, fd: int) -> None:
         self.channel = socket.socket(fileno=fd)
-        self.kind = kind  # "cuda" or "host"
         self.live: list[_Block] = []
 
-    def send(self, name: str, value: Any, device: torch.device | None = None) -> None:
+    def send(self, name: str, value: Any, device: torch.device) -> None:
+        """A block on `device` (a CUDA block on a GPU, a sealed memfd on the CPU) holding `value`'s tensors."""
         structure, tensors = encode_value(value)
         entries, nbytes = _layout(tensors)
-        block = _new_block(
-            self.kind, nbytes, device or torch.device("cuda" if self.kind == "cuda" else "cpu")
-        )
+        block = _new_block("cuda" if device.type == "cuda" else "host", nbytes, device)
         try:
             for tensor_name, tensor in tensors.items():
                 entry = entries[tensor_name]
@@ -163,7 +162,8 @@ class BundleSender:
 @dataclass
 class BundleInbox:
     """The parent's side of one worker's bundles: `collect()` takes what has arrived, `open(name)` maps one
-    and rebuilds its value, `release()` unmaps everything opened (after judging: the values are views)."""
+    and rebuilds its value, `release()` unmaps everything opened (after judging: the values are views), and
+    `close()` also lets go of every bundle received (the job's end)."""
 
     channel: socket.socket
     kind: str  # the only kind of block this inbox maps: "cuda" on a GPU platform, "host" on the CPU
@@ -217,12 +217,12 @@ class BundleInbox:
         """The value sent under `name`, its tensors views into the mapped block (valid until `release`)."""
         self.collect()
         if name not in self.pending:
-            raise TensorFileError(f"no shared output named {name!r} arrived")
-        fd, message = self.pending.pop(name)
+            refused = f" (refused from this worker: {self.refusals[-1]})" if self.refusals else ""
+            raise TensorFileError(f"no shared output named {name!r} arrived{refused}")
+        fd, message = self.pending[name]  # kept until `close`: an output is judged more than once (a repeat run)
         if message.get("kind") != self.kind:
-            os.close(fd)
             raise TensorFileError(f"a shared output of kind {message.get('kind')!r}, not {self.kind!r}")
-        block = self._map(fd, int(message["size"]))
+        block = self._map(os.dup(fd), int(message["size"]))
         self.opened.append(block)
         tensors = {}
         for tensor_name, entry in message["tensors"].items():
@@ -269,9 +269,13 @@ class BundleInbox:
         return _Block("host", size, fd, buffer, torch.device("cpu"))
 
     def release(self) -> None:
-        """Unmap every opened block and close what is still waiting."""
+        """Unmap every opened block (after judging: the values opened are views into them)."""
         while self.opened:
             self.opened.pop().close()
+
+    def close(self) -> None:
+        """`release`, and close what is still waiting (the job is over, or the worker is gone)."""
+        self.release()
         for fd, _ in self.pending.values():
             with contextlib.suppress(OSError):
                 os.close(fd)

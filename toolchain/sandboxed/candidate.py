@@ -56,6 +56,7 @@ from kernelvault.toolchain.function_tasks import (
 )
 from kernelvault.toolchain.kernel_tasks import require_kernels, untimed_autotuning
 from kernelvault.toolchain.sandboxed import integrity, requests, tensor_files, timing
+from kernelvault.toolchain.sandboxed.bundles import BundleSender
 from kernelvault.toolchain.sandboxed.integrity import (
     INIT_OPS,
     PatchSnapshot,
@@ -649,8 +650,9 @@ class CandidateJob:
 class CandidateHost:
     """Answers the parent's requests for one candidate at a time (`handle`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, bundles: BundleSender | None = None) -> None:
         self.job: CandidateJob | None = None
+        self.bundles = bundles  # outputs as shared memory, when a request asks (`Forward.share`)
 
     def handle(self, request: CandidateRequest) -> dict[str, Any]:
         if isinstance(request, Load):
@@ -802,7 +804,7 @@ class CandidateHost:
             job.compile_seconds = seconds  # the first forward holds the JIT compile on a GPU
         if job.functions is None:  # a function's arguments after the call are part of its result instead
             check_untouched_inputs(pristine, inputs, output)
-        self._write_output(job, output, Path(request.output_path))
+        self._write_output(job, output, Path(request.output_path), request.share)
         return {"ok": True, "seconds": seconds}
 
     def _run_forward(self, job: CandidateJob, model: torch.nn.Module, inputs: list[Any]) -> Any:
@@ -852,10 +854,18 @@ class CandidateHost:
             )
         return output
 
-    def _write_output(self, job: CandidateJob, output: Any, path: Path) -> None:
+    def _write_output(self, job: CandidateJob, output: Any, path: Path, share: bool = False) -> None:
+        """The output to the parent: a file at `path`, or (`share`) a bundle named by it."""
         check_output_values(output, job.device)
+        if share and self.bundles is None:
+            raise CandidateFailure(
+                "infrastructure_error", "shared outputs asked of a worker without a bundle channel"
+            )
         with job.guards.watching("forward (its output written out)", device=False):
-            write_tensors(path, output)
+            if share and self.bundles is not None:
+                self.bundles.send(str(path), output, job.device)
+            else:
+                write_tensors(path, output)
         job.guards.raise_if_violated()
 
     # -- time: the performance case's timed calls ----------------------------------------------------
@@ -891,7 +901,7 @@ class CandidateHost:
             recorder.enabled = True
         job.guards.raise_if_violated()
         for index, path in spot.items():
-            self._write_output(job, stats.outputs[index], path)
+            self._write_output(job, stats.outputs[index], path, request.share)
         return stats.reply()
 
     # -- end: take everything down -------------------------------------------------------------------
@@ -911,6 +921,8 @@ class CandidateHost:
                                    f"that are not the candidate's own while its code ran: {shown}")  # fmt: skip
 
     def _end(self, job: CandidateJob) -> dict[str, Any]:
+        if self.bundles is not None:
+            self.bundles.release()  # the parent has judged every output of the job
         late = None
         try:
             job.guards.raise_if_violated()

@@ -35,6 +35,7 @@ from kernelvault.toolchain.function_tasks import (
     tensor_leaves,
 )
 from kernelvault.toolchain.kernel_tasks import untimed_autotuning
+from kernelvault.toolchain.sandboxed.bundles import BundleSender
 from kernelvault.toolchain.sandboxed.candidate import StagedTiming, load_module, one_line_error, sync_device
 from kernelvault.toolchain.sandboxed.requests import (
     PilotReference,
@@ -138,7 +139,8 @@ class FunctionHarness:
 class ReferenceHost:
     """Answers the parent's requests about tasks (`handle`); keeps the last few task modules loaded."""
 
-    def __init__(self, max_tasks: int = 8) -> None:
+    def __init__(self, max_tasks: int = 8, bundles: BundleSender | None = None) -> None:
+        self.bundles = bundles  # expected outputs as shared memory, when a request asks (`Prepare.share`)
         self.harnesses: dict[str, TaskHarness] = {}
         self.max_tasks = max_tasks
         self.staged: StagedTiming | None = (
@@ -207,6 +209,11 @@ class ReferenceHost:
 
     def _prepare(self, harness: TaskHarness, request: Prepare, device: torch.device) -> dict[str, Any]:
         self.staged = None  # a staging whose timing never came (the candidate failed first) is freed here
+        if self.bundles is not None:
+            self.bundles.release()  # the last case's expected outputs: judged (mapped by the parent) by now
+        if request.share and self.bundles is None:
+            return {"failure_kind": "infrastructure_error",
+                    "failure_message": "shared outputs asked of a worker without a bundle channel"}  # fmt: skip
         folder = Path(request.out_dir)
         init = harness.init_inputs()
         write_tensors(folder / "init.st", init)
@@ -235,7 +242,10 @@ class ReferenceHost:
                     mutates = mutates or not same_values(
                         [result[1] for result in expected], tensor_leaves(inputs)
                     )
-                write_tensors(expected_path, expected)
+                if request.share and self.bundles is not None:
+                    self.bundles.send(str(expected_path), expected, device)
+                else:
+                    write_tensors(expected_path, expected)
             written[name] = {
                 "inputs": str(inputs_path),
                 "expected": str(expected_path) if expected_path else None,

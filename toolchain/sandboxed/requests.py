@@ -57,6 +57,9 @@ class Forward:
     output_path: str
     poison: float | str = "nan"  # "nan", or the value fresh allocations are filled with
     reuse_inputs: bool = False  # the last call's tensors, refilled with these values
+    share: bool = (
+        False  # send the output as a bundle named output_path (`bundles`) instead of writing the file
+    )
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,7 @@ class Time:
     warmup: int
     spot_outputs: dict[str, str]  # sample index -> output file (its last call's output)
     calls_per_sample: int = 1  # the case's, chosen by the parent for every side (`timing.calls_for`)
+    share: bool = False  # spot outputs as bundles named by their paths, as `Forward.share`
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,7 @@ class Prepare(_ReferenceCase):
     OP: ClassVar[str] = "prepare"
     sets: list[dict[str, Any]]  # {"name", "seed", "expected": whether its expected output is computed}
     out_dir: str
+    share: bool = False  # expected outputs as bundles named by their paths (`bundles`); inputs stay files
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,12 @@ def _restart_reason(reply: dict[str, Any], snapshot: Any, baseline: dict[str, An
 def serve(kind: str) -> int:
     key = read_seal().encode()  # before anything else: no candidate code exists yet
     replies = os.fdopen(int(os.environ.pop("KV_RESULT_FD")), "wb")
+    bundle_fd = os.environ.pop("KV_BUNDLE_FD", None)  # outputs as shared memory (`bundles`), when asked
     import torch
+
+    from kernelvault.toolchain.sandboxed.bundles import BundleSender
+
+    bundles = BundleSender(int(bundle_fd)) if bundle_fd is not None else None
 
     from kernelvault.toolchain.sandboxed.integrity import PatchSnapshot, patch_targets
 
@@ -82,11 +87,11 @@ def serve(kind: str) -> int:
 
         from kernelvault.toolchain.sandboxed.candidate import CandidateHost
 
-        host: Any = CandidateHost()
+        host: Any = CandidateHost(bundles)
     elif kind == "reference":
         from kernelvault.toolchain.sandboxed.reference import ReferenceHost
 
-        host = ReferenceHost()
+        host = ReferenceHost(bundles=bundles)
     else:
         from kernelvault.toolchain.sandboxed.cross_compile import CrossCompileHost
 

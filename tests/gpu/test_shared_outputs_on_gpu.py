@@ -1,0 +1,83 @@
+"""Judging on the device (#24 item 1), on a real GPU (marked `gpu`; bench/gpu_session.sh on the H200, never in CI).
+
+With `VerifyConfig.shared_outputs`, the candidate's and the reference's workers (each in its own jail) send their
+outputs as CUDA blocks exported as file descriptors (`toolchain.sandboxed.bundles`), and the parent maps them
+and compares on the device: no copy to a CPU, no file. Here every bundled Triton example, a wrong kernel and a
+wrong shape are verified on one lane both ways, side by side: the verdicts must be the same, and the table
+(written to $KV_RESULTS_DIR/shared_outputs.md) shows what the parent spent reading and comparing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+from kernelvault.contracts import Candidate  # noqa: E402
+from kernelvault.toolchain.tasks import load_task_file  # noqa: E402
+from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
+from kernelvault.toolchain.worker_lane import WorkerLane  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+PROTOCOL = re.compile(
+    r"([\d.]+) MB of tensor files(?:, ([\d.]+) MB shared)?, reading ([\d.]+) s, comparing ([\d.]+) s"
+)
+
+
+def _costs(verdict) -> tuple[float, float, float, float]:  # noqa: ANN001
+    check = next(stage for stage in verdict.stages if stage.name == "check")
+    found = PROTOCOL.search(check.log)
+    assert found is not None, check.log
+    files, shared, reading, comparing = found.groups()
+    return float(files), float(shared or 0.0), float(reading), float(comparing)
+
+
+def test_shared_outputs_give_the_verdicts_of_files_on_the_device() -> None:
+    names = sorted(
+        path.stem
+        for path in (ROOT / "examples" / "triton").glob("*.py")
+        if (ROOT / "tasks" / path.name).is_file()
+    )
+    relu = (ROOT / "examples" / "triton" / "relu.py").read_text()
+    entries = [(name, (ROOT / "examples" / "triton" / f"{name}.py").read_text(), True) for name in names]
+    entries += [("relu", relu.replace("tl.store(y_ptr + offs, y, mask=mask)", "tl.store(y_ptr + offs, y + 1.0, mask=mask)"), False),
+                ("relu", relu.rstrip().removesuffix("return y") + "return y[:1]\n", False)]  # fmt: skip
+    rows = [
+        "| task | expected correct | files: verdict | shared: verdict | files: MB read, reading s, comparing s "
+        "| shared: MB mapped, reading s, comparing s |",
+        "|---|---|---|---|---|---|",
+    ]
+    lane = WorkerLane(device="0")
+    try:
+        for name, code, honest in entries:
+            task = load_task_file(ROOT / "tasks" / f"{name}.py")
+            verdicts = []
+            for shared in (False, True):
+                verifier = Verifier(VerifyConfig(platform="cuda", timeout_s=120, shared_outputs=shared))
+                verdicts.append(
+                    verifier.verify(task, Candidate(task.task_id, "triton", code, "test"), runner=lane)
+                )
+            by_files, by_sharing = verdicts
+            assert (by_sharing.correct, by_sharing.failure_kind) == (by_files.correct, by_files.failure_kind), (
+                name, by_files.failure_message, by_sharing.failure_message)  # fmt: skip
+            assert by_files.correct is honest, (name, by_files.failure_message)
+            files, _, reading, comparing = _costs(by_files)
+            _, mapped, shared_reading, shared_comparing = _costs(by_sharing)
+            assert mapped > 0 or not honest
+            rows.append(f"| {name} | {honest} | {by_files.failure_kind or 'correct'} | {by_sharing.failure_kind or 'correct'} "
+                        f"| {files:.1f}, {reading:.3f}, {comparing:.3f} | {mapped:.1f}, {shared_reading:.3f}, "
+                        f"{shared_comparing:.3f} |")  # fmt: skip
+    finally:
+        lane.close()
+    table = f"Device: {torch.cuda.get_device_name()}\n\n" + "\n".join(rows) + "\n"
+    print("\n" + table)
+    if results := os.environ.get("KV_RESULTS_DIR"):
+        Path(results, "shared_outputs.md").write_text(table)
