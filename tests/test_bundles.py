@@ -87,7 +87,9 @@ def test_a_nest_of_tensors_arrives_from_another_process_through_shared_memory(in
         assert torch.equal(matrix, expected) and torch.equal(arange, torch.arange(10))
         assert torch.equal(transposed, expected.t()) and transposed.stride() == expected.t().stride()
         assert scalar == 2.5 and keywords["mode"] == "fast" and keywords["scale"].item() == 3.0
-        again = box.open("out/check0.st")  # an output is judged twice: against a repeat run, then the reference
+        again = box.open(
+            "out/check0.st"
+        )  # an output is judged twice: against a repeat run, then the reference
         assert torch.equal(again[0], expected)
         empty, nothing = box.open("out/empty.st")
         assert empty.shape == (0, 4) and nothing is None
@@ -176,3 +178,22 @@ def test_the_sender_cannot_shrink_a_block_under_the_readers_mapping() -> None:
         assert block.size == mmap.PAGESIZE
     finally:
         block.close()
+
+
+@pytest.mark.parametrize(
+    "structure",
+    [
+        {"tensor": "t0", "stride": [1 << 30]},  # a gappy layout: the reader would allocate 4 GiB for 4 floats
+        {"tensor": "t0", "stride": ["a"]},
+        {"tensor": "t0", "stride": [1, 1]},
+        {"tensor": ["t0"]},
+        {"tuple": 3},
+        {"dict": {"x": {"dtype": "no_such_dtype"}}},
+        {"value": 1, "float": "nan", "extra": 2},
+    ],
+)
+def test_a_forged_structure_is_a_one_line_refusal(structure: object) -> None:
+    from kernelvault.toolchain.sandboxed.tensor_files import decode_value
+
+    with pytest.raises(TensorFileError):
+        decode_value(structure, {"t0": torch.zeros(4)}, torch.device("cpu"))

@@ -38,7 +38,9 @@ from kernelvault.toolchain.sandboxed import device_share
 from kernelvault.toolchain.sandboxed.tensor_files import TensorFileError, decode_value, encode_value
 
 MAX_PACKET = 256 << 10  # a layout's JSON: a function task's calls with many small tensors stay well under it
-MAX_PENDING = 256  # bundles a job holds (a case's outputs: check, repeat, refill; timed spot checks): more is a
+MAX_PENDING = (
+    256  # bundles a job holds (a case's outputs: check, repeat, refill; timed spot checks): more is a
+)
 # sender filling the parent's descriptor table
 ALIGNMENT = 256  # each tensor's offset in a block: coalesced access for any dtype
 _HOST_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
@@ -219,7 +221,9 @@ class BundleInbox:
         if name not in self.pending:
             refused = f" (refused from this worker: {self.refusals[-1]})" if self.refusals else ""
             raise TensorFileError(f"no shared output named {name!r} arrived{refused}")
-        fd, message = self.pending[name]  # kept until `close`: an output is judged more than once (a repeat run)
+        fd, message = self.pending[
+            name
+        ]  # kept until `close`: an output is judged more than once (a repeat run)
         if message.get("kind") != self.kind:
             raise TensorFileError(f"a shared output of kind {message.get('kind')!r}, not {self.kind!r}")
         block = self._map(os.dup(fd), int(message["size"]))

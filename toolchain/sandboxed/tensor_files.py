@@ -32,14 +32,15 @@ class TensorFileError(ValueError):
 
 def _dense_strides(tensor: torch.Tensor) -> bool:
     """True when the tensor's elements fill exactly numel() slots of its storage (a permutation of dims)."""
-    if tensor.numel() == 0:
-        return False
-    dims = sorted(
-        (stride, size) for size, stride in zip(tensor.shape, tensor.stride(), strict=True) if size != 1
-    )
+    return tensor.numel() > 0 and _dense_layout(tuple(tensor.shape), tuple(tensor.stride()))
+
+
+def _dense_layout(shape: tuple[int, ...], stride: tuple[int, ...]) -> bool:
+    """True when `stride` lays `shape` out densely: a permutation of its dims, no gaps, no overlaps."""
+    dims = sorted((step, size) for size, step in zip(shape, stride, strict=True) if size != 1)
     expected = 1
-    for stride, size in dims:
-        if stride != expected:
+    for step, size in dims:
+        if step != expected:
             return False
         expected *= size
     return True
@@ -121,7 +122,8 @@ def decode_value(structure: Any, tensors: dict[str, torch.Tensor], target: torch
                 raise TensorFileError(f"tensor {entry['tensor']!r} is missing from the file")
             if "stride" in entry:
                 stride = [int(step) for step in entry["stride"]]
-                if len(stride) != tensor.dim():
+                # dense only: a sender's stride must not make the reader allocate more than the tensor holds
+                if len(stride) != tensor.dim() or not _dense_layout(tuple(tensor.shape), tuple(stride)):
                     raise TensorFileError("a stride that does not fit its tensor")
                 laid_out = torch.empty_strided(tuple(tensor.shape), stride, dtype=tensor.dtype, device=target)
                 return laid_out.copy_(tensor)
@@ -145,4 +147,15 @@ def decode_value(structure: Any, tensors: dict[str, torch.Tensor], target: torch
             return entry["value"]
         raise TensorFileError("malformed structure in a tensor file")
 
-    return decode(structure)
+    try:
+        return decode(structure)
+    except TensorFileError:
+        raise
+    except (
+        ValueError,
+        TypeError,
+        KeyError,
+        RuntimeError,
+        RecursionError,
+    ) as error:  # a structure forged to break us
+        raise TensorFileError(f"malformed structure in a tensor file ({type(error).__name__})") from None
