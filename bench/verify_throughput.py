@@ -175,7 +175,7 @@ def stage_table(rows: list[dict[str, Any]]) -> str:
 
 
 _CHECK_COSTS = re.compile(
-    r"check protocol: \d+ request\(s\), ([\d.]+) MB of tensor files, reading ([\d.]+) s, "
+    r"check protocol: \d+ request\(s\), ([\d.]+) MB of tensor files(?:, ([\d.]+) MB shared)?, reading ([\d.]+) s, "
     r"comparing ([\d.]+) s, reference ([\d.]+) s(?:; waited ([\d.]+) s at the device's gate)?"
 )
 
@@ -186,19 +186,22 @@ def stage_seconds(stages: Sequence[Any]) -> dict[str, float]:
     for stage in stages:
         found = _CHECK_COSTS.search(stage["log"] or "") if stage["name"] == "check" else None
         if found:
-            row |= {"judge_mb": float(found[1]), "judge_transfer_s": float(found[2]), "judge_compare_s": float(found[3]),
-                    "reference_s": float(found[4]), "gate_wait_s": float(found[5] or 0.0)}  # fmt: skip
+            row |= {"judge_mb": float(found[1]), "judge_shared_mb": float(found[2] or 0.0),
+                    "judge_transfer_s": float(found[3]), "judge_compare_s": float(found[4]),
+                    "reference_s": float(found[5]), "gate_wait_s": float(found[6] or 0.0)}  # fmt: skip
     return row
 
 
 def judge_line(rows: list[dict[str, Any]], seconds: float) -> str:
     """The check protocol's share of the mode's wall time (what the parent spent reading and comparing)."""
     moved = sum(r.get("judge_mb", 0.0) for r in rows)
+    shared = sum(r.get("judge_shared_mb", 0.0) for r in rows)
     transfer = sum(r.get("judge_transfer_s", 0.0) for r in rows)
     compare = sum(r.get("judge_compare_s", 0.0) for r in rows)
     reference = sum(r.get("reference_s", 0.0) for r in rows)
     waited = sum(r.get("gate_wait_s", 0.0) for r in rows)
-    return (f"check protocol: {moved / 1e3:.2f} GB of tensor files, the parent reading {transfer:.1f} s and comparing "
+    return (f"check protocol: {moved / 1e3:.2f} GB of tensor files, {shared / 1e3:.2f} GB judged in shared memory, "
+            f"the parent reading (or mapping) {transfer:.1f} s and comparing "
             f"{compare:.1f} s ({100 * (transfer + compare) / seconds:.0f}% of the mode's {seconds:.0f} s); the "
             f"reference's worker {reference:.1f} s; lanes waited {waited:.1f} s in all at the device's gate")  # fmt: skip
 
