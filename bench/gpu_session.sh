@@ -100,8 +100,10 @@ for bench in ${KV_BENCH:-timing hip_build}; do
     reward_path) python3 bench/reward_path.py --platform cuda --repeats "${KV_REPEATS:-4}" --in-flight 4 \
                    --modes "${KV_REWARD_MODES:-fresh,pool}" 2>&1 \
                    | tee "$KV_RESULTS_DIR/reward_path.md" || status=1 ;;
-    # Issue #22: every optimisation baseline against the bundled optimised example, timed on one lane (>= 1.5x).
-    optimisation_baselines) python3 bench/optimisation_baselines.py --platform cuda --lanes "${KV_LANES:-1}" 2>&1 \
+    # Issue #22: every optimisation baseline against the bundled optimised example, timed on one lane (>= 1.5x);
+    # KV_BASELINE_TASKS / KV_BASELINE_TARGETS narrow it (e.g. one re-timed baseline).
+    optimisation_baselines) python3 bench/optimisation_baselines.py --platform cuda --lanes "${KV_LANES:-1}" \
+                              --tasks "${KV_BASELINE_TASKS:-}" --targets "${KV_BASELINE_TARGETS:-triton,hip}" 2>&1 \
                               | tee "$KV_RESULTS_DIR/optimisation_baselines.md" || status=1 ;;
     # `kernelvault tasks check` on the device over KV_CHECK_PATH (e.g. a ROCmBench folder: its gold kernels on CUDA).
     tasks_check) python3 -m kernelvault.cli tasks check "${KV_CHECK_PATH:?}" --workers "${KV_CHECK_WORKERS:-4}" 2>&1 | tee "$KV_RESULTS_DIR/tasks_check.log" || status=1 ;;

@@ -77,13 +77,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--platform", default="auto")
     parser.add_argument("--targets", default="triton,hip")
+    parser.add_argument("--tasks", default="", help="only these optimisation tasks (comma-separated names)")
     parser.add_argument("--lanes", type=int, default=1, help="lanes on the GPU (their timings take turns)")
     parser.add_argument("--timeout-s", type=float, default=120.0)
     args = parser.parse_args()
     verifier = Verifier(VerifyConfig(platform=args.platform, timeout_s=args.timeout_s))
     loaded = load_tasks("bundled:optimise")
+    chosen = set(filter(None, args.tasks.split(",")))
     jobs = [(task, target) for task in loaded.tasks for target in args.targets.split(",")
-            if target in task.baselines and example_for(task, target).is_file()]  # fmt: skip
+            if target in task.baselines and example_for(task, target).is_file()
+            and (not chosen or task.name in chosen)]  # fmt: skip
     print(f"{len(jobs)} baseline(s) of {len(loaded.tasks)} optimisation task(s) on {verifier.choice.platform}, "
           f"against the bundled examples\n")  # fmt: skip
     print(HEADER)
