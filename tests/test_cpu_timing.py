@@ -148,3 +148,24 @@ def test_replaying_results_while_timed_is_caught_with_several_calls_per_sample(
     )
     assert verdict.failure_kind == "integrity_reject" and verdict.correct is False
     assert verdict.failure_message.startswith("cached_results: timed call")
+
+
+def test_with_shared_outputs_every_case_of_a_turn_is_spot_checked_after_it(
+    small_relu, tmp_path_factory: pytest.TempPathFactory
+) -> None:  # noqa: ANN001
+    """Both performance cases are timed in one turn, then judged: with `shared_outputs` the reference keeps the
+    first case's expected outputs while it prepares the second (`Prepare.keep_earlier`), so an honest kernel's
+    spot checks all pass and a replaying one is caught, as with files."""
+    caches = tmp_path_factory.mktemp("caches")
+    verifier = Verifier(VerifyConfig(platform="cpu", time_on_cpu=True, repetitions=6, warmup=1, input_sets=2,
+                                     shared_outputs=True, hip_cache=caches / "hip"))  # fmt: skip
+    code = (ROOT / "examples" / "triton" / "relu.py").read_text()
+    honest = verifier.verify(small_relu, Candidate(small_relu.task_id, "triton", code, "test"))
+    assert honest.correct is True and len(honest.timings) == 2, honest.failure_message
+    check = next(stage for stage in honest.stages if stage.name == "check")
+    assert "MB shared" in check.log
+    replaying = verifier.verify(
+        small_relu, Candidate(small_relu.task_id, "triton", REPLAYS_WHILE_TIMED, "test")
+    )
+    assert replaying.failure_kind == "integrity_reject", replaying.failure_message
+    assert replaying.failure_message.startswith("cached_results: timed call 5 returned a wrong result")

@@ -189,13 +189,16 @@ def test_two_lanes_of_one_device_never_time_while_the_other_checks(small_relu) -
         thread.join(timeout=600)
     assert len(verdicts) == 4 and all(v.correct for v in verdicts), [v.failure_message for v in verdicts]
     assert all(len(v.timings) == 2 for v in verdicts)
-    # one turn alone on the device per performance case (4 verdicts × 2 cases), none beside a check
-    assert gate.timings == 8 and overlaps == []
+    # one turn alone on the device per verification (4 verdicts, 2 cases timed in each turn), none beside a check
+    assert gate.timings == 4 and overlaps == []
 
 
-def test_only_the_timed_calls_hold_the_device_alone(small_relu, monkeypatch) -> None:  # noqa: ANN001
+@pytest.mark.parametrize(("turn_megabytes", "turns"), [(None, 1), (0.0, 2)])
+def test_only_the_timed_calls_hold_the_device_alone(small_relu, monkeypatch, turn_megabytes, turns) -> None:  # noqa: ANN001
     """Building the model, loading the timed inputs and the observed run happen while the device is shared
-    (`stage_time`); a lane has the device alone for the candidate's and the reference's timed calls only."""
+    (`stage_time`); a lane has the device alone for the candidate's and the reference's timed calls only, and
+    for both performance cases in one turn, unless their staged inputs exceed the turn's budget (here 0 MB:
+    one turn per case)."""
     sent: list[tuple[str, str, Phase]] = []
     request = PersistentWorker.request
 
@@ -204,14 +207,29 @@ def test_only_the_timed_calls_hold_the_device_alone(small_relu, monkeypatch) -> 
         return request(self, body, timeout_s)
 
     monkeypatch.setattr(PersistentWorker, "request", watched)
-    verifier = Verifier(VerifyConfig(platform="cpu", time_on_cpu=True, repetitions=6, warmup=1, input_sets=2))
-    lane = WorkerLane(gate=DeviceGate())
+    budget = {} if turn_megabytes is None else {"turn_staged_mb": turn_megabytes}
+    verifier = Verifier(
+        VerifyConfig(platform="cpu", time_on_cpu=True, repetitions=6, warmup=1, input_sets=2, **budget)
+    )
+    gate = DeviceGate()
+    lane = WorkerLane(gate=gate)
     verdict = _verify_relu_on(lane, verifier, small_relu)
     assert verdict.correct is True and len(verdict.timings) == 2, verdict.failure_message
+    assert [timing.case for timing in verdict.timings] == [case.name for case in small_relu.performance_cases]
     alone = [(kind, op) for kind, op, phase in sent if phase is Phase.TIMING]
     assert alone == [("candidate", "time"), ("reference", "time")] * 2
     staged = [phase for kind, op, phase in sent if op == "stage_time"]
     assert staged == [Phase.CHECKING] * 4  # each side, each performance case
+    assert gate.timings == turns
+    # the check's log says where the job's time went, per case of the plan
+    check = next(stage for stage in verdict.stages if stage.name == "check")
+    parts = re.search(r"seconds per case: (.*)$", check.log, re.MULTILINE)
+    assert parts is not None, check.log
+    named = [item.rsplit(" ", 1)[0] for item in parts.group(1).split(" | ")]
+    cases = small_relu.correctness_cases + small_relu.performance_cases
+    assert named == [f"check {case.name}" for case in cases] + [
+        f"time {case.name}" for case in small_relu.performance_cases
+    ]
 
 
 def test_the_parents_own_judging_time_is_not_on_the_candidates_clock(small_relu, monkeypatch) -> None:  # noqa: ANN001

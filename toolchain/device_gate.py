@@ -5,14 +5,15 @@ parent's judge, a Triton JIT compile), so one lane leaves the GPU idle most of t
 one GPU overlap that work, but two candidates timed at once corrupt each other's latencies. The gate lets
 both happen: lanes in their check phase share the device; a lane that reaches its time phase waits until
 no other lane is checking, then has the device to itself until its timed requests (the candidate's, then
-the reference's, for one performance case) are answered, and goes back to checking.
+the reference's, for each performance case of the turn) are answered, and goes back to checking.
 
 Where the gate acts (`kernelvault.toolchain.judge.run_check`, the parent side of each lane, which sends every request
 its workers answer): a lane enters the check phase before it starts a worker or sends a job; it asks for
-the device alone before a case's first timed request and gives it back once that case's timed requests are
-answered (`timing_done`). What comes before (building both sides' models and loading the timed inputs onto
-the device: the `stage_time` requests) and after (judging the timed calls' outputs on the parent's CPU, the
-next case's inputs, the job's end) is check work, so it overlaps the other lanes instead of holding them
+the device alone before the first timed request of a verification and gives it back once the timed requests
+of every case it staged are answered (`timing_done`): one turn per verification where the staged inputs fit
+(`VerifyConfig.turn_staged_mb`), since each turn first drains the other lanes' requests in flight. What comes
+before (building both sides' models and loading the timed inputs onto the device: the `stage_time` requests)
+and after (judging the timed calls' outputs on the parent's CPU, the job's end) is check work, so it overlaps the other lanes instead of holding them
 off: a turn alone is the timed calls and nothing else. It leaves at the job's end. A lane in its check phase
 gives way at request boundaries: when a lane waits to time, a checking lane's next request is not sent
 until the timing is over. A worker between requests has nothing of the harness's running on the device.

@@ -31,7 +31,7 @@ import os
 import secrets
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -83,13 +83,20 @@ class ProtocolCosts:
     transfer_seconds: float = 0.0
     answer_seconds: float = 0.0
     gate_seconds: float = 0.0
+    start_seconds: float = 0.0  # the lane waiting for its workers' processes to be ready (a ready spare: ~0)
     device_record: str = ""  # on a GPU: how many windows the device's record covered, or why there was none
     # seconds spent in each kind of request (`candidate.build`, `reference.prepare`, ...), answers included:
     # where a lane's time goes (bench/reward_path.py reads it from the check stage's log)
     request_seconds: dict[str, float] = field(default_factory=dict)
+    # the parent's seconds on each part of the plan, less the lane's waits at the gate: `check <case>` (all its
+    # trials) and `time <case>` (staging, the turn alone, the spot checks): where a job's time goes per case
+    case_seconds: dict[str, float] = field(default_factory=dict)
 
     def add_request(self, kind: str, seconds: float) -> None:
         self.request_seconds[kind] = self.request_seconds.get(kind, 0.0) + seconds
+
+    def add_case(self, part: str, seconds: float) -> None:
+        self.case_seconds[part] = self.case_seconds.get(part, 0.0) + seconds
 
     @property
     def reference_seconds(self) -> float:
@@ -102,12 +109,17 @@ class ProtocolCosts:
     def summary(self) -> str:
         waited = f"; waited {self.gate_seconds:.2f} s at the device's gate" if self.gate_seconds else ""
         record = f"; device record: {self.device_record}" if self.device_record else ""
+        record += f"; workers starting {self.start_seconds:.2f} s" if self.start_seconds >= 0.005 else ""
         kinds = ", ".join(f"{kind} {seconds:.2f}" for kind, seconds in sorted(self.request_seconds.items()))
         shared = f", {self.shared_megabytes:.1f} MB shared" if self.shared_megabytes else ""
+        # ` | ` separates the parts (a case's name may hold commas: `c0:batch=1,dim=17`), `;` ends them
+        cases = " | ".join(f"{' '.join(part.replace('|', ' ').replace(';', ' ').split())} {seconds:.2f}"
+                           for part, seconds in self.case_seconds.items())  # fmt: skip
         return (f"check protocol: {self.messages} request(s), {self.megabytes:.1f} MB of tensor files{shared}, "
                 f"reading {self.transfer_seconds:.2f} s, comparing {self.answer_seconds:.2f} s, "
                 f"reference {self.reference_seconds:.2f} s{waited}{record}"
-                + (f"; seconds per request kind: {kinds}" if kinds else ""))  # fmt: skip
+                + (f"; seconds per request kind: {kinds}" if kinds else "")
+                + (f"; seconds per case: {cases}" if cases else ""))  # fmt: skip
 
 
 def draw_seed() -> int:
@@ -344,11 +356,39 @@ class _Check:
                     f"cached_results: new values in the same input tensors gave a wrong result ({check.message})",
                 )
 
-    def time_case(self, case: TaskCase) -> dict[str, Any]:
-        repetitions, warmup, count = self.job.repetitions, self.job.warmup, self.job.input_sets
-        spot_checks = sorted(
-            {repetitions // 3, repetitions - 1}
-        )  # timed calls whose outputs are judged afterwards
+    def part(self, name: str) -> _Part:
+        """Time a part of the plan (`check <case>`, `time <case>`) into `costs.case_seconds`, less gate waits."""
+        return _Part(self, name)
+
+    def time_cases(self, cases: Sequence[TaskCase]) -> list[dict[str, Any]]:
+        """Time the performance cases in as few turns alone on the device as their staged inputs allow: every
+        case of a turn is prepared and staged on both sides while the device is shared, then the turn times
+        them one after another (candidate, then reference, per case), then their spot checks are judged. One
+        turn per verification instead of one per case: each turn first waits for the other lanes to finish the
+        request they are in (the gate's drain), so fewer turns are fewer drains. A turn holds at most
+        `job.turn_staged_mb` of staged inputs (a case larger than that has a turn of its own; 0: a turn per case)."""
+        timings: list[dict[str, Any]] = []
+        group: list[_StagedCase] = []
+        for case in cases:
+            with self.part(f"time {case.name}"):
+                prepared = self.prepare_timed(case, keep_earlier=bool(group))
+            held = sum(staged.megabytes for staged in group)
+            if group and held + prepared.megabytes > self.job.turn_staged_mb:
+                timings += self.take_turn(group)
+                group = []
+            with self.part(f"time {case.name}"):
+                self.stage(prepared)
+            group.append(prepared)
+        if group:
+            timings += self.take_turn(group)
+        return timings
+
+    def prepare_timed(self, case: TaskCase, keep_earlier: bool) -> _StagedCase:
+        """The reference's inputs (and the spot checks' expected outputs) for the case's timed calls;
+        `keep_earlier`: the reference keeps this job's earlier stagings and shared outputs (a turn not taken
+        yet, spot checks not judged yet)."""
+        count = self.job.input_sets
+        spot_checks = sorted({self.job.repetitions // 3, self.job.repetitions - 1})  # judged after the turn
         needed = {index % count for index in spot_checks}
         weight_seed = draw_seed()
         sets = [
@@ -357,40 +397,63 @@ class _Check:
         ]
         prepared = self.ask_reference(Prepare(**self._task_fields(), case=case.name, overrides=case.overrides,
                                               weight_seed=weight_seed, sets=sets, out_dir=str(self.reference_dir),
-                                              share=self.job.shared_outputs))  # fmt: skip
+                                              share=self.job.shared_outputs, keep_earlier=keep_earlier))  # fmt: skip
         files = [prepared["sets"][entry["name"]] for entry in sets]
-        init = self.hand_over(prepared["init"])
-        inputs = [self.hand_over(str(entry["inputs"])) for entry in files]
-        spot = {str(index): str(self.outputs(f"timed-{case.name}-{index}")) for index in spot_checks}
-        # A function that changes its arguments (an optimiser step) is timed on fresh copies of them, on both
-        # sides, so that its timed results are still the ones expected (`kernelvault.toolchain.function_tasks`).
-        fresh = bool(prepared.get("mutates_arguments"))
-        # Both sides build, load their inputs onto the device and (the candidate) run once observed while the
-        # device is shared; only the timed calls below need it alone, so a lane's turn is short.
-        self.ask_candidate(StageTime(init, weight_seed, inputs, fresh))
+        paths = [Path(prepared["init"]), *(Path(entry["inputs"]) for entry in files)]
+        return _StagedCase(
+            case=case, weight_seed=weight_seed, init_path=str(prepared["init"]), files=files,
+            spot={str(index): str(self.outputs(f"timed-{case.name}-{index}")) for index in spot_checks},
+            # A function that changes its arguments (an optimiser step) is timed on fresh copies of them, on both
+            # sides, so that its timed results are still the ones expected (`kernelvault.toolchain.function_tasks`).
+            fresh=bool(prepared.get("mutates_arguments")),
+            megabytes=sum(path.stat().st_size for path in paths if path.is_file()) / 1e6,
+        )  # fmt: skip
+
+    def stage(self, staged: _StagedCase) -> None:
+        """Both sides build, load the case's timed inputs onto the device and (the candidate) run once observed,
+        while the device is shared: a turn alone is the timed calls and nothing else."""
+        case = staged.case
+        init = self.hand_over(staged.init_path)
+        inputs = [self.hand_over(str(entry["inputs"])) for entry in staged.files]
+        self.ask_candidate(StageTime(init, staged.weight_seed, inputs, staged.fresh, case=case.name))
         self.ask_reference(StageReference(
-            **self._task_fields(), case=case.name, overrides=case.overrides, weight_seed=weight_seed,
-            init_path=prepared["init"], inputs_paths=[str(entry["inputs"]) for entry in files],
-            fresh_arguments=fresh))  # fmt: skip
-        calls = self.calls_per_sample(case, weight_seed)  # the lane's turn alone on the device starts here
-        timed = self.ask_candidate(Time(repetitions, warmup, spot, calls, share=self.job.shared_outputs))
-        # The reference is timed right after the candidate, in the same turn of the device; the spot checks
-        # are judged after both, on the parent's CPU, once the device is given back to the other lanes.
-        reference = self.ask_reference(TimeReference(
-            **self._task_fields(), case=case.name, overrides=case.overrides, weight_seed=weight_seed,
-            repetitions=repetitions, warmup=warmup, calls_per_sample=calls))  # fmt: skip
+            **self._task_fields(), case=case.name, overrides=case.overrides, weight_seed=staged.weight_seed,
+            init_path=staged.init_path, inputs_paths=[str(entry["inputs"]) for entry in staged.files],
+            fresh_arguments=staged.fresh))  # fmt: skip
+
+    def take_turn(self, group: list[_StagedCase]) -> list[dict[str, Any]]:
+        """The staged cases' timed calls in one turn alone on the device, then their spot checks judged (on the
+        parent's side, once the device is given back to the other lanes)."""
+        answers = []
+        for staged in group:  # the lane's turn alone on the device starts at the first timed request
+            case = staged.case
+            with self.part(f"time {case.name}"):
+                calls = self.calls_per_sample(case, staged.weight_seed)
+                timed = self.ask_candidate(Time(self.job.repetitions, self.job.warmup, staged.spot, calls,
+                                                share=self.job.shared_outputs, case=case.name))  # fmt: skip
+                # The reference is timed right after the candidate, in the same turn of the device.
+                reference = self.ask_reference(TimeReference(
+                    **self._task_fields(), case=case.name, overrides=case.overrides, weight_seed=staged.weight_seed,
+                    repetitions=self.job.repetitions, warmup=self.job.warmup, calls_per_sample=calls))  # fmt: skip
+            answers.append((staged, timed, reference, calls))
         if self.hold is not None:
             self.costs.gate_seconds += self.hold.timing_done()
-        for index in spot_checks:
-            check = self.judge(str(files[index % count]["expected"]), Path(spot[str(index)]))
-            if check.failure_kind is not None:
-                fail(
-                    "integrity_reject",
-                    f"cached_results: timed call {index} returned a wrong result ({check.message})",
-                )
-        return {"case": case.name, "candidate_ms": float(timed["median_ms"]), "reference_ms": float(reference["median_ms"]),
-                "candidate_spread": float(timed["spread"]), "reference_spread": float(reference["spread"]),
-                "repetitions": int(timed["repetitions"]), "calls_per_sample": calls}  # fmt: skip
+        timings = []
+        count = self.job.input_sets
+        for staged, timed, reference, calls in answers:
+            with self.part(f"time {staged.case.name}"):
+                for index, path in staged.spot.items():
+                    check = self.judge(str(staged.files[int(index) % count]["expected"]), Path(path))
+                    if check.failure_kind is not None:
+                        fail(
+                            "integrity_reject",
+                            f"cached_results: timed call {index} returned a wrong result ({check.message})",
+                        )
+            timings.append({"case": staged.case.name, "candidate_ms": float(timed["median_ms"]),
+                            "reference_ms": float(reference["median_ms"]), "candidate_spread": float(timed["spread"]),
+                            "reference_spread": float(reference["spread"]), "repetitions": int(timed["repetitions"]),
+                            "calls_per_sample": calls})  # fmt: skip
+        return timings
 
     def calls_per_sample(self, case: TaskCase, weight_seed: int) -> int:
         """The case's calls per timed sample (`timing.calls_for`): from a pilot of the reference the first time a
@@ -412,6 +475,33 @@ class _Check:
 # Calls per sample by (task id, case, sample_ms), for this parent process's lifetime: every lane of a pool times
 # a task's case the same way.
 _CALLS_PER_SAMPLE: dict[tuple[str, str, float], int] = {}
+
+
+@dataclass
+class _StagedCase:
+    """A performance case prepared by the reference (and staged on both sides) for its turn's timed calls."""
+
+    case: TaskCase
+    weight_seed: int
+    init_path: str
+    files: list[dict[str, Any]]  # per input set: its inputs file and (for spot checks) its expected outputs
+    spot: dict[str, str]  # timed call index -> the candidate's output (file or bundle name)
+    fresh: bool
+    megabytes: float
+
+
+class _Part:
+    """`with check.part(name)`: the seconds inside, less the lane's waits at the gate, into `case_seconds`."""
+
+    def __init__(self, check: _Check, name: str) -> None:
+        self.check, self.name = check, name
+
+    def __enter__(self) -> None:
+        self.started, self.waited = time.monotonic(), self.check.costs.gate_seconds
+
+    def __exit__(self, *_: object) -> None:
+        spent = time.monotonic() - self.started - (self.check.costs.gate_seconds - self.waited)
+        self.check.costs.add_case(self.name, spent)
 
 
 def run_check(job: CheckJob, module_name: str, reference: PersistentWorker, candidate: PersistentWorker,
@@ -452,9 +542,10 @@ def run_check(job: CheckJob, module_name: str, reference: PersistentWorker, cand
         try:
             state.ask_candidate(load)
             for index, case, trial in state.plan():
-                state.check_case(index, case, trial)
+                with state.part(f"check {case.name}"):
+                    state.check_case(index, case, trial)
             if job.timed:
-                result["timings"] = [state.time_case(case) for case in job.performance_cases]
+                result["timings"] = state.time_cases(job.performance_cases)
         except CheckStopped as stopped:
             if stopped.result is None:
                 died = stopped.run

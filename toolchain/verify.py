@@ -86,6 +86,11 @@ class VerifyConfig:
     # CPU, sealed memfds. Off until the H200 has run it (bench/device_share_probe.py); ROCm keeps files (the
     # export is written against CUDA's driver).
     shared_outputs: bool = False
+    # Staged inputs (MB of their files) one turn alone on the device may time: a verification's performance
+    # cases share one turn where they fit, since every turn first drains the other lanes' requests in flight
+    # (`toolchain.device_gate`). Both sides hold their copy on the device until the turn ends, so a lane holds
+    # about twice this at most, beside the models. 0: one turn per performance case, as before 2026-12-03.
+    turn_staged_mb: float = 4096.0
     reward: RewardConfig = field(default_factory=lambda: DEFAULT_REWARD)
     python: str = sys.executable
     keep_workdir: bool = False
@@ -537,6 +542,7 @@ class Verifier:
             sample_ms=self.sample_ms,
             hip=hip,
             shared_outputs=self.config.shared_outputs and self.choice.platform in ("cpu", "cuda"),
+            turn_staged_mb=self.config.turn_staged_mb,
         )
 
     def _run_worker(self, job: WorkerJob, limits: SandboxLimits, env: dict[str, str],

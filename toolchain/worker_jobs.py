@@ -71,6 +71,7 @@ class CheckJob:
     shared_outputs: bool = (
         False  # outputs and expected outputs as shared memory, judged where they are (`bundles`)
     )
+    turn_staged_mb: float = 4096.0  # staged inputs one turn alone on the device times (`VerifyConfig`)
 
 
 @dataclass(frozen=True)

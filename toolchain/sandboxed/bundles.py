@@ -16,7 +16,8 @@ of at least its claimed size, and every tensor wholly inside it (`device_share.t
 `_host_view`). A refusal is a TensorFileError naming why (the judge's forged or unreadable output), and
 nothing the sender sent stays open.
 
-Not wired into the judge yet: that waits for the device probe (bench/device_share_probe.py) on the H200.
+The judge uses it when `VerifyConfig.shared_outputs` is on (off by default: on a GPU the cross-namespace export
+has not yet run on the H200; bench/device_share_probe.py and tests/gpu/test_shared_outputs_on_gpu.py are that run).
 """
 
 from __future__ import annotations

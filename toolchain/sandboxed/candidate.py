@@ -644,7 +644,7 @@ class CandidateJob:
             str
         ] = []  # HIP/CUDA sources of the candidate's own kernels (native form, load_inline)
         self.record_problem: str | None = None
-        self.staged: StagedTiming | None = None  # the performance case `StageTime` readied for `Time`
+        self.staged: dict[str, StagedTiming] = {}  # the performance cases `StageTime` readied for `Time`
 
 
 class CandidateHost:
@@ -877,11 +877,11 @@ class CandidateHost:
         # per launch) and without the device's record (the timed calls run as they would anywhere else).
         self._run_forward(job, model, list(input_sets[0]))
         self._close_record(job)
-        job.staged = StagedTiming(model, input_sets, request.fresh_arguments)
+        job.staged[request.case] = StagedTiming(model, input_sets, request.fresh_arguments)
         return {"ok": True}
 
     def _time(self, job: CandidateJob, request: Time) -> dict[str, Any]:
-        staged, job.staged = job.staged, None  # one timing per staging: the inputs are freed after it
+        staged = job.staged.pop(request.case, None)  # one timing per staging: the inputs are freed after it
         if staged is None:
             return {"failure_kind": "infrastructure_error", "failure_message": "time before stage_time"}
         model, input_sets, fresh = staged.model, staged.input_sets, staged.fresh_arguments
@@ -935,7 +935,8 @@ class CandidateHost:
         job.guards.uninstall()
         restore_load_inline()
         sys.modules.pop(job.module_name, None)
-        job.model = job.last_inputs = job.model_class = job.staged = None
+        job.model = job.last_inputs = job.model_class = None
+        job.staged.clear()
         self.job = None
         tempfile.tempdir = job.saved_tmp[0]
         if job.saved_tmp[1] is None:

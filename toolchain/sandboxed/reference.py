@@ -143,9 +143,8 @@ class ReferenceHost:
         self.bundles = bundles  # expected outputs as shared memory, when a request asks (`Prepare.share`)
         self.harnesses: dict[str, TaskHarness] = {}
         self.max_tasks = max_tasks
-        self.staged: StagedTiming | None = (
-            None  # the performance case `StageReference` readied for `TimeReference`
-        )
+        # the performance cases `StageReference` readied for `TimeReference`, by case
+        self.staged: dict[str, StagedTiming] = {}
 
     def handle(self, request: ReferenceRequest) -> dict[str, Any]:
         device = torch.device("cuda" if request.platform in ("cuda", "rocm") else "cpu")
@@ -208,9 +207,10 @@ class ReferenceHost:
         return self.harnesses[key]
 
     def _prepare(self, harness: TaskHarness, request: Prepare, device: torch.device) -> dict[str, Any]:
-        self.staged = None  # a staging whose timing never came (the candidate failed first) is freed here
-        if self.bundles is not None:
-            self.bundles.release()  # the last case's expected outputs: judged (mapped by the parent) by now
+        if not request.keep_earlier:
+            self.staged.clear()  # a staging whose timing never came (the candidate failed first) is freed here
+            if self.bundles is not None:
+                self.bundles.release()  # the earlier cases' expected outputs: judged (mapped by the parent) by now
         if request.share and self.bundles is None:
             return {"failure_kind": "infrastructure_error",
                     "failure_message": "shared outputs asked of a worker without a bundle channel"}  # fmt: skip
@@ -256,16 +256,16 @@ class ReferenceHost:
     def _stage_time(
         self, harness: TaskHarness, request: StageReference, device: torch.device
     ) -> dict[str, Any]:
-        self.staged = None
+        self.staged.pop(request.case, None)
         init = read_tensors(Path(request.init_path))
         reference = harness.reference(list(init), request.weight_seed)
         input_sets = [list(read_tensors(Path(path), device)) for path in request.inputs_paths]
         sync_device(device)
-        self.staged = StagedTiming(reference, input_sets, request.fresh_arguments)
+        self.staged[request.case] = StagedTiming(reference, input_sets, request.fresh_arguments)
         return {"ok": True}
 
     def _time(self, request: TimeReference, device: torch.device) -> dict[str, Any]:
-        staged, self.staged = self.staged, None  # one timing per staging: the inputs are freed after it
+        staged = self.staged.pop(request.case, None)  # one timing per staging: the inputs are freed after it
         if staged is None:
             return {"failure_kind": "infrastructure_error", "failure_message": "time before stage_time"}
         stats = time_on_device(_runner(staged), staged.input_sets, request.repetitions, request.warmup, device,
@@ -274,11 +274,10 @@ class ReferenceHost:
 
     def _pilot(self, request: PilotReference, device: torch.device) -> dict[str, Any]:
         """One-call samples of the staged reference, its staging kept for `TimeReference`."""
-        if self.staged is None:
+        staged = self.staged.get(request.case)
+        if staged is None:
             return {"failure_kind": "infrastructure_error", "failure_message": "pilot before stage_time"}
-        stats = time_on_device(
-            _runner(self.staged), self.staged.input_sets, PILOT_SAMPLES, request.warmup, device
-        )
+        stats = time_on_device(_runner(staged), staged.input_sets, PILOT_SAMPLES, request.warmup, device)
         return {"ok": True, "median_ms": stats.median_ms}
 
 

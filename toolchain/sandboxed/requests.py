@@ -73,11 +73,12 @@ class StageTime:
     weight_seed: int
     inputs_paths: list[str]
     fresh_arguments: bool = False
+    case: str = ""  # the performance case: a turn alone on the device may time several staged cases
 
 
 @dataclass(frozen=True)
 class Time:
-    """The staged performance case's timed calls (`StageTime` first); the outputs of `spot_outputs`' calls are
+    """A staged performance case's timed calls (`StageTime` first); the outputs of `spot_outputs`' calls are
     kept for judging."""
 
     OP: ClassVar[str] = "time"
@@ -86,6 +87,7 @@ class Time:
     spot_outputs: dict[str, str]  # sample index -> output file (its last call's output)
     calls_per_sample: int = 1  # the case's, chosen by the parent for every side (`timing.calls_for`)
     share: bool = False  # spot outputs as bundles named by their paths, as `Forward.share`
+    case: str = ""  # which staged case (`StageTime.case`)
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,9 @@ class Prepare(_ReferenceCase):
     sets: list[dict[str, Any]]  # {"name", "seed", "expected": whether its expected output is computed}
     out_dir: str
     share: bool = False  # expected outputs as bundles named by their paths (`bundles`); inputs stay files
+    # False: the job's earlier stagings and shared expected outputs are done with (freed here); True: they are
+    # not (cases staged for one turn alone on the device, their spot checks not judged yet)
+    keep_earlier: bool = False
 
 
 @dataclass(frozen=True)
