@@ -7,7 +7,10 @@ requests through the same service code twice, one mode after the other on the sa
 - `fresh`: the service's verify is `Verifier.verify` with no runner (a fresh worker process per request,
   what `rl serve` did before the lane pool);
 - `pool`: the service's verify is a `LanePool`'s (persistent lanes on every visible GPU, or `--devices`),
-  what `rl serve` does now; `pool:N` gives it N lanes per GPU (`rl serve --lanes-per-gpu N`).
+  what `rl serve` does now; `pool:N` gives it N lanes per GPU (`rl serve --lanes-per-gpu N`);
+- a suffix changes the verifier of a mode: `+shared` judges outputs in shared memory (on the device, on a GPU:
+  `VerifyConfig.shared_outputs`), `+percase` takes one turn alone on the device per performance case
+  (`turn_staged_mb` 0, the way before a verification's cases shared one turn), e.g. `pool:4+percase,pool:4`.
 
 Requests: the bundled Triton examples (the correct ones, one per task), each `--repeats` times, interleaved,
 sent through `RemoteVerifier` (HTTP, the trainers' client) with `--in-flight` at once. Printed: a Markdown
@@ -32,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.verify_throughput import mode_options  # noqa: E402
 from kernelvault.contracts import Candidate, Task, Verdict  # noqa: E402
 from kernelvault.pipelines.candidates import ExampleCandidates  # noqa: E402
 from kernelvault.rl.reward_service import RemoteVerifier, RewardService, ServiceConfig  # noqa: E402
@@ -65,7 +69,7 @@ def requests(repeats: int) -> list[tuple[Task, Candidate]]:
 
 def run_mode(mode: str, verifier: Verifier, work: list[tuple[Task, Candidate]], in_flight: int,
              devices: str | None) -> ModeResult:  # fmt: skip
-    kind, _, lanes = mode.partition(":")
+    kind, _, lanes = mode_options(mode)[0].partition(":")
     pool = LanePool.for_verifier(verifier, devices, int(lanes or 1)) if kind == "pool" else None
     verify = pool.verify if pool is not None else verifier.verify
     service = RewardService(
@@ -103,7 +107,7 @@ PROTOCOL_PARTS = {
     "gate wait": re.compile(r"waited ([\d.]+) s"),
 }
 STAGES = ("parse", "static", "compile", "check", "time", "reward")
-REQUEST_KINDS = re.compile(r"seconds per request kind: (.*)$", re.MULTILINE)
+REQUEST_KINDS = re.compile(r"seconds per request kind: ([^;\n]*)")
 
 
 def breakdown(results: list[ModeResult]) -> list[str]:
@@ -186,17 +190,25 @@ def main() -> int:
     parser.add_argument("--platform", default=None, help="cpu, cuda or rocm (default: detect)")
     parser.add_argument("--repeats", type=int, default=4)
     parser.add_argument("--in-flight", type=int, default=4)
-    parser.add_argument("--modes", default="fresh,pool", help="fresh, pool, pool:N (N lanes per GPU)")
+    parser.add_argument("--modes", default="fresh,pool",
+                        help="fresh, pool, pool:N (N lanes per GPU); +shared: outputs judged in shared memory "
+                             "(on the device); +percase: one turn alone on the device per performance case")  # fmt: skip
     parser.add_argument("--devices", default=None, help="the pool's GPUs (default: every visible one)")
     parser.add_argument("--timeout-s", type=float, default=120.0)
     args = parser.parse_args()
     verifier = Verifier(VerifyConfig(platform=args.platform, timeout_s=args.timeout_s))
     work = requests(args.repeats)
+
+    def mode_verifier(mode: str) -> Verifier:
+        options = mode_options(mode)[1]
+        return Verifier(VerifyConfig(platform=args.platform, timeout_s=args.timeout_s, shared_outputs="shared" in options,
+                                     turn_staged_mb=0.0 if "percase" in options else VerifyConfig.turn_staged_mb))  # fmt: skip
+
     print(f"{len(work)} requests ({len(work) // args.repeats} examples × {args.repeats}), {args.in_flight} in "
           f"flight, platform {verifier.choice.platform} ({verifier.choice.device})\n", flush=True)  # fmt: skip
     results = []
     for mode in args.modes.split(","):
-        results.append(run_mode(mode, verifier, work, args.in_flight, args.devices))
+        results.append(run_mode(mode, mode_verifier(mode), work, args.in_flight, args.devices))
         # Each mode's figure as soon as it exists: a call cut by its time limit still leaves the modes it ran.
         print(
             f"{mode}: {len(results[-1].verdicts)} verifications in {results[-1].seconds:.1f} s, "

@@ -20,6 +20,8 @@ Modes, run one after the other in the same invocation on the same candidates:
   GPU named, compilation as Ray tasks): the 1 → 2 actor scaling of the Ray issue;
 - `persistent+shared` (and `persistent@0x3+shared`, ...): the same with outputs judged in shared memory
   (`VerifyConfig.shared_outputs`; on a GPU the parent compares on the device, #24 item 1);
+- `...+percase`: one turn alone on the device per performance case (`VerifyConfig.turn_staged_mb` 0), the way
+  lanes timed before a verification's cases shared one turn: the before of that change, in the same run;
 - `kernelbench`: the peer harness, KernelBench's own `eval_kernel_against_ref` in a fresh process per candidate,
   from a checkout given with `--kernelbench` (bench/kernelbench_peer.py). With it in the modes, every mode runs
   on the candidates KernelBench can take (the others are listed with the reason), so the figures compare.
@@ -180,16 +182,81 @@ _CHECK_COSTS = re.compile(
 )
 
 
-def stage_seconds(stages: Sequence[Any]) -> dict[str, float]:
-    """Seconds per stage that ran, plus the check protocol's parent-measured costs from the check's log."""
-    row = {f"{s['name']}_s": s["seconds"] for s in stages if s["outcome"] != "skipped"}
+_REQUEST_KINDS = re.compile(r"seconds per request kind: ([^;\n]*)")
+_CASE_PARTS = re.compile(r"seconds per case: ([^;\n]*)")
+_STARTS = re.compile(r"workers starting ([\d.]+) s")
+
+
+def _named_seconds(text: str, separator: str) -> dict[str, float]:
+    """`name 1.23<separator>other 0.40` (`ProtocolCosts.summary`) as a dict."""
+    pairs = (item.rsplit(" ", 1) for item in text.split(separator) if " " in item)
+    return {name: float(seconds) for name, seconds in pairs}
+
+
+def stage_seconds(stages: Sequence[Any]) -> dict[str, Any]:
+    """Seconds per stage that ran, plus the check protocol's parent-measured costs from the check's log: its
+    parts, the seconds of each kind of request (`requests`) and of each case of the plan (`parts`)."""
+    row: dict[str, Any] = {f"{s['name']}_s": s["seconds"] for s in stages if s["outcome"] != "skipped"}
     for stage in stages:
-        found = _CHECK_COSTS.search(stage["log"] or "") if stage["name"] == "check" else None
+        log = stage["log"] or ""
+        found = _CHECK_COSTS.search(log) if stage["name"] == "check" else None
         if found:
             row |= {"judge_mb": float(found[1]), "judge_shared_mb": float(found[2] or 0.0),
                     "judge_transfer_s": float(found[3]), "judge_compare_s": float(found[4]),
                     "reference_s": float(found[5]), "gate_wait_s": float(found[6] or 0.0)}  # fmt: skip
+            kinds, parts = _REQUEST_KINDS.search(log), _CASE_PARTS.search(log)
+            row["requests"] = _named_seconds(kinds.group(1), ", ") if kinds else {}
+            row["parts"] = _named_seconds(parts.group(1), " | ") if parts else {}
+            starts = _STARTS.search(log)
+            row["worker_start_s"] = float(starts.group(1)) if starts else 0.0
     return row
+
+
+def part_group(part: str) -> str:
+    """A case part of the plan (`check c0:batch=1,dim=17`, `time p0:defaults`) by what it does: the
+    correctness cases' checks, the performance cases' checks, their timing."""
+    step, _, case = part.partition(" ")
+    if step == "time":
+        return "time (staging, turn, spot checks)"
+    return "check, performance cases" if case.startswith("p") else "check, correctness cases"
+
+
+def time_breakdown(results: Results) -> str:
+    """Where each mode's time went: seconds in all per stage, per kind of request and per part of the plan
+    (requests, parts and worker starts are inside the check and time stages, answers included, gate waits
+    left out); a check whose worker timed out or died has no record of its parts, only its whole."""
+    modes = [mode for mode, (_, rows) in results.items() if not any(row.get("peer") for row in rows)]
+
+    extra = ("gate_wait", "worker_start", "judge_transfer", "judge_compare")
+
+    def totals(rows: list[dict[str, Any]]) -> dict[str, float]:
+        found: dict[str, float] = {"unrecorded": 0.0}
+        for row in rows:
+            for stage in (*STAGES, *extra):
+                found[stage] = found.get(stage, 0.0) + float(row.get(f"{stage}_s") or 0.0)
+            if "requests" not in row:  # its worker timed out or died: no protocol record, its whole check
+                found["unrecorded"] += float(row.get("check_s") or 0.0) + float(row.get("time_s") or 0.0)
+            for kind, seconds in (row.get("requests") or {}).items():
+                found[kind] = found.get(kind, 0.0) + seconds
+            for part, seconds in (row.get("parts") or {}).items():
+                found[part_group(part)] = found.get(part_group(part), 0.0) + seconds
+        return found
+
+    per_mode = {mode: totals(results[mode][1]) for mode in modes}
+    names = [*STAGES, *extra, "unrecorded"]
+    names += sorted({name for found in per_mode.values() for name in found if "." in name})
+    names += sorted(
+        {name for found in per_mode.values() for name in found if name.startswith(("check,", "time ("))}
+    )
+    lines = ["| seconds in all | " + " | ".join(modes) + " |", "|---|" + "---|" * len(modes)]
+    for name in names:
+        label = {"gate_wait": "gate wait (lanes)", "worker_start": "waiting for workers to start",
+                 "judge_transfer": "parent reading outputs", "judge_compare": "parent comparing",
+                 "unrecorded": "checks that timed out or crashed (no record of their parts)"}.get(name, name)  # fmt: skip
+        lines.append(
+            f"| {label} | " + " | ".join(f"{per_mode[mode].get(name, 0.0):.1f}" for mode in modes) + " |"
+        )
+    return "\n".join(lines)
 
 
 def judge_line(rows: list[dict[str, Any]], seconds: float) -> str:
@@ -271,6 +338,18 @@ def run_persistent(verifier: Verifier, items: list[Attempt], devices: str, lanes
 Results = dict[str, tuple[float, list[dict[str, Any]]]]  # mode -> (seconds, one row per candidate)
 
 
+OPTIONS = ("+shared", "+percase")  # mode suffixes, in any order: they change the verifier, not the lanes
+
+
+def mode_options(mode: str) -> tuple[str, set[str]]:
+    """(the mode without its option suffixes, the options): `persistent@0x3+shared+percase`."""
+    options: set[str] = set()
+    while found := next((option for option in OPTIONS if mode.endswith(option)), None):
+        options.add(found.lstrip("+"))
+        mode = mode.removesuffix(found)
+    return mode, options
+
+
 def run_mode(mode: str, verifier: Verifier, items: list[Attempt], devices: str, args: argparse.Namespace
              ) -> tuple[float, list[dict[str, Any]]]:  # fmt: skip
     """`fresh`, `persistent`, `persistent@0+1`, `persistent@0x3` (three lanes on GPU 0) or `ray@0+1`."""
@@ -281,7 +360,7 @@ def run_mode(mode: str, verifier: Verifier, items: list[Attempt], devices: str, 
             raise SystemExit("the kernelbench mode needs --kernelbench PATH (a KernelBench checkout)")
         return run_kernelbench(args.kernelbench, items, args.timeout_s,
                                lambda attempt: expected_outcomes(attempt.candidate, verifier.choice.platform, None))  # fmt: skip
-    executor, _, named = mode.removesuffix("+shared").partition("@")
+    executor, _, named = mode_options(mode)[0].partition("@")
     gpus, _, per_gpu = named.partition("x")
     return run_persistent(verifier, items, gpus.replace("+", ",") or devices, args.lanes, args.compile_workers,
                           "ray" if executor == "ray" else "local", int(per_gpu or 1))  # fmt: skip
@@ -329,6 +408,7 @@ def report(results: Results) -> int:
             print(f"\n{mode} (the peer harness)\n" + "\n".join(peer_lines(rows)))
             continue
         print(f"\nper-stage latency, {mode}\n{stage_table(rows)}\n{judge_line(rows, seconds)}")
+    print(f"\nwhere the time went, per mode\n{time_breakdown(results)}")
     print(f"\nlatency of the timed candidates per mode\n{latency_table(results)}")
     # A throughput figure counts only if the verdicts are right: every candidate as its file expects (ours; the
     # peer harness's verdicts are its own and listed above).
@@ -389,9 +469,13 @@ def main() -> int:
     def fresh_verifier(mode: str) -> Verifier:
         # Each mode starts with an empty HIP build cache (and each worker with an empty Triton cache of its
         # own): a mode run after another must not find its kernels already compiled. A mode ending in
-        # `+shared` judges outputs in shared memory (`VerifyConfig.shared_outputs`: on the device, on a GPU).
+        # `+shared` judges outputs in shared memory (`VerifyConfig.shared_outputs`: on the device, on a GPU);
+        # `+percase` takes one turn alone on the device per performance case (`turn_staged_mb` 0), as before.
+        options = mode_options(mode)[1]
         return Verifier(VerifyConfig(platform=args.platform, timeout_s=args.timeout_s, static_wall=args.static_wall == "on",
-                                     hip_cache=caches / mode / "hip", shared_outputs=mode.endswith("-shared")))  # fmt: skip
+                                     hip_cache=caches / re.sub(r"[@+x]", "-", mode) / "hip",
+                                     shared_outputs="shared" in options,
+                                     turn_staged_mb=0.0 if "percase" in options else VerifyConfig.turn_staged_mb))  # fmt: skip
 
     if args.list:
         chosen = attempts(args.which, args.limit, on_gpu=args.platform != "cpu")
@@ -415,7 +499,7 @@ def main() -> int:
           "build caches empty at the start of each mode")  # fmt: skip
     results: Results = {}
     for mode in args.modes.split(","):
-        verifier = fresh_verifier(re.sub(r"[@+x]", "-", mode))
+        verifier = fresh_verifier(mode)
         results[mode] = run_mode(mode, verifier, items, devices, args)
         seconds, rows = results[mode]  # as it finishes, so a run cut short still reports its first modes
         wrong = sum(not row["as_expected"] for row in rows)

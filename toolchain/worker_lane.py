@@ -522,12 +522,15 @@ class WorkerLane:
         reference = self._worker("reference", job.setup, limits, env)
         for attempt in range(2):
             waited = self.hold.check()  # host work (a worker's start) may wait here: it is the lane's wait
+            starting = candidate.stats.start_seconds + reference.stats.start_seconds
             try:
                 died, result = run_check(job, module_name, reference, candidate, self.hold, limits.timeout_s)
             finally:
                 self.hold.release()
             if result is not None:
                 result["protocol_costs"].gate_seconds += waited
+                started = candidate.stats.start_seconds + reference.stats.start_seconds - starting
+                result["protocol_costs"].start_seconds += started
                 return SandboxResult(0, None, False, 0.0, "", ""), result
             assert died is not None
             if died.timed_out or attempt == 1:
