@@ -330,3 +330,43 @@ def test_a_perf_program_that_cannot_run_is_named_and_the_task_keeps_its_test_cal
             "undefined_width); timed on the test's calls",
         )
     ]
+
+
+# A gold operator in the way real Triton code launches (11 of TritonBench-G's): inside the tensor's device.
+ON_ITS_DEVICE_REFERENCE = f"""import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def twice_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)
+
+
+def twice(x):
+    y = torch.empty_like(x)
+    with torch.cuda.device(x.device.index):
+        twice_kernel[(triton.cdiv(x.numel(), 64),)](x, y, x.numel(), BLOCK=64)
+    return y
+
+{SEPARATOR}
+
+def test_twice():
+    return {{"test_case_1": twice(torch.randn(37, device='cuda'))}}
+"""
+
+
+def test_a_launch_inside_torch_cuda_device_runs_on_the_cpu_path(verifier: Verifier) -> None:
+    """`with torch.cuda.device(x.device.index)` (and `(x.device)`) around a launch selects nothing on the CPU
+    path, where the test's `cuda` tensors are CPU tensors: the gold operator checks against itself, and an
+    answer written the same way is judged by its values (right, then wrong), not refused by PyTorch's CPU
+    build (TypeError for None, ValueError for a `cpu` device)."""
+    task = parse_task(ON_ITS_DEVICE_REFERENCE, "twice", "test")
+    (report,) = check_tasks([task])
+    assert report.ok, report.problems
+    answer = ON_ITS_DEVICE_REFERENCE.split("#" * 20)[0].replace("x.device.index", "x.device")
+    _assert_correct(verifier, task, answer)
+    wrong = verifier.verify(task, Candidate(task.task_id, "triton", answer.replace("* 2.0", "* 3.0"), "test"))
+    assert wrong.failure_kind == "mismatch", wrong.failure_message

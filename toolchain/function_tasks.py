@@ -264,6 +264,30 @@ def device_redirect(target: Any) -> Any:
     return DeviceRedirect()
 
 
+def cpu_device_selection() -> None:
+    """On the CPU path, `torch.cuda.device(x.device)` and `torch.cuda.device(x.device.index)` select nothing.
+
+    Real Triton code wraps its launches in `with torch.cuda.device(x.device.index):` (11 of TritonBench-G's
+    gold operators, and answers that copy them). On the CPU path the test's `cuda` tensors are CPU tensors
+    (`device_redirect`), whose index is None and whose device is `cpu`: PyTorch documents `torch.cuda.device`
+    as a no-op for None, but its CPU build compares None with 0 (TypeError), and a `cpu` device is refused
+    (ValueError). Here both select nothing, as on a one-GPU machine; a CUDA index still goes to PyTorch.
+    Installed in the workers before any task or candidate code runs, on the CPU only."""
+    import torch
+
+    class CpuPathDevice(torch.cuda.device):
+        def __init__(self, device: Any) -> None:
+            selects_nothing = device is None or (isinstance(device, int) and device < 0)
+            if isinstance(device, (str, torch.device)) and torch.device(device).type == "cpu":
+                selects_nothing = True
+            if selects_nothing:
+                self.idx, self.prev_idx = -1, -1
+            else:
+                super().__init__(device)
+
+    torch.cuda.device = CpuPathDevice  # type: ignore[misc, assignment]
+
+
 def compile_task_part(source: str, part: str) -> types.CodeType:
     """A part of a task file (its test, its performance program) compiled under a file name that `inspect` can
     read back: Triton's `@triton.jit` reads a kernel's source with `inspect.getsourcelines`, and a kernel the
