@@ -22,6 +22,7 @@ from kernelvault.toolchain.reference_check import check_tasks
 from kernelvault.toolchain.sandboxed.tensor_files import read_tensors, write_tensors
 from kernelvault.toolchain.tasks import load_tasks, parse_task
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
+from kernelvault.toolchain.worker_lane import WorkerLane
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "tritonbench"
@@ -367,6 +368,15 @@ def test_a_launch_inside_torch_cuda_device_runs_on_the_cpu_path(verifier: Verifi
     (report,) = check_tasks([task])
     assert report.ok, report.problems
     answer = ON_ITS_DEVICE_REFERENCE.split("#" * 20)[0].replace("x.device.index", "x.device")
-    _assert_correct(verifier, task, answer)
-    wrong = verifier.verify(task, Candidate(task.task_id, "triton", answer.replace("* 2.0", "* 3.0"), "test"))
-    assert wrong.failure_kind == "mismatch", wrong.failure_message
+    lane = WorkerLane()
+    try:
+        right, wrong = (
+            verifier.verify(task, Candidate(task.task_id, "triton", code, "test"), runner=lane)
+            for code in (answer, answer.replace("* 2.0", "* 3.0"))
+        )
+        assert right.correct is True, (right.failure_kind, right.failure_message)
+        assert wrong.failure_kind == "mismatch", wrong.failure_message
+        # the stand-in is the workers' own state, not a patch: neither worker was replaced between the jobs
+        assert all(not stats.restarts for stats in lane.stats().values()), lane.stats()
+    finally:
+        lane.close()

@@ -272,10 +272,16 @@ def cpu_device_selection() -> None:
     (`device_redirect`), whose index is None and whose device is `cpu`: PyTorch documents `torch.cuda.device`
     as a no-op for None, but its CPU build compares None with 0 (TypeError), and a `cpu` device is refused
     (ValueError). Here both select nothing, as on a one-GPU machine; a CUDA index still goes to PyTorch.
-    Installed in the workers before any task or candidate code runs, on the CPU only."""
+    Only in a CPU build of PyTorch (which can select no CUDA device anyway), once per worker, before its patch
+    snapshot and before any task or candidate code runs (`sandboxed.serve`, `sandboxed.task_check`)."""
     import torch
 
+    if torch.backends.cuda.is_built() or getattr(torch.cuda.device, "cpu_path", False):
+        return  # a build that can select a CUDA device keeps PyTorch's own; installed once
+
     class CpuPathDevice(torch.cuda.device):
+        cpu_path = True
+
         def __init__(self, device: Any) -> None:
             selects_nothing = device is None or (isinstance(device, int) and device < 0)
             if isinstance(device, (str, torch.device)) and torch.device(device).type == "cpu":

@@ -50,7 +50,6 @@ from kernelvault.toolchain.function_tasks import (
     CallsNotUnderstood,
     check_calls_bind,
     clone_value,
-    cpu_device_selection,
     device_redirect,
     function_module,
     tensor_leaves,
@@ -693,7 +692,6 @@ class CandidateHost:
         torch.set_grad_enabled(False)
         if device.type == "cpu":
             untimed_autotuning()  # the interpreter has no driver to time configs with (`kernel_tasks`)
-            cpu_device_selection()  # `with torch.cuda.device(x.device.index):` around a launch (`function_tasks`)
         job = CandidateJob(request, device)
         self.job = job
         # Temporary files of this job (Triton's .ptx for ptxas, the candidate's own) go to its folder.

@@ -27,7 +27,6 @@ from kernelvault.toolchain.function_tasks import (
     PERFORMANCE_INPUTS_OVERRIDE,
     FunctionLayout,
     clone_value,
-    cpu_device_selection,
     function_layout,
     function_module,
     record_calls,
@@ -193,7 +192,6 @@ class ReferenceHost:
                     reference_path.write_text(layout.reference)
                     if device.type == "cpu":  # a gold Triton kernel runs under the interpreter there
                         untimed_autotuning()
-                        cpu_device_selection()
                     module = load_module(reference_path, f"kv_task_{key[:16]}")
                     harness: TaskHarness | FunctionHarness = FunctionHarness(module, layout, device)
                 else:

@@ -97,6 +97,12 @@ def serve(kind: str) -> int:
 
         host = CrossCompileHost()
     os.environ["TMPDIR"] = os.environ.get("TMPDIR", "/tmp")
+    if kind != "cross_compile":
+        # The CPU path's `torch.cuda.device(x.device.index)` around a launch selects nothing; installed before
+        # the snapshot, so that it is the worker's own state and not a candidate's patch.
+        from kernelvault.toolchain.function_tasks import cpu_device_selection
+
+        cpu_device_selection()
     snapshot = PatchSnapshot(patch_targets())
     baseline = process_state()
     replies.write(json.dumps({"ready": True}).encode() + b"\n")

@@ -106,8 +106,10 @@ def check_case(harness: Any, case: dict[str, Any]) -> list[str]:
 def _worker_main(job_path: Path) -> int:
     import torch
 
+    from kernelvault.toolchain.function_tasks import cpu_device_selection
     from kernelvault.toolchain.sandboxed.reference import ReferenceHost
 
+    cpu_device_selection()  # as in the verification workers (`sandboxed.serve`)
     job = from_wire("task_check", json.loads(job_path.read_text()))
     assert isinstance(job, CheckTask)
     report: dict[str, Any] = {"cases_run": 0, "problems": []}
