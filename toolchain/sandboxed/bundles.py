@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import mmap
 import os
 import socket
@@ -80,21 +81,12 @@ class _Block:
 def _host_view(
     buffer: mmap.mmap, size: int, offset: int, dtype: torch.dtype, shape: tuple[int, ...]
 ) -> torch.Tensor:
-    itemsize = torch.empty((), dtype=dtype).element_size()
-    if any(not isinstance(extent, int) or extent < 0 for extent in shape):
-        raise TensorFileError(f"a shared tensor's shape must be non-negative integers, not {shape}")
-    count = 1
-    for extent in shape:
-        count *= extent
-    if not isinstance(offset, int) or offset < 0 or offset % itemsize or offset + count * itemsize > size:
-        raise TensorFileError(
-            f"a shared tensor of {count * itemsize} bytes at offset {offset} is not inside the {size}-byte block"
-        )
-    if count == 0:
+    nbytes = device_share.view_bytes(offset, dtype, shape, size)  # refused unless wholly inside the block
+    if nbytes == 0:
         return torch.empty(shape, dtype=dtype)
     with warnings.catch_warnings():  # a read-only mapping: torch warns that the buffer is not writable
         warnings.simplefilter("ignore", UserWarning)
-        return torch.frombuffer(buffer, dtype=dtype, count=count, offset=offset).view(shape)
+        return torch.frombuffer(buffer, dtype=dtype, count=math.prod(shape), offset=offset).view(shape)
 
 
 def _layout(tensors: dict[str, torch.Tensor]) -> tuple[dict[str, dict[str, Any]], int]:

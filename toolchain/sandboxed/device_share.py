@@ -218,10 +218,10 @@ class _CudaArray:
                                          "version": 3, "strides": None}  # fmt: skip
 
 
-def tensor_view(block: SharedBlock, offset: int, dtype: torch.dtype, shape: tuple[int, ...]) -> torch.Tensor:
-    """A contiguous tensor of `dtype` and `shape` at byte `offset` of `block`, refused unless it lies wholly
-    inside the mapping and is aligned for its dtype: a forged descriptor cannot make the reader touch memory
-    it did not map."""
+def view_bytes(offset: int, dtype: torch.dtype, shape: tuple[int, ...], block_size: int) -> int:
+    """The bytes of a contiguous `dtype` tensor of `shape` at byte `offset` of a block of `block_size` bytes,
+    refused (DeviceShareError) unless it lies wholly inside the block and is aligned for its dtype: a forged
+    descriptor cannot make the reader touch memory it did not map. Device blocks and host memfds alike."""
     itemsize = torch.empty((), dtype=dtype).element_size()
     if any(not isinstance(size, int) or size < 0 for size in shape):
         raise DeviceShareError(f"a shared tensor's shape must be non-negative integers, not {shape}")
@@ -229,10 +229,17 @@ def tensor_view(block: SharedBlock, offset: int, dtype: torch.dtype, shape: tupl
     for size in shape:
         count *= size
     nbytes = count * itemsize
-    if not isinstance(offset, int) or offset < 0 or offset % itemsize or offset + nbytes > block.size:
+    if not isinstance(offset, int) or offset < 0 or offset % itemsize or offset + nbytes > block_size:
         raise DeviceShareError(
-            f"a shared tensor of {nbytes} bytes at offset {offset} is not inside the {block.size}-byte block"
+            f"a shared tensor of {nbytes} bytes at offset {offset} is not inside the {block_size}-byte block"
         )
+    return nbytes
+
+
+def tensor_view(block: SharedBlock, offset: int, dtype: torch.dtype, shape: tuple[int, ...]) -> torch.Tensor:
+    """A contiguous tensor of `dtype` and `shape` at byte `offset` of `block`, refused unless it lies wholly
+    inside the mapping (`view_bytes`)."""
+    nbytes = view_bytes(offset, dtype, shape, block.size)
     if nbytes == 0:
         return torch.empty(shape, dtype=dtype, device=block.device)
     raw = torch.as_tensor(_CudaArray(block.pointer + offset, nbytes, read_only=False), device=block.device)
