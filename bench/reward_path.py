@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.verify_throughput import mode_options  # noqa: E402
+from bench.verify_throughput import mode_options, option_settings, request_kinds  # noqa: E402
 from kernelvault.contracts import Candidate, Task, Verdict  # noqa: E402
 from kernelvault.pipelines.candidates import ExampleCandidates  # noqa: E402
 from kernelvault.rl.reward_service import RemoteVerifier, RewardService, ServiceConfig  # noqa: E402
@@ -107,7 +107,6 @@ PROTOCOL_PARTS = {
     "gate wait": re.compile(r"waited ([\d.]+) s"),
 }
 STAGES = ("parse", "static", "compile", "check", "time", "reward")
-REQUEST_KINDS = re.compile(r"seconds per request kind: ([^;\n]*)")
 
 
 def breakdown(results: list[ModeResult]) -> list[str]:
@@ -126,7 +125,7 @@ def breakdown(results: list[ModeResult]) -> list[str]:
                     for part, pattern in PROTOCOL_PARTS.items():
                         found = pattern.search(record.log)
                         per_stage[part].append(float(found.group(1)) if found else 0.0)
-                    spent = _kinds_of(record.log)
+                    spent = request_kinds(record.log)
                     for kind in kinds:
                         per_stage[kind].append(spent.get(kind, 0.0))
         for name in rows:
@@ -140,18 +139,9 @@ def breakdown(results: list[ModeResult]) -> list[str]:
     return lines
 
 
-def _kinds_of(log: str) -> dict[str, float]:
-    """`candidate.forward 1.23, reference.prepare 0.40` (ProtocolCosts.summary) as a dict."""
-    found = REQUEST_KINDS.search(log)
-    if found is None:
-        return {}
-    pairs = (item.rsplit(" ", 1) for item in found.group(1).split(", "))
-    return {kind: float(seconds) for kind, seconds in pairs}
-
-
 def _request_kinds(result: ModeResult) -> set[str]:
     return {kind for _, verdict in result.verdicts for record in verdict.stages if record.name == "check"
-            for kind in _kinds_of(record.log)}  # fmt: skip
+            for kind in request_kinds(record.log)}  # fmt: skip
 
 
 def _spread(values: list[float]) -> str:
@@ -200,9 +190,9 @@ def main() -> int:
     work = requests(args.repeats)
 
     def mode_verifier(mode: str) -> Verifier:
-        options = mode_options(mode)[1]
-        return Verifier(VerifyConfig(platform=args.platform, timeout_s=args.timeout_s, shared_outputs="shared" in options,
-                                     turn_staged_mb=0.0 if "percase" in options else VerifyConfig.turn_staged_mb))  # fmt: skip
+        return Verifier(
+            VerifyConfig(platform=args.platform, timeout_s=args.timeout_s, **option_settings(mode))
+        )
 
     print(f"{len(work)} requests ({len(work) // args.repeats} examples × {args.repeats}), {args.in_flight} in "
           f"flight, platform {verifier.choice.platform} ({verifier.choice.device})\n", flush=True)  # fmt: skip

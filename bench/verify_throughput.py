@@ -204,8 +204,8 @@ def stage_seconds(stages: Sequence[Any]) -> dict[str, Any]:
             row |= {"judge_mb": float(found[1]), "judge_shared_mb": float(found[2] or 0.0),
                     "judge_transfer_s": float(found[3]), "judge_compare_s": float(found[4]),
                     "reference_s": float(found[5]), "gate_wait_s": float(found[6] or 0.0)}  # fmt: skip
-            kinds, parts = _REQUEST_KINDS.search(log), _CASE_PARTS.search(log)
-            row["requests"] = _named_seconds(kinds.group(1), ", ") if kinds else {}
+            parts = _CASE_PARTS.search(log)
+            row["requests"] = request_kinds(log)
             row["parts"] = _named_seconds(parts.group(1), " | ") if parts else {}
             starts = _STARTS.search(log)
             row["worker_start_s"] = float(starts.group(1)) if starts else 0.0
@@ -350,6 +350,20 @@ def mode_options(mode: str) -> tuple[str, set[str]]:
     return mode, options
 
 
+def option_settings(mode: str) -> dict[str, Any]:
+    """The `VerifyConfig` fields a mode's suffixes set: `+shared` judges outputs in shared memory (on the device,
+    on a GPU), `+percase` takes one turn alone on the device per performance case (`turn_staged_mb` 0)."""
+    options = mode_options(mode)[1]
+    return {"shared_outputs": "shared" in options,
+            "turn_staged_mb": 0.0 if "percase" in options else VerifyConfig.turn_staged_mb}  # fmt: skip
+
+
+def request_kinds(log: str) -> dict[str, float]:
+    """The check log's seconds per request kind (`ProtocolCosts.summary`) as a dict."""
+    found = _REQUEST_KINDS.search(log)
+    return _named_seconds(found.group(1), ", ") if found else {}
+
+
 def run_mode(mode: str, verifier: Verifier, items: list[Attempt], devices: str, args: argparse.Namespace
              ) -> tuple[float, list[dict[str, Any]]]:  # fmt: skip
     """`fresh`, `persistent`, `persistent@0+1`, `persistent@0x3` (three lanes on GPU 0) or `ray@0+1`."""
@@ -468,14 +482,11 @@ def main() -> int:
 
     def fresh_verifier(mode: str) -> Verifier:
         # Each mode starts with an empty HIP build cache (and each worker with an empty Triton cache of its
-        # own): a mode run after another must not find its kernels already compiled. A mode ending in
-        # `+shared` judges outputs in shared memory (`VerifyConfig.shared_outputs`: on the device, on a GPU);
-        # `+percase` takes one turn alone on the device per performance case (`turn_staged_mb` 0), as before.
-        options = mode_options(mode)[1]
+        # own): a mode run after another must not find its kernels already compiled. Its suffixes set the rest
+        # (`option_settings`).
         return Verifier(VerifyConfig(platform=args.platform, timeout_s=args.timeout_s, static_wall=args.static_wall == "on",
                                      hip_cache=caches / re.sub(r"[@+x]", "-", mode) / "hip",
-                                     shared_outputs="shared" in options,
-                                     turn_staged_mb=0.0 if "percase" in options else VerifyConfig.turn_staged_mb))  # fmt: skip
+                                     **option_settings(mode)))  # fmt: skip
 
     if args.list:
         chosen = attempts(args.which, args.limit, on_gpu=args.platform != "cpu")

@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.reward_path import _kinds_of  # noqa: E402
+from bench.reward_path import request_kinds as reward_path_kinds  # noqa: E402
 from bench.verify_throughput import mode_options, part_group, stage_seconds, time_breakdown  # noqa: E402
 from kernelvault.toolchain.judge import ProtocolCosts  # noqa: E402
 
@@ -43,7 +43,7 @@ def test_the_benches_read_back_the_seconds_per_request_kind_and_per_case() -> No
     assert row["parts"] == {"check c0:batch=1,dim=17": 0.75, "check p0:batch=8,dim=4096": 1.0,
                             "time p0:batch=8,dim=4096": 0.75}  # fmt: skip
     assert row["gate_wait_s"] == 1.5 and row["judge_compare_s"] == 0.5 and row["worker_start_s"] == 2.0
-    assert _kinds_of(log) == row["requests"]  # reward_path's reader stops where the case list starts
+    assert reward_path_kinds(log) == row["requests"]  # reward_path's reader stops where the case list starts
 
 
 def test_the_breakdown_table_groups_cases_by_what_they_do_and_sums_over_candidates() -> None:
