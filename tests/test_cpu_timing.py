@@ -35,7 +35,7 @@ REPLAYS_WHILE_TIMED = (ROOT / "examples" / "triton" / "relu.py").read_text().rep
 
 @pytest.fixture(scope="module")
 def small_relu(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    return small_tasks.small_relu(tmp_path_factory.mktemp("task"))
+    return small_tasks.small_relu(tmp_path_factory.mktemp("task"), small_tasks.TINY_CASES)
 
 
 @pytest.fixture(scope="module")
@@ -115,10 +115,12 @@ def test_a_samples_kept_output_is_its_last_call_on_the_input_set_the_parent_judg
 
 @pytest.fixture(scope="module")
 def batching_verifier(tmp_path_factory: pytest.TempPathFactory) -> Verifier:
-    # 1 ms a sample: more than the CPU reference's relu takes, so each case is timed several calls per sample
+    # 0.1 ms a sample: several times what the CPU reference's relu takes on the tiny cases (about 6 µs here), so
+    # each case is timed several calls per sample, and the interpreter's calls stay within the job's time limit on
+    # a slow CI machine (1 ms a sample on the larger cases took 45 s of the 60 s limit here, and timed out in CI)
     caches = tmp_path_factory.mktemp("caches")
     return Verifier(VerifyConfig(platform="cpu", time_on_cpu=True, repetitions=6, warmup=1, input_sets=2,
-                                 sample_ms=1.0, hip_cache=caches / "hip"))  # fmt: skip
+                                 sample_ms=0.1, hip_cache=caches / "hip"))  # fmt: skip
 
 
 def test_a_short_case_is_timed_several_calls_per_sample_the_same_way_for_every_candidate(
