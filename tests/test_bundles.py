@@ -190,6 +190,8 @@ def test_the_sender_cannot_shrink_a_block_under_the_readers_mapping() -> None:
         {"tuple": 3},
         {"dict": {"x": {"dtype": "no_such_dtype"}}},
         {"value": 1, "float": "nan", "extra": 2},
+        {"value": 1, "float": "nan"},
+        {"tensor": "t0", "grad": True, "extra": 2},
     ],
 )
 def test_a_forged_structure_is_a_one_line_refusal(structure: object) -> None:

@@ -15,7 +15,16 @@ How such a task is checked, in the same protocol as a module task (`kernelvault.
   reference leaves; so changing an argument is not an integrity failure here, and an output that is an
   argument is not one either (the module form's `modified_inputs` / `output_aliases_input` stay off).
 - **`FunctionCall`** turns the functions into the module both workers already run: `forward(*calls)` makes
-  every call in order and returns one `(returned, arguments_after)` pair per call. The candidate defines
+  every call in order and returns one `(returned, arguments_after)` pair per call.
+- **Gradients.** A test that differentiates (`loss.backward()` on a call's output, then reads `x.grad`: 16 of
+  TritonBench-G's operators are `torch.autograd.Function`s tested so) runs with autograd on while recorded. A
+  call whose outputs carried a gradient there keeps its arguments' `requires_grad` in the recorded input set;
+  every other call's arguments are recorded without it. `FunctionCall` differentiates each call with such
+  arguments, on both sides: the outputs that carry a gradient, against upstream gradients drawn from a fixed
+  seed per call and output (`upstream_gradient`: random, so a backward that ignores its incoming gradient
+  fails), and the call's result gains a third part, the gradient of every argument that requires it. A candidate
+  whose outputs carry no gradient there (no backward) fails that call with a clear error, as the test's own
+  `.backward()` would. Performance inputs are recorded without gradients (timing runs the forward). The candidate defines
   functions with the same names (a test may call several: a forward and a backward); its worker wraps them
   the same way, so the integrity layer (torch doing
   the work, launches observed, cached results), the judge and timing are those of the module form.
@@ -120,6 +129,7 @@ def function_layout(source: str, name: str) -> FunctionLayout:
     except SyntaxError as error:
         raise FunctionTaskError(f"not valid Python: {error.msg} (line {error.lineno})") from None
     defined = [node.name for node in reference_tree.body if isinstance(node, ast.FunctionDef)]
+    defined += _function_aliases(reference_tree)
     if not defined:
         raise FunctionTaskError("the part before the separator defines no function")
     tests = tuple(
@@ -148,6 +158,21 @@ def function_layout(source: str, name: str) -> FunctionLayout:
         )
     entry = stem if stem in called else called[0]
     return FunctionLayout(reference, test, entry, tests, tuple(called), _embedded_program(test_tree))
+
+
+def _function_aliases(tree: ast.Module) -> list[str]:
+    """Module-level names bound to an autograd function's `apply` (`layer_norm = LayerNorm.apply`): how the
+    operators that define their own backward expose it (TritonBench-G's `torch.autograd.Function`s); a test calls
+    that name, and a candidate defines it, as a function or as the same kind of binding."""
+    return [
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "apply"
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    ]
 
 
 def _embedded_program(test_tree: ast.Module) -> str | None:
@@ -310,7 +335,8 @@ def clone_value(value: Any) -> Any:
     import torch
 
     if isinstance(value, torch.Tensor):
-        return value.detach().clone()
+        copy = value.detach().clone()
+        return copy.requires_grad_(True) if value.requires_grad else copy  # a leaf a test differentiates by
     if isinstance(value, dict):
         return {key: clone_value(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
@@ -371,6 +397,20 @@ def check_calls_bind(functions: dict[str, Callable[..., Any]], calls: list[Any])
             raise CallsNotUnderstood(f"{name} cannot take the test's call {index}: {error}") from None
 
 
+def upstream_gradient(index: int, number: int, output: Any) -> Any:
+    """The gradient that flows into output `number` of call `index` when a call is differentiated: standard
+    normal values from a seed of (index, number), the same in both workers. Drawn by numpy and copied in, so
+    that the only PyTorch op the candidate's dispatch monitor sees is a copy (glue)."""
+    import numpy as np
+    import torch
+
+    generator = np.random.default_rng([index, number])
+    values = generator.standard_normal(tuple(output.shape), dtype=np.float32)
+    if output.is_complex():
+        values = values + 1j * generator.standard_normal(tuple(output.shape), dtype=np.float32)
+    return torch.from_numpy(values).to(device=output.device, dtype=output.dtype)
+
+
 def function_module(functions: dict[str, Callable[..., Any]], device: Any) -> Any:
     """The task's functions as a module whose forward makes every call of a case, each `[name, args,
     kwargs]` (see the module docstring); on the CPU, under `device_redirect`."""
@@ -384,6 +424,7 @@ def function_module(functions: dict[str, Callable[..., Any]], device: Any) -> An
         def __init__(self) -> None:
             super().__init__()
             self.functions = dict(functions)
+            self.upstream_gradients: dict[tuple[Any, ...], Any] = {}
 
         def forward(self, *calls: Any) -> tuple[Any, ...]:
             results = []
@@ -393,10 +434,37 @@ def function_module(functions: dict[str, Callable[..., Any]], device: Any) -> An
                     if launch:
                         self.functions[name][replay_grid(launch[0])](*args, **kwargs)
                         returned = None  # a launch's handle is no result: its outputs are its arguments
-                    else:
+                        results.append(judged_result(returned, args, kwargs))
+                        continue
+                    differentiated = [leaf for leaf in tensor_leaves([args, kwargs]) if leaf.requires_grad]
+                    if not differentiated:
+                        results.append(judged_result(self.functions[name](*args, **kwargs), args, kwargs))
+                        continue
+                    with torch.enable_grad():
                         returned = self.functions[name](*args, **kwargs)
-                    results.append(judged_result(returned, args, kwargs))
+                        gradients = self.gradients(name, len(results), returned, differentiated)
+                    results.append((*judged_result(returned, args, kwargs), gradients))
             return tuple(results)
+
+        def gradients(self, name: str, index: int, returned: Any, leaves: list[Any]) -> list[Any]:
+            """The gradients of a call's arguments that require one (see the module docstring)."""
+            outputs = [leaf for leaf in tensor_leaves(returned) if leaf.requires_grad]
+            if not outputs:
+                raise RuntimeError(f"the test differentiates call {index} of {name}, and none of its outputs "
+                                   "carries a gradient (no backward)")  # fmt: skip
+            upstream = [self.upstream(index, number, output) for number, output in enumerate(outputs)]
+            found = torch.autograd.grad(outputs, leaves, upstream, allow_unused=True)
+            # an argument the outputs do not depend on has a zero gradient (None from autograd)
+            return [
+                torch.zeros_like(leaf) if grad is None else grad
+                for grad, leaf in zip(found, leaves, strict=True)
+            ]
+
+        def upstream(self, index: int, number: int, output: Any) -> Any:
+            key = (index, number, tuple(output.shape), output.dtype, output.device)
+            if key not in self.upstream_gradients:  # drawn once: a timed call reuses it
+                self.upstream_gradients[key] = upstream_gradient(index, number, output)
+            return self.upstream_gradients[key]
 
     return FunctionCall()
 
@@ -422,8 +490,13 @@ def record_calls(
         real = namespace[name]
 
         def record(*args: Any, **kwargs: Any) -> Any:
-            calls.append([name, clone_value(list(args)), clone_value(dict(kwargs))])
-            return real(*args, **kwargs)
+            call = [name, clone_value(list(args)), clone_value(dict(kwargs))]
+            calls.append(call)
+            returned = real(*args, **kwargs)
+            if not any(leaf.requires_grad for leaf in tensor_leaves(returned)):
+                for leaf in tensor_leaves(call[1:]):  # nothing to differentiate: judged by its values alone
+                    leaf.requires_grad_(False)
+            return returned
 
         return record
 
@@ -441,7 +514,9 @@ def record_calls(
     if re.search(rf"^\s*(from|import)\s+{re.escape(layout.entry)}\b", layout.test, re.MULTILINE):
         aliases[layout.entry] = types.ModuleType(layout.entry)
         aliases[layout.entry].__dict__.update(scope)
-    with module_standins(aliases), device_redirect(device) if on_cpu else contextlib.nullcontext():
+    # autograd on: a test may differentiate what the reference returns (the workers run with it off)
+    with module_standins(aliases), device_redirect(device) if on_cpu else contextlib.nullcontext(), \
+            torch.enable_grad():  # fmt: skip
         exec(code, scope)  # noqa: S102 - the task's own test, in the reference's jailed worker
         if not calls:
             for name in layout.test_functions:
@@ -509,7 +584,10 @@ def record_performance_calls(
 
     def recorder(name: str) -> Callable[..., Any]:
         def record(*args: Any, **kwargs: Any) -> Any:
-            calls.append([name, clone_value(list(args)), clone_value(dict(kwargs))])
+            call = [name, clone_value(list(args)), clone_value(dict(kwargs))]
+            for leaf in tensor_leaves(call[1:]):  # timing runs the forward (see the module docstring)
+                leaf.requires_grad_(False)
+            calls.append(call)
             raise _Recorded
 
         return record

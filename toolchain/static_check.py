@@ -49,6 +49,16 @@ def _pytorch_fallback(tree: ast.Module) -> str | None:
     return None
 
 
+def _bound_names(tree: ast.Module) -> set[str]:
+    """Names a module binds at its top level by assignment (`layer_norm = LayerNorm.apply`)."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {target.id for target in targets if isinstance(target, ast.Name)}
+    return names
+
+
 def check_triton_candidate(code: str, entries: tuple[str, ...] = (), kernels: bool = False) -> StaticResult:
     """`entries`: a function task's functions, which the candidate defines instead of ModelNew; with
     `kernels`, Triton kernels the task's test launches as `name[grid](...)` (`kernelvault.toolchain.kernel_tasks`)."""
@@ -59,7 +69,10 @@ def check_triton_candidate(code: str, entries: tuple[str, ...] = (), kernels: bo
 
     if entries:
         defined = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
-        missing = [entry for entry in entries if entry not in defined]
+        # a function may also be a module-level binding (`layer_norm = LayerNorm.apply`); the worker checks
+        # that the name is callable once imported. A kernel entry must be a @triton.jit def.
+        bound = set() if kernels else _bound_names(tree)
+        missing = [entry for entry in entries if entry not in defined and entry not in bound]
         if missing:
             what = "@triton.jit kernel" if kernels else "function"
             return StaticResult(

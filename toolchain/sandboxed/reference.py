@@ -224,7 +224,7 @@ class ReferenceHost:
             name = str(entry["name"])
             inputs = harness.inputs(int(entry["seed"]))
             inputs_path = folder / f"{name}.inputs.st"
-            write_tensors(inputs_path, inputs)
+            write_tensors(inputs_path, inputs, grad_leaves=True)
             expected_path = None
             if entry.get("expected", True):
                 expected_path = folder / f"{name}.expected.st"
@@ -259,7 +259,9 @@ class ReferenceHost:
         self.staged.pop(request.case, None)
         init = read_tensors(Path(request.init_path))
         reference = harness.reference(list(init), request.weight_seed)
-        input_sets = [list(read_tensors(Path(path), device)) for path in request.inputs_paths]
+        input_sets = [
+            list(read_tensors(Path(path), device, grad_leaves=True)) for path in request.inputs_paths
+        ]
         sync_device(device)
         self.staged[request.case] = StagedTiming(reference, input_sets, request.fresh_arguments)
         return {"ok": True}

@@ -6,7 +6,9 @@ file against the expected one. Nothing is pickled: safetensors reads untrusted f
 structure (a tuple of tensors and scalars, say) travels as JSON in the file's metadata.
 
 A tensor keeps its dtype, shape and strides where its layout is dense (a transposed input stays
-transposed); overlapping or gappy layouts arrive contiguous. Besides tensors: numbers, strings, None,
+transposed); overlapping or gappy layouts arrive contiguous. A tensor that requires grad arrives as a leaf that
+requires grad, where writer and reader both ask for it (`grad_leaves`: a function task's inputs, whose test
+differentiates through such arguments, `function_tasks`); elsewhere the flag is neither written nor read. Besides tensors: numbers, strings, None,
 dtypes, devices (an accelerator arrives as the reader's device), and lists, tuples and string-keyed dicts of
 them (a function task's keyword arguments); anything else is refused with a one-line error
 (`TensorFileError`).
@@ -46,7 +48,7 @@ def _dense_layout(shape: tuple[int, ...], stride: tuple[int, ...]) -> bool:
     return True
 
 
-def encode_value(value: Any) -> tuple[Any, dict[str, torch.Tensor]]:
+def encode_value(value: Any, grad_leaves: bool = False) -> tuple[Any, dict[str, torch.Tensor]]:
     """A tensor, or a nest of tensors and plain scalars, as (its structure as JSON-able data, its tensors by
     name): each tensor detached and contiguous, on its own device; `decode_value` is the inverse. Raises
     TensorFileError for a value that cannot travel."""
@@ -60,6 +62,8 @@ def encode_value(value: Any) -> tuple[Any, dict[str, torch.Tensor]]:
             entry: dict[str, Any] = {"tensor": name}
             if not detached.is_contiguous() and _dense_strides(detached):
                 entry["stride"] = list(detached.stride())
+            if grad_leaves and item.requires_grad and item.is_leaf:
+                entry["grad"] = True
             return entry
         if isinstance(item, (list, tuple)):
             return {"tuple" if isinstance(item, tuple) else "list": [encode(inner) for inner in item]}
@@ -80,9 +84,10 @@ def encode_value(value: Any) -> tuple[Any, dict[str, torch.Tensor]]:
     return encode(value), tensors
 
 
-def write_tensors(path: Path, value: Any) -> None:
-    """Write a tensor, or a nest of tensors and plain scalars, to `path` (CPU copies)."""
-    structure, tensors = encode_value(value)
+def write_tensors(path: Path, value: Any, grad_leaves: bool = False) -> None:
+    """Write a tensor, or a nest of tensors and plain scalars, to `path` (CPU copies); `grad_leaves`: mark the
+    leaves that require grad (inputs)."""
+    structure, tensors = encode_value(value, grad_leaves)
     stored: set[int] = set()  # storages already in the file: safetensors refuses to write one twice
     on_host: dict[str, torch.Tensor] = {}
     for name, tensor in tensors.items():
@@ -94,8 +99,9 @@ def write_tensors(path: Path, value: Any) -> None:
     save_file(on_host, str(path), metadata={_STRUCTURE: json.dumps(structure)})
 
 
-def read_tensors(path: Path, device: torch.device | str = "cpu") -> Any:
-    """The value `write_tensors` wrote, its tensors on `device`. Raises TensorFileError for anything else."""
+def read_tensors(path: Path, device: torch.device | str = "cpu", grad_leaves: bool = False) -> Any:
+    """The value `write_tensors` wrote, its tensors on `device`; `grad_leaves`: marked leaves require grad.
+    Raises TensorFileError for anything else."""
     try:
         with safe_open(str(path), framework="pt", device="cpu") as handle:
             metadata = handle.metadata() or {}
@@ -106,28 +112,43 @@ def read_tensors(path: Path, device: torch.device | str = "cpu") -> Any:
         raise
     except Exception as error:  # noqa: BLE001 - a missing, torn or foreign file: say which
         raise TensorFileError(f"not a readable tensor file ({type(error).__name__}: {error})") from None
-    return decode_value(structure, tensors, torch.device(device))
+    return decode_value(structure, tensors, torch.device(device), grad_leaves)
 
 
-def decode_value(structure: Any, tensors: dict[str, torch.Tensor], target: torch.device) -> Any:
+def decode_value(
+    structure: Any, tensors: dict[str, torch.Tensor], target: torch.device, grad_leaves: bool = False
+) -> Any:
     """The value `encode_value` encoded, its tensors on `target` (moved only where they are elsewhere). Raises
-    TensorFileError for a structure that is not one of ours."""
+    TensorFileError for a structure that is not one of ours. `grad_leaves`: the leaves marked as requiring grad
+    do (a reader that does not ask, such as the parent's judge, gets plain tensors whatever a file says)."""
+
+    def decode_tensor(entry: dict[str, Any]) -> torch.Tensor:
+        tensor = tensors.get(entry["tensor"]) if isinstance(entry["tensor"], str) else None
+        if tensor is None:
+            raise TensorFileError(f"tensor {entry['tensor']!r} is missing from the file")
+        if "stride" in entry:
+            stride = [int(step) for step in entry["stride"]]
+            # dense only: a sender's stride must not make the reader allocate more than the tensor holds
+            if len(stride) != tensor.dim() or not _dense_layout(tuple(tensor.shape), tuple(stride)):
+                raise TensorFileError("a stride that does not fit its tensor")
+            laid_out = torch.empty_strided(tuple(tensor.shape), stride, dtype=tensor.dtype, device=target)
+            return laid_out.copy_(tensor)
+        return tensor.to(target)
 
     def decode(entry: Any) -> Any:
-        if not isinstance(entry, dict) or len(entry) not in (1, 2):
+        if not isinstance(entry, dict) or not entry:
             raise TensorFileError("malformed structure in a tensor file")
         if "tensor" in entry:
-            tensor = tensors.get(entry["tensor"]) if isinstance(entry["tensor"], str) else None
-            if tensor is None:
-                raise TensorFileError(f"tensor {entry['tensor']!r} is missing from the file")
-            if "stride" in entry:
-                stride = [int(step) for step in entry["stride"]]
-                # dense only: a sender's stride must not make the reader allocate more than the tensor holds
-                if len(stride) != tensor.dim() or not _dense_layout(tuple(tensor.shape), tuple(stride)):
-                    raise TensorFileError("a stride that does not fit its tensor")
-                laid_out = torch.empty_strided(tuple(tensor.shape), stride, dtype=tensor.dtype, device=target)
-                return laid_out.copy_(tensor)
-            return tensor.to(target)
+            if not set(entry) <= {"tensor", "stride", "grad"}:
+                raise TensorFileError("malformed structure in a tensor file")
+            tensor = decode_tensor(entry)
+            # a leaf of its own (`to` or `copy_` may have returned the file's tensor); a forged flag on an
+            # integer tensor raises RuntimeError, a malformed structure below
+            return (
+                tensor.detach().requires_grad_(True) if grad_leaves and entry.get("grad") is True else tensor
+            )
+        if len(entry) != 1:  # everything but a tensor is one key
+            raise TensorFileError("malformed structure in a tensor file")
         if "tuple" in entry:
             return tuple(decode(item) for item in entry["tuple"])
         if "list" in entry:

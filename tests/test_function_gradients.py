@@ -1,0 +1,178 @@
+"""Function tasks whose test differentiates: `loss.backward()` on what the reference returns, then `x.grad`.
+
+16 of TritonBench-G's gold operators are `torch.autograd.Function`s with Triton backward kernels, exposed as
+`name = Fn.apply` and tested through their gradients. Before this, their references could not run (the workers
+run with autograd off) and 4 were not even read as tasks (the test calls a binding, not a `def`). Every
+verification here runs the whole toolchain on the CPU, through one persistent lane.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelvault.contracts import Candidate, Task, Verdict
+from kernelvault.toolchain.function_tasks import function_layout
+from kernelvault.toolchain.reference_check import check_tasks
+from kernelvault.toolchain.sandboxed.tensor_files import read_tensors, write_tensors
+from kernelvault.toolchain.tasks import parse_task
+from kernelvault.toolchain.verify import Verifier, VerifyConfig
+from kernelvault.toolchain.worker_lane import WorkerLane
+
+SEPARATOR = "#" * 146
+
+KERNEL = """import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, factor, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * factor, mask=mask)
+
+
+def _scale(x, factor):
+    y = torch.empty_like(x)
+    scale_kernel[(triton.cdiv(x.numel(), 64),)](x, y, factor, x.numel(), BLOCK=64)
+    return y
+"""
+
+# The gold operator: a Triton forward and a Triton backward, bound as TritonBench-G binds them.
+TRIPLE = (
+    KERNEL
+    + """
+
+class Triple(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return _scale(x, 3.0)
+
+    @staticmethod
+    def backward(ctx, dy):
+        return _scale(dy, 3.0)
+
+
+triple = Triple.apply
+"""
+)
+
+# The test differentiates through a sum, as most of TritonBench-G's do: its incoming gradient is all ones.
+TEST = f"""
+{SEPARATOR}
+
+def test_triple_with_backward():
+    x = torch.randn(37, device='cuda', requires_grad=True)
+    y = triple(x)
+    y.sum().backward()
+    return {{"y": y, "grad": x.grad.clone()}}
+"""
+
+# Right whenever the incoming gradient is all ones (the test's own sum), wrong for any other.
+IGNORES_ITS_INCOMING_GRADIENT = TRIPLE.replace(
+    "return _scale(dy, 3.0)", "return _scale(torch.ones_like(dy), 3.0)"
+)
+# A right forward with no backward: its output carries no gradient.
+NO_BACKWARD = KERNEL + "\n\ndef triple(x):\n    return _scale(x, 3.0)\n"
+# The backward done by PyTorch.
+TORCH_BACKWARD = TRIPLE.replace("return _scale(dy, 3.0)", "return dy * 3.0")
+
+
+@pytest.fixture(scope="module")
+def task() -> Task:
+    return parse_task(TRIPLE + TEST, "triple", "test")
+
+
+@pytest.fixture(scope="module")
+def lane() -> Iterator[WorkerLane]:
+    lane = WorkerLane()
+    yield lane
+    lane.close()
+
+
+@pytest.fixture(scope="module")
+def verifier() -> Verifier:
+    return Verifier(VerifyConfig(platform="cpu", timeout_s=120))
+
+
+def _verify(verifier: Verifier, task: Task, code: str, lane: WorkerLane) -> Verdict:
+    return verifier.verify(task, Candidate(task.task_id, "triton", code, "test"), runner=lane)
+
+
+def test_a_binding_to_an_autograd_function_is_the_task_s_entry(task: Task) -> None:
+    layout = function_layout(task.source, task.entry)
+    assert task.entry == "triple" and layout.entries == ("triple",)
+    (report,) = check_tasks([task])
+    assert report.ok, report.problems
+
+
+def test_the_gold_operator_submitted_as_its_own_answer_is_correct(
+    task: Task, verifier: Verifier, lane: WorkerLane
+) -> None:
+    verdict = _verify(verifier, task, TRIPLE, lane)
+    assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
+    # written as a function that applies it, the same answer is correct too
+    as_function = TRIPLE.replace("triple = Triple.apply", "def triple(x):\n    return Triple.apply(x)")
+    verdict = _verify(verifier, task, as_function, lane)
+    assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
+
+
+def test_a_backward_that_ignores_its_incoming_gradient_is_a_mismatch(
+    task: Task, verifier: Verifier, lane: WorkerLane
+) -> None:
+    """The test's own `y.sum().backward()` cannot tell it apart (the incoming gradient is all ones there); the
+    calls are differentiated against a random incoming gradient, the same on both sides."""
+    verdict = _verify(verifier, task, IGNORES_ITS_INCOMING_GRADIENT, lane)
+    assert verdict.failure_kind == "mismatch", (verdict.failure_kind, verdict.failure_message)
+    assert verdict.reward.total == pytest.approx(0.4)
+
+
+def test_an_answer_without_a_backward_fails_with_the_reason(
+    task: Task, verifier: Verifier, lane: WorkerLane
+) -> None:
+    verdict = _verify(verifier, task, NO_BACKWARD, lane)
+    assert verdict.failure_kind == "runtime_error", (verdict.failure_kind, verdict.failure_message)
+    assert "none of its outputs carries a gradient (no backward)" in verdict.failure_message
+
+
+def test_a_backward_computed_by_pytorch_is_torch_doing_the_work(
+    task: Task, verifier: Verifier, lane: WorkerLane
+) -> None:
+    verdict = _verify(verifier, task, TORCH_BACKWARD, lane)
+    assert verdict.failure_kind == "integrity_reject", (verdict.failure_kind, verdict.failure_message)
+    assert verdict.failure_message.startswith("torch_compute: aten.mul"), verdict.failure_message
+
+
+def test_inputs_that_require_grad_in_a_test_that_never_differentiates_are_judged_by_values(
+    verifier: Verifier, lane: WorkerLane
+) -> None:
+    """TritonBench's tests often make inputs with `requires_grad=True` out of habit and never call backward:
+    where the reference's outputs carried no gradient, the call is judged by its values, and an answer with no
+    backward is right."""
+    source = NO_BACKWARD + TEST.replace("    y.sum().backward()\n", "").replace(
+        ', "grad": x.grad.clone()', ""
+    )
+    plain = parse_task(source, "triple", "test")
+    (report,) = check_tasks([plain])
+    assert report.ok, report.problems
+    verdict = _verify(verifier, plain, NO_BACKWARD, lane)
+    assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
+
+
+def test_requires_grad_travels_only_where_writer_and_reader_ask(tmp_path: Path) -> None:
+    """Inputs keep their leaves' `requires_grad`; a reader that does not ask (the parent's judge) gets plain
+    tensors whatever the file says, and integer tensors never carry the flag."""
+    x = torch.randn(3, requires_grad=True)
+    index = torch.arange(3)
+    path = tmp_path / "inputs.st"
+    write_tensors(path, [x, {"index": index}], grad_leaves=True)
+    marked = read_tensors(path, grad_leaves=True)
+    assert marked[0].requires_grad and marked[0].is_leaf and torch.equal(marked[0], x.detach())
+    assert not marked[1]["index"].requires_grad
+    assert not read_tensors(path)[0].requires_grad
+    write_tensors(path, [x])  # written without asking: no flag to honour
+    assert not read_tensors(path, grad_leaves=True)[0].requires_grad
