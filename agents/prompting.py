@@ -97,8 +97,24 @@ def function_signatures(reference_source: str) -> tuple[tuple[str, str], ...]:
     if not entries:
         return ()
     tree = ast.parse(reference_source)
-    defined = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
-    return tuple((name, f"{name}({ast.unparse(defined[name].args)})") for name in entries if name in defined)
+    defined = {node.name: node.args for node in tree.body if isinstance(node, ast.FunctionDef)}
+    for (
+        node
+    ) in tree.body:  # `Class.method` entries: an autograd function's `apply` takes `forward`'s arguments
+        if isinstance(node, ast.ClassDef):
+            for method in node.body:
+                if isinstance(method, ast.FunctionDef):
+                    defined[f"{node.name}.{method.name}"] = method.args
+                    if method.name == "forward" and method.args.args:
+                        applied = ast.arguments(**{**vars(method.args), "args": method.args.args[1:]})
+                        defined.setdefault(f"{node.name}.apply", applied)  # without `ctx`
+    for node in tree.body:  # `layer_norm = LayerNorm.apply`
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute):
+            bound = defined.get(ast.unparse(node.value))
+            for target in node.targets:
+                if bound is not None and isinstance(target, ast.Name):
+                    defined.setdefault(target.id, bound)
+    return tuple((name, f"{name}({ast.unparse(defined[name])})") for name in entries if name in defined)
 
 
 def gpu_family(platform: str) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from kernelvault.agents.prompting import function_signatures
 from kernelvault.contracts import Candidate, Task, Verdict
 from kernelvault.toolchain.function_tasks import function_layout
 from kernelvault.toolchain.reference_check import check_tasks
@@ -106,6 +107,8 @@ def _verify(verifier: Verifier, task: Task, code: str, lane: WorkerLane) -> Verd
 def test_a_binding_to_an_autograd_function_is_the_task_s_entry(task: Task) -> None:
     layout = function_layout(task.source, task.entry)
     assert task.entry == "triple" and layout.entries == ("triple",)
+    # the agents' prompt asks for it with the arguments of the autograd function's forward, less `ctx`
+    assert function_signatures(task.source) == (("triple", "triple(x)"),)
     (report,) = check_tasks([task])
     assert report.ok, report.problems
 
@@ -176,3 +179,46 @@ def test_requires_grad_travels_only_where_writer_and_reader_ask(tmp_path: Path) 
     assert not read_tensors(path)[0].requires_grad
     write_tensors(path, [x])  # written without asking: no flag to honour
     assert not read_tensors(path, grad_leaves=True)[0].requires_grad
+
+
+# A test that calls the autograd function's `apply` on the class itself, as four of TritonBench-G's do.
+CALLS_APPLY = TRIPLE.replace("\n\ntriple = Triple.apply\n", "\n") + TEST.replace(
+    "y = triple(x)", "y = Triple.apply(x)"
+)
+
+
+def test_a_test_that_calls_a_class_s_apply_asks_for_that_class(verifier: Verifier, lane: WorkerLane) -> None:
+    task = parse_task(CALLS_APPLY, "triple", "test")
+    assert function_layout(task.source, task.entry).entries == ("Triple.apply",)
+    assert function_signatures(task.source) == (("Triple.apply", "Triple.apply(x)"),)
+    (report,) = check_tasks([task])
+    assert report.ok, report.problems
+    answer = CALLS_APPLY.split(SEPARATOR)[0]
+    verdict = _verify(verifier, task, answer, lane)
+    assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
+    verdict = _verify(
+        verifier, task, answer.replace("return _scale(dy, 3.0)", "return _scale(dy, 2.0)"), lane
+    )
+    assert verdict.failure_kind == "mismatch", (verdict.failure_kind, verdict.failure_message)
+    verdict = _verify(verifier, task, answer.replace("class Triple(", "class Other("), lane)
+    assert verdict.failure_kind == "static_reject", (verdict.failure_kind, verdict.failure_message)
+    assert "Triple.apply" in verdict.failure_message
+
+
+def test_tasks_check_names_what_no_candidate_could_be_judged_on() -> None:
+    """A reference whose gradients differ between two runs, and a test that passes a module to its function
+    (TritonBench-G's `fast_layernorm(layernorm, X)`: no object but tensors and plain values travels to the
+    candidate's worker) are refused by `tasks check` with the reason, before any candidate is verified."""
+    noisy = TRIPLE.replace("return _scale(dy, 3.0)", "return _scale(dy, 3.0 + random.random())")
+    noisy = "import random\n" + noisy + TEST
+    takes_a_module = (
+        KERNEL
+        + "\n\ndef triple(module, x):\n    return _scale(module(x), 3.0)\n"
+        + TEST.replace("y = triple(x)", "y = triple(torch.nn.Identity(), x)")
+        .replace("    y.sum().backward()\n", "")
+        .replace(', "grad": x.grad.clone()', "")
+    )
+    reports = check_tasks([parse_task(noisy, "triple", "test"), parse_task(takes_a_module, "triple", "test")])
+    assert [report.ok for report in reports] == [False, False]
+    assert "not deterministic (two runs give different gradients)" in reports[0].problems[0]
+    assert "cannot reach a candidate: cannot pass a Identity between processes" in reports[1].problems[0]

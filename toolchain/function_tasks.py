@@ -101,6 +101,30 @@ def _launched_names(tree: ast.AST) -> set[str]:
     return launched
 
 
+def _class_method_calls(tree: ast.AST, classes: set[str]) -> set[str]:
+    """`Class.method` for each call of a method of a reference-part class made on the class itself
+    (`AttentionFunction.apply(q, k, v)`, `matmul.forward(None, a, b)`): four of TritonBench-G's tests call their
+    `torch.autograd.Function` so. A candidate defines the class with that method."""
+    return {
+        f"{node.func.value.id}.{node.func.attr}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id in classes
+    }
+
+
+def resolve_entry(owner: Any, name: str) -> Any:
+    """An entry of a loaded module (or a module's namespace dict): a function, or `Class.method` (AttributeError
+    or KeyError where it is missing)."""
+    head, *rest = name.split(".")
+    value = owner[head] if isinstance(owner, dict) else getattr(owner, head)
+    for attribute in rest:
+        value = getattr(value, attribute)
+    return value
+
+
 def _called_names(tree: ast.AST) -> set[str]:
     return {
         node.func.id
@@ -152,6 +176,8 @@ def function_layout(source: str, name: str) -> FunctionLayout:
         entry = stem if stem in launched else launched[0]
         return FunctionLayout(reference, test, entry, tests, tuple(launched), kernels=True)
     called = [function for function in defined if function in _called_names(test_tree)]
+    classes = {node.name for node in reference_tree.body if isinstance(node, ast.ClassDef)}
+    called += sorted(_class_method_calls(test_tree, classes))
     if not called:
         raise FunctionTaskError(
             f"the test calls none of the reference's functions ({', '.join(defined[:5])})"
@@ -233,7 +259,7 @@ def test_imports(task: Any) -> tuple[str, ...]:
     if not getattr(task, "entry", None):
         return ()
     layout = function_layout(task.source, task.entry)
-    own = set(layout.entries) | {task.name.rsplit("/", 1)[-1]}
+    own = {entry.split(".")[0] for entry in layout.entries} | {task.name.rsplit("/", 1)[-1]}
     if layout.kernels:  # the test harness's own modules, stood in for in the reference's worker only
         own |= {"pytest", "geak_eval"}
     statements = []
@@ -469,6 +495,40 @@ def function_module(functions: dict[str, Callable[..., Any]], device: Any) -> An
     return FunctionCall()
 
 
+class _RecordingClass:
+    """A reference class in the test's scope whose entry methods record (`Cls.apply(...)`); every other
+    attribute, and calling it, are the class's own."""
+
+    def __init__(self, real: Any, recorded: dict[str, Callable[..., Any]]) -> None:
+        self._real, self._recorded = real, recorded
+
+    def __getattr__(self, name: str) -> Any:
+        recorded = self.__dict__["_recorded"]
+        return recorded[name] if name in recorded else getattr(self.__dict__["_real"], name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._real(*args, **kwargs)
+
+
+def _recording_scope(
+    namespace: dict[str, Any], entries: tuple[str, ...], recorder: Callable[[str, Any], Callable[..., Any]]
+) -> dict[str, Any]:
+    """A copy of the reference's namespace in which every entry is `recorder(name, real)`: a function replaced,
+    a class whose methods are entries stood in for by a `_RecordingClass`."""
+    scope = dict(namespace)
+    methods: dict[str, dict[str, Callable[..., Any]]] = {}
+    for name in entries:
+        real = resolve_entry(namespace, name)
+        if "." in name:
+            owner, attribute = name.split(".", 1)
+            methods.setdefault(owner, {})[attribute] = recorder(name, real)
+        else:
+            scope[name] = recorder(name, real)
+    for owner, recorded in methods.items():
+        scope[owner] = _RecordingClass(namespace[owner], recorded)
+    return scope
+
+
 def record_calls(
     layout: FunctionLayout, namespace: dict[str, Any], seed: int, device: Any, which: str = "correctness"
 ) -> list[list[Any]]:
@@ -486,9 +546,7 @@ def record_calls(
 
     calls: list[list[Any]] = []
 
-    def recorder(name: str) -> Callable[..., Any]:
-        real = namespace[name]
-
+    def recorder(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
         def record(*args: Any, **kwargs: Any) -> Any:
             call = [name, clone_value(list(args)), clone_value(dict(kwargs))]
             calls.append(call)
@@ -500,9 +558,7 @@ def record_calls(
 
         return record
 
-    scope = dict(namespace)
-    for name in layout.entries:
-        scope[name] = recorder(name)
+    scope = _recording_scope(namespace, layout.entries, recorder)
     scope["__name__"] = "__kv_test__"  # a test guarded by `if __name__ == "__main__"` does not run twice
     torch.manual_seed(seed)
     random.seed(seed)
@@ -582,7 +638,7 @@ def record_performance_calls(
         raise FunctionTaskError("the task has no performance inputs")
     calls: list[list[Any]] = []
 
-    def recorder(name: str) -> Callable[..., Any]:
+    def recorder(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
         def record(*args: Any, **kwargs: Any) -> Any:
             call = [name, clone_value(list(args)), clone_value(dict(kwargs))]
             for leaf in tensor_leaves(call[1:]):  # timing runs the forward (see the module docstring)
@@ -592,9 +648,7 @@ def record_performance_calls(
 
         return record
 
-    scope = dict(namespace)
-    for name in layout.entries:
-        scope[name] = recorder(name)
+    scope = _recording_scope(namespace, layout.entries, recorder)
     on_cpu = getattr(device, "type", device) == "cpu"
     program_scope: dict[str, Any] = {"__name__": "__kv_performance__", "__file__": "<performance>"}
     with module_standins(_perf_support_modules(layout.performance, scope)):

@@ -72,7 +72,9 @@ def check_triton_candidate(code: str, entries: tuple[str, ...] = (), kernels: bo
         # a function may also be a module-level binding (`layer_norm = LayerNorm.apply`); the worker checks
         # that the name is callable once imported. A kernel entry must be a @triton.jit def.
         bound = set() if kernels else _bound_names(tree)
-        missing = [entry for entry in entries if entry not in defined and entry not in bound]
+        # `Class.method` (a test that calls `Fn.apply(...)`): the class, defined or bound at module level
+        bound |= {node.name for node in tree.body if isinstance(node, ast.ClassDef)} if not kernels else set()
+        missing = [entry for entry in entries if entry not in defined and entry.split(".")[0] not in bound]
         if missing:
             what = "@triton.jit kernel" if kernels else "function"
             return StaticResult(

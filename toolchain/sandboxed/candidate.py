@@ -52,6 +52,7 @@ from kernelvault.toolchain.function_tasks import (
     clone_value,
     device_redirect,
     function_module,
+    resolve_entry,
     tensor_leaves,
 )
 from kernelvault.toolchain.kernel_tasks import require_kernels, untimed_autotuning
@@ -378,6 +379,13 @@ _SNAPSHOT_CHANGED = PatchSnapshot.changed
 
 def _FOUND(violations: Violations) -> list[str]:  # noqa: N802 - a captured original, like _SNAPSHOT_CHANGED
     return list(vars(violations).get("found", ()))
+
+
+def _entry_or_none(module: ModuleType, name: str) -> Any:
+    try:
+        return resolve_entry(module, name)
+    except Exception:  # noqa: BLE001 - missing, or an attribute that raised: not a function to call
+        return None
 
 
 def check_untouched_inputs(pristine: list[Any], inputs: list[Any], output: Any) -> None:
@@ -734,11 +742,11 @@ class CandidateHost:
             names = list(request.entries or [entry])
             kernels = request.kernel_entries  # a kernel object has `[grid]`, not `__call__`
             missing = [name for name in names if not (hasattr(module, name) if kernels
-                                                      else callable(getattr(module, name, None)))]  # fmt: skip
+                                                      else callable(_entry_or_none(module, name)))]  # fmt: skip
             if missing:
                 return {"failure_kind": "static_reject",
                         "failure_message": f"the candidate defines no function {', '.join(missing)}"}  # fmt: skip
-            functions = {name: getattr(module, name) for name in names}
+            functions = {name: resolve_entry(module, name) for name in names}
             refused = require_kernels(functions) if kernels else None
             if refused:  # something else under a kernel's name: nothing of it runs
                 return {"failure_kind": "static_reject", "failure_message": refused}

@@ -31,6 +31,7 @@ from kernelvault.toolchain.function_tasks import (
     function_module,
     record_calls,
     record_performance_calls,
+    resolve_entry,
     same_values,
     tensor_leaves,
 )
@@ -127,7 +128,7 @@ class FunctionHarness:
         return []
 
     def reference(self, init_inputs: list[Any], seed: int) -> torch.nn.Module:
-        functions = {name: getattr(self.task, name) for name in self.layout.entries}
+        functions = {name: resolve_entry(self.task, name) for name in self.layout.entries}
         return function_module(functions, self.device).to(self.device).eval()
 
     def inputs(self, seed: int) -> list[Any]:

@@ -42,6 +42,7 @@ def check_case(harness: Any, case: dict[str, Any]) -> list[str]:
     import torch
 
     from kernelvault.toolchain.function_tasks import clone_value, same_values, tensor_leaves
+    from kernelvault.toolchain.sandboxed.tensor_files import TensorFileError, encode_value
 
     function_task = getattr(harness, "layout", None) is not None
     with torch.no_grad():
@@ -66,6 +67,17 @@ def check_case(harness: Any, case: dict[str, Any]) -> list[str]:
                 ]
             return []
         if function_task:
+            # the calls travel to the candidate's worker as a tensor file: a module or other object passed
+            # as an argument (`fast_layernorm(layernorm, X)`) cannot, and no candidate could be judged
+            try:
+                encode_value(inputs)
+            except TensorFileError as error:
+                return [f"{case['name']}: the test's calls cannot reach a candidate: {error}"]
+            # gradients of differentiated calls (`function_tasks`): judged, so they must be deterministic; not
+            # checked for zeros (an argument a call does not use has a zero gradient)
+            gradients = [one[2:] for one in first], [two[2:] for two in again]
+            if not same_values(*gradients):
+                return [f"{case['name']}: not deterministic (two runs give different gradients)"]
             # What the calls return. A function task's inputs are its test author's (literals, `out=`
             # buffers left uninitialised), so whether an output follows them says nothing: not checked.
             first, again = [one[0] for one in first], [two[0] for two in again]
