@@ -79,7 +79,10 @@ def check_task(task: Task, include_performance: bool, timeout_s: float, python: 
             ]
         report = TaskReport(task.name, result["cases_run"], problems)
         if task.baselines and not problems:  # an optimisation task: its baselines must pass as candidates
-            report.problems, report.notes = check_baselines(task, Verifier(VerifyConfig(platform=platform)))
+            # on the check's own time limit: a baseline is slow by design, and under the interpreter on a loaded
+            # 2-core machine a serial one took longer than a candidate's 60 s (CI, 2026-12-03)
+            verifier = Verifier(VerifyConfig(platform=platform, timeout_s=timeout_s))
+            report.problems, report.notes = check_baselines(task, verifier)
         return report
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
