@@ -380,3 +380,21 @@ def test_a_launch_inside_torch_cuda_device_runs_on_the_cpu_path(verifier: Verifi
         assert all(not stats.restarts for stats in lane.stats().values()), lane.stats()
     finally:
         lane.close()
+
+
+def test_a_launch_inside_the_private_device_guard_or_a_device_index_runs_on_the_cpu_path(
+    verifier: Verifier,
+) -> None:
+    """Five of TritonBench-G's gold operators select the device with `torch.cuda._DeviceGuard(index)`, some with
+    index 0 written out: on the CPU path (a CPU build of PyTorch refuses every CUDA index) these select nothing,
+    so the reference checks, and an answer that selects `torch.cuda.device(0)` is judged by its values. (An
+    answer may not use the private guard: the static wall refuses private attributes of what it did not make.)"""
+    reference = ON_ITS_DEVICE_REFERENCE.replace(
+        "torch.cuda.device(x.device.index)", "torch.cuda._DeviceGuard(0)"
+    )
+    task = parse_task(reference, "twice", "test")
+    (report,) = check_tasks([task])
+    assert report.ok, report.problems
+    answer = reference.split("#" * 20)[0].replace("torch.cuda._DeviceGuard(0)", "torch.cuda.device(0)")
+    verdict = verifier.verify(task, Candidate(task.task_id, "triton", answer, "test"))
+    assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)

@@ -316,15 +316,16 @@ def device_redirect(target: Any) -> Any:
 
 
 def cpu_device_selection() -> None:
-    """On the CPU path, `torch.cuda.device(x.device)` and `torch.cuda.device(x.device.index)` select nothing.
+    """On the CPU path, `torch.cuda.device(...)` and `torch.cuda._DeviceGuard(...)` select nothing.
 
     Real Triton code wraps its launches in `with torch.cuda.device(x.device.index):` (11 of TritonBench-G's
-    gold operators, and answers that copy them). On the CPU path the test's `cuda` tensors are CPU tensors
-    (`device_redirect`), whose index is None and whose device is `cpu`: PyTorch documents `torch.cuda.device`
-    as a no-op for None, but its CPU build compares None with 0 (TypeError), and a `cpu` device is refused
-    (ValueError). Here both select nothing, as on a one-GPU machine; a CUDA index still goes to PyTorch.
-    Only in a CPU build of PyTorch (which can select no CUDA device anyway), once per worker, before its patch
-    snapshot and before any task or candidate code runs (`sandboxed.serve`, `sandboxed.task_check`)."""
+    gold operators, and answers that copy them) or in the private `torch.cuda._DeviceGuard(index)` (5 more). On
+    the CPU path the test's `cuda` tensors are CPU tensors (`device_redirect`), whose index is None and whose
+    device is `cpu`: PyTorch documents `torch.cuda.device` as a no-op for None, but its CPU build compares None
+    with 0 (TypeError), refuses a `cpu` device (ValueError) and any CUDA index ("compiled without CUDA
+    support"). Here every selection selects nothing, as on a one-GPU machine: on the CPU path every `cuda` is
+    the CPU. Only in a CPU build of PyTorch (which can select no CUDA device anyway), once per worker, before
+    its patch snapshot and before any task or candidate code runs (`sandboxed.serve`, `sandboxed.task_check`)."""
     import torch
 
     if torch.backends.cuda.is_built() or getattr(torch.cuda.device, "cpu_path", False):
@@ -334,15 +335,14 @@ def cpu_device_selection() -> None:
         cpu_path = True
 
         def __init__(self, device: Any) -> None:
-            selects_nothing = device is None or (isinstance(device, int) and device < 0)
-            if isinstance(device, (str, torch.device)) and torch.device(device).type == "cpu":
-                selects_nothing = True
-            if selects_nothing:
-                self.idx, self.prev_idx = -1, -1
-            else:
-                super().__init__(device)
+            self.idx, self.prev_idx = -1, -1  # index -1: PyTorch's own "no device", touching no driver
+
+    class CpuPathDeviceGuard(torch.cuda._DeviceGuard):
+        def __init__(self, index: Any) -> None:
+            self.idx, self.prev_idx = -1, -1
 
     torch.cuda.device = CpuPathDevice  # type: ignore[misc, assignment]
+    torch.cuda._DeviceGuard = CpuPathDeviceGuard  # type: ignore[misc, assignment]
 
 
 def compile_task_part(source: str, part: str) -> types.CodeType:
