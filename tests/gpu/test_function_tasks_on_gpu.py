@@ -82,3 +82,24 @@ def test_an_answers_example_usage_with_random_inputs_at_import_is_not_a_device_r
     assert printed.failure_kind == "integrity_reject", (
         printed.failure_message
     )  # the device record, or the monitor
+
+
+def test_differentiated_calls_are_judged_and_timed_with_their_backward_on_the_device(
+    verifier: Verifier,
+) -> None:
+    """The CPU suite's gradient verdicts (tests/test_function_gradients.py) on the device, where the autograd
+    engine runs a CUDA backward on its own thread: the gold autograd function is correct and timed, a backward
+    that ignores its incoming gradient is a mismatch, and a backward PyTorch computes is refused (by the
+    dispatch monitor or the device record, whichever sees it first)."""
+    from kernelvault.toolchain.tasks import parse_task
+    from tests.test_function_gradients import IGNORES_ITS_INCOMING_GRADIENT, TEST, TORCH_BACKWARD, TRIPLE
+
+    task = parse_task(TRIPLE + TEST, "triple", "test")
+    gold, ignoring, torch_backward = (
+        verifier.verify(task, Candidate(task.task_id, "triton", code, "test"))
+        for code in (TRIPLE, IGNORES_ITS_INCOMING_GRADIENT, TORCH_BACKWARD)
+    )
+    assert gold.correct is True, (gold.failure_kind, gold.failure_message)
+    assert gold.speedup is not None and gold.speedup > 0
+    assert ignoring.failure_kind == "mismatch", (ignoring.failure_kind, ignoring.failure_message)
+    assert torch_backward.failure_kind == "integrity_reject", torch_backward.failure_message
