@@ -77,6 +77,10 @@ def check_triton_candidate(code: str, entries: tuple[str, ...] = (), kernels: bo
         missing = [entry for entry in entries if entry not in defined and entry.split(".")[0] not in bound]
         if missing:
             what = "@triton.jit kernel" if kernels else "function"
+            methods = [entry for entry in missing if "." in entry]
+            if methods:  # `Fn.apply`: the class is what is missing
+                return StaticResult("static_reject", f"the code defines no module-level class "
+                                    f"{methods[0].split('.')[0]} (the task's test calls {methods[0]})")  # fmt: skip
             return StaticResult(
                 "static_reject", f"the code defines no module-level {what} {', '.join(missing)}"
             )

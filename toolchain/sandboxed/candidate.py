@@ -835,7 +835,10 @@ class CandidateHost:
         job.forwards += 1
         try:
             scalars = [tensor for tensor in tensor_leaves(inputs) if tensor.dim() == 0]
-            with guards.watching("forward", scalar_arguments=scalars):
+            # a function task's differentiated calls run their backward inside the forward (`function_tasks`)
+            differentiates = any(tensor.requires_grad for tensor in tensor_leaves(inputs))
+            what = "forward and backward" if differentiates else "forward"
+            with guards.watching(what, scalar_arguments=scalars):
                 output = model(*inputs)
                 if guards.expect_filled_memory and not _filling_unwritten_memory():
                     guards.violations.add(
