@@ -174,13 +174,13 @@ def test_requires_grad_travels_only_where_writer_and_reader_ask(tmp_path: Path) 
     x = torch.randn(3, requires_grad=True)
     index = torch.arange(3)
     path = tmp_path / "inputs.st"
-    write_tensors(path, [x, {"index": index}], grad_leaves=True)
-    marked = read_tensors(path, grad_leaves=True)
+    write_tensors(path, [x, {"index": index}], arguments=True)
+    marked = read_tensors(path, arguments=True)
     assert marked[0].requires_grad and marked[0].is_leaf and torch.equal(marked[0], x.detach())
     assert not marked[1]["index"].requires_grad
     assert not read_tensors(path)[0].requires_grad
     write_tensors(path, [x])  # written without asking: no flag to honour
-    assert not read_tensors(path, grad_leaves=True)[0].requires_grad
+    assert not read_tensors(path, arguments=True)[0].requires_grad
 
 
 # A test that calls the autograd function's `apply` on the class itself, as four of TritonBench-G's do.
@@ -210,19 +210,102 @@ def test_a_test_that_calls_a_class_s_apply_asks_for_that_class(verifier: Verifie
 
 
 def test_tasks_check_names_what_no_candidate_could_be_judged_on() -> None:
-    """A reference whose gradients differ between two runs, and a test that passes a module to its function
-    (TritonBench-G's `fast_layernorm(layernorm, X)`: no object but tensors and plain values travels to the
-    candidate's worker) are refused by `tasks check` with the reason, before any candidate is verified."""
+    """A reference whose gradients differ between two runs, and a test that passes its function an object that
+    cannot travel to the candidate's worker (a Python function; only tensors, plain values and modules' data do)
+    are refused by `tasks check` with the reason, before any candidate is verified."""
     noisy = TRIPLE.replace("return _scale(dy, 3.0)", "return _scale(dy, 3.0 + random.random())")
     noisy = "import random\n" + noisy + TEST
-    takes_a_module = (
+    takes_a_function = (
         KERNEL
-        + "\n\ndef triple(module, x):\n    return _scale(module(x), 3.0)\n"
-        + TEST.replace("y = triple(x)", "y = triple(torch.nn.Identity(), x)")
+        + "\n\ndef triple(before, x):\n    return _scale(before(x), 3.0)\n"
+        + TEST.replace("y = triple(x)", "y = triple(torch.nn.functional.relu, x)")
         .replace("    y.sum().backward()\n", "")
         .replace(', "grad": x.grad.clone()', "")
     )
-    reports = check_tasks([parse_task(noisy, "triple", "test"), parse_task(takes_a_module, "triple", "test")])
+    reports = check_tasks(
+        [parse_task(noisy, "triple", "test"), parse_task(takes_a_function, "triple", "test")]
+    )
     assert [report.ok for report in reports] == [False, False]
     assert "not deterministic (two runs give different gradients)" in reports[0].problems[0]
-    assert "cannot reach a candidate: cannot pass a Identity between processes" in reports[1].problems[0]
+    assert "cannot reach a candidate: cannot pass a function between processes" in reports[1].problems[0]
+
+
+# The gold operator takes a layer norm module and reads its settings (TritonBench-G's `fast_layernorm(layernorm,
+# X)`), and its backward writes the input gradient into its incoming gradient, in place, as fast_layernorm's does.
+TAKES_A_MODULE = (
+    KERNEL
+    + """
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, factor):
+        ctx.factor = factor
+        return _scale(x, factor)
+
+    @staticmethod
+    def backward(ctx, dy):
+        dy = dy.contiguous()  # the test's y.sum() hands an expanded gradient; ours is dense already
+        scale_kernel[(triton.cdiv(dy.numel(), 64),)](dy, dy, ctx.factor, dy.numel(), BLOCK=64)
+        return dy, None
+
+
+def scaled(layer, x):
+    return Scale.apply(x, layer.eps * 3e5 if layer.elementwise_affine else 1.0)
+"""
+)
+MODULE_TEST = f"""
+{SEPARATOR}
+
+def test_scaled_with_backward():
+    x = torch.randn(37, device='cuda', requires_grad=True)
+    layer = torch.nn.LayerNorm(37, eps=1e-5).cuda()
+    y = scaled(layer, x)
+    y.sum().backward()
+    return {{"y": y, "grad": x.grad.clone()}}
+"""
+
+
+def test_a_module_argument_travels_as_its_data_and_an_in_place_backward_is_judged_fairly(
+    verifier: Verifier, lane: WorkerLane
+) -> None:
+    """The module reaches both workers as its tensors and settings (`ModuleArgument`), so the gold operator and
+    an answer read the same `eps`; the gold's backward writes into its incoming gradient, and every call starts
+    from the same incoming gradient (a copy per call), so running it twice gives the same gradients."""
+    task = parse_task(TAKES_A_MODULE + MODULE_TEST, "scaled", "test")
+    (report,) = check_tasks([task])
+    assert report.ok, report.problems
+    verdict = _verify(verifier, task, TAKES_A_MODULE, lane)
+    assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
+    ignores_the_setting = TAKES_A_MODULE.replace("layer.eps * 3e5", "3.5")
+    verdict = _verify(verifier, task, ignores_the_setting, lane)
+    assert verdict.failure_kind == "mismatch", (verdict.failure_kind, verdict.failure_message)
+    calls_it = TAKES_A_MODULE.replace("return Scale.apply(x,", "layer(x)\n    return Scale.apply(x,")
+    verdict = _verify(verifier, task, calls_it, lane)
+    assert verdict.failure_kind == "runtime_error", (verdict.failure_kind, verdict.failure_message)
+    assert "a LayerNorm passed as an argument arrives as its data" in verdict.failure_message
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        {
+            "name": "M",
+            "tensors": {"forward": {"tensor": "t0"}},
+            "attributes": {},
+            "children": {},
+        },  # a method's name
+        {"name": "M", "tensors": {}, "attributes": {"__class__": {"value": 1}}, "children": {}},
+        {"name": "M", "tensors": {}, "attributes": {"_parameters": {"value": 1}}, "children": {}},
+        {"name": "M", "tensors": {}, "attributes": {"a b": {"value": 1}}, "children": {}},
+        {"name": "M", "tensors": [], "attributes": {}, "children": {}},
+        {"name": "M", "tensors": {}, "attributes": {}},
+    ],
+)
+def test_a_forged_module_argument_is_a_one_line_refusal(module: dict) -> None:
+    from kernelvault.toolchain.sandboxed.tensor_files import TensorFileError, decode_value
+
+    with pytest.raises(TensorFileError):
+        decode_value({"module": module}, {"t0": torch.zeros(2)}, torch.device("cpu"), arguments=True)
+    # and a reader that does not ask for arguments (the parent's judge) takes no module at all
+    with pytest.raises(TensorFileError):
+        decode_value({"module": module}, {"t0": torch.zeros(2)}, torch.device("cpu"))

@@ -490,7 +490,9 @@ def function_module(functions: dict[str, Callable[..., Any]], device: Any) -> An
             key = (index, number, tuple(output.shape), output.dtype, output.device)
             if key not in self.upstream_gradients:  # drawn once: a timed call reuses it
                 self.upstream_gradients[key] = upstream_gradient(index, number, output)
-            return self.upstream_gradients[key]
+            # a copy per call: a backward may write into its incoming gradient (TritonBench-G's fast_layernorm
+            # computes dX in place in dY), and the next call must start from the same values
+            return self.upstream_gradients[key].clone()
 
     return FunctionCall()
 

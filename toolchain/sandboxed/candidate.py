@@ -793,7 +793,7 @@ class CandidateHost:
 
     def _forward(self, job: CandidateJob, request: Forward) -> dict[str, Any]:
         assert job.model is not None
-        fresh = list(read_tensors(Path(request.inputs_path), job.device, grad_leaves=True))
+        fresh = list(read_tensors(Path(request.inputs_path), job.device, arguments=True))
         if request.reuse_inputs and job.last_inputs is not None:
             inputs = job.last_inputs  # the same tensors, new values: a result cached by address must fail
             for target, values in zip(tensor_leaves(inputs), tensor_leaves(fresh), strict=True):
@@ -884,7 +884,7 @@ class CandidateHost:
     def _stage_time(self, job: CandidateJob, request: StageTime) -> dict[str, Any]:
         model = self._construct(job, request)
         input_sets = [
-            list(read_tensors(Path(path), job.device, grad_leaves=True)) for path in request.inputs_paths
+            list(read_tensors(Path(path), job.device, arguments=True)) for path in request.inputs_paths
         ]
         # Once more with launches observed, then (in `Time`) timed without the recorder (it costs host time
         # per launch) and without the device's record (the timed calls run as they would anywhere else).

@@ -22,6 +22,7 @@ from types import ModuleType
 from typing import Any
 
 import torch
+import torch.utils._pytree as pytree
 
 from kernelvault.toolchain.function_tasks import (
     PERFORMANCE_INPUTS_OVERRIDE,
@@ -45,7 +46,12 @@ from kernelvault.toolchain.sandboxed.requests import (
     StageReference,
     TimeReference,
 )
-from kernelvault.toolchain.sandboxed.tensor_files import read_tensors, write_tensors
+from kernelvault.toolchain.sandboxed.tensor_files import (
+    decode_value,
+    encode_value,
+    read_tensors,
+    write_tensors,
+)
 from kernelvault.toolchain.sandboxed.timing import PILOT_SAMPLES, time_on_device
 
 
@@ -134,7 +140,15 @@ class FunctionHarness:
     def inputs(self, seed: int) -> list[Any]:
         if self.performance_inputs:
             return record_performance_calls(self.layout, vars(self.task), seed, self.device)
-        return record_calls(self.layout, vars(self.task), seed, self.device, self.which)
+        return as_sent(record_calls(self.layout, vars(self.task), seed, self.device, self.which), self.device)
+
+
+def as_sent(calls: list[Any], device: torch.device) -> list[Any]:
+    """The calls as the candidate's worker receives them: where an argument is an `nn.Module`, the reference is
+    run on its `ModuleArgument` (`tensor_files`) too, so both sides compute from the same data."""
+    if not any(isinstance(leaf, torch.nn.Module) for leaf in pytree.tree_leaves(calls)):
+        return calls
+    return decode_value(*encode_value(calls, arguments=True), device, arguments=True)
 
 
 class ReferenceHost:
@@ -225,7 +239,7 @@ class ReferenceHost:
             name = str(entry["name"])
             inputs = harness.inputs(int(entry["seed"]))
             inputs_path = folder / f"{name}.inputs.st"
-            write_tensors(inputs_path, inputs, grad_leaves=True)
+            write_tensors(inputs_path, inputs, arguments=True)
             expected_path = None
             if entry.get("expected", True):
                 expected_path = folder / f"{name}.expected.st"
@@ -260,9 +274,7 @@ class ReferenceHost:
         self.staged.pop(request.case, None)
         init = read_tensors(Path(request.init_path))
         reference = harness.reference(list(init), request.weight_seed)
-        input_sets = [
-            list(read_tensors(Path(path), device, grad_leaves=True)) for path in request.inputs_paths
-        ]
+        input_sets = [list(read_tensors(Path(path), device, arguments=True)) for path in request.inputs_paths]
         sync_device(device)
         self.staged[request.case] = StagedTiming(reference, input_sets, request.fresh_arguments)
         return {"ok": True}

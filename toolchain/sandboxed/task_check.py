@@ -70,7 +70,7 @@ def check_case(harness: Any, case: dict[str, Any]) -> list[str]:
             # the calls travel to the candidate's worker as a tensor file: a module or other object passed
             # as an argument (`fast_layernorm(layernorm, X)`) cannot, and no candidate could be judged
             try:
-                encode_value(inputs)
+                encode_value(inputs, arguments=True)
             except TensorFileError as error:
                 return [f"{case['name']}: the test's calls cannot reach a candidate: {error}"]
             # gradients of differentiated calls (`function_tasks`): judged, so they must be deterministic; not

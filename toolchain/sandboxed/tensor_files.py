@@ -6,12 +6,17 @@ file against the expected one. Nothing is pickled: safetensors reads untrusted f
 structure (a tuple of tensors and scalars, say) travels as JSON in the file's metadata.
 
 A tensor keeps its dtype, shape and strides where its layout is dense (a transposed input stays
-transposed); overlapping or gappy layouts arrive contiguous. A tensor that requires grad arrives as a leaf that
-requires grad, where writer and reader both ask for it (`grad_leaves`: a function task's inputs, whose test
-differentiates through such arguments, `function_tasks`); elsewhere the flag is neither written nor read. Besides tensors: numbers, strings, None,
+transposed); overlapping or gappy layouts arrive contiguous. Besides tensors: numbers, strings, None,
 dtypes, devices (an accelerator arrives as the reader's device), and lists, tuples and string-keyed dicts of
 them (a function task's keyword arguments); anything else is refused with a one-line error
 (`TensorFileError`).
+
+Where writer and reader both ask (`arguments`: the input file of a function task's calls, `function_tasks`),
+two more things travel. A leaf tensor that requires grad arrives as one (the test differentiates through it).
+An `nn.Module` passed as an argument (`fast_layernorm(layernorm, X)`) arrives as a `ModuleArgument`: a plain
+module holding the same tensors, plain attributes and child modules under the same names, none of the
+original's code (its class is not sent, only its name for messages; calling it raises). Elsewhere neither is
+written nor read.
 """
 
 from __future__ import annotations
@@ -48,7 +53,40 @@ def _dense_layout(shape: tuple[int, ...], stride: tuple[int, ...]) -> bool:
     return True
 
 
-def encode_value(value: Any, grad_leaves: bool = False) -> tuple[Any, dict[str, torch.Tensor]]:
+class ModuleArgument(torch.nn.Module):
+    """An `nn.Module` argument as it arrives in a worker (see the module docstring): data only."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.original_name = name
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(
+            f"a {self.original_name} passed as an argument arrives as its data: it cannot be called"
+        )
+
+    def extra_repr(self) -> str:
+        return self.original_name
+
+
+def _set_member(module: ModuleArgument, key: Any, value: Any) -> None:
+    # a plain identifier that is not a member of nn.Module itself (`forward`, `to`, `_parameters`, `__class__`)
+    if (
+        not isinstance(key, str)
+        or not key.isidentifier()
+        or key.startswith("_")
+        or hasattr(torch.nn.Module, key)
+    ):
+        raise TensorFileError(f"a module argument's member {str(key)[:40]!r} is not a plain name")
+    if isinstance(value, torch.nn.Module):
+        setattr(module, key, value)  # a child, registered as nn.Module registers children
+    else:
+        object.__setattr__(
+            module, key, value
+        )  # tensors and settings as plain attributes, already on the device
+
+
+def encode_value(value: Any, arguments: bool = False) -> tuple[Any, dict[str, torch.Tensor]]:
     """A tensor, or a nest of tensors and plain scalars, as (its structure as JSON-able data, its tensors by
     name): each tensor detached and contiguous, on its own device; `decode_value` is the inverse. Raises
     TensorFileError for a value that cannot travel."""
@@ -62,7 +100,7 @@ def encode_value(value: Any, grad_leaves: bool = False) -> tuple[Any, dict[str, 
             entry: dict[str, Any] = {"tensor": name}
             if not detached.is_contiguous() and _dense_strides(detached):
                 entry["stride"] = list(detached.stride())
-            if grad_leaves and item.requires_grad and item.is_leaf:
+            if arguments and item.requires_grad and item.is_leaf:
                 entry["grad"] = True
             return entry
         if isinstance(item, (list, tuple)):
@@ -79,15 +117,37 @@ def encode_value(value: Any, grad_leaves: bool = False) -> tuple[Any, dict[str, 
             return {"value": item}
         if isinstance(item, float):
             return {"value": item} if math.isfinite(item) else {"float": repr(item)}
+        if arguments and isinstance(item, torch.nn.Module):
+            return {"module": encode_module(item)}
         raise TensorFileError(f"cannot pass a {type(item).__name__} between processes")
+
+    def encode_module(module: torch.nn.Module) -> dict[str, Any]:
+        # what a function reads from a module argument: its tensors, its plain settings (eps, shapes, flags)
+        # and its children; attributes that cannot travel (functions, other objects) are left out
+        attributes = {}
+        for key, value in vars(module).items():
+            if key.startswith("_") or key == "training":
+                continue
+            try:
+                attributes[key] = encode(value)
+            except TensorFileError:
+                continue
+        return {
+            "name": type(module).__name__,
+            "tensors": {key: encode(tensor) for key, tensor in [
+                *module.named_parameters(recurse=False), *module.named_buffers(recurse=False)
+            ] if tensor is not None},
+            "attributes": attributes,
+            "children": {key: encode_module(child) for key, child in module.named_children()},
+        }  # fmt: skip
 
     return encode(value), tensors
 
 
-def write_tensors(path: Path, value: Any, grad_leaves: bool = False) -> None:
-    """Write a tensor, or a nest of tensors and plain scalars, to `path` (CPU copies); `grad_leaves`: mark the
+def write_tensors(path: Path, value: Any, arguments: bool = False) -> None:
+    """Write a tensor, or a nest of tensors and plain scalars, to `path` (CPU copies); `arguments`: mark the
     leaves that require grad (inputs)."""
-    structure, tensors = encode_value(value, grad_leaves)
+    structure, tensors = encode_value(value, arguments)
     stored: set[int] = set()  # storages already in the file: safetensors refuses to write one twice
     on_host: dict[str, torch.Tensor] = {}
     for name, tensor in tensors.items():
@@ -99,8 +159,8 @@ def write_tensors(path: Path, value: Any, grad_leaves: bool = False) -> None:
     save_file(on_host, str(path), metadata={_STRUCTURE: json.dumps(structure)})
 
 
-def read_tensors(path: Path, device: torch.device | str = "cpu", grad_leaves: bool = False) -> Any:
-    """The value `write_tensors` wrote, its tensors on `device`; `grad_leaves`: marked leaves require grad.
+def read_tensors(path: Path, device: torch.device | str = "cpu", arguments: bool = False) -> Any:
+    """The value `write_tensors` wrote, its tensors on `device`; `arguments`: marked leaves require grad.
     Raises TensorFileError for anything else."""
     try:
         with safe_open(str(path), framework="pt", device="cpu") as handle:
@@ -112,14 +172,14 @@ def read_tensors(path: Path, device: torch.device | str = "cpu", grad_leaves: bo
         raise
     except Exception as error:  # noqa: BLE001 - a missing, torn or foreign file: say which
         raise TensorFileError(f"not a readable tensor file ({type(error).__name__}: {error})") from None
-    return decode_value(structure, tensors, torch.device(device), grad_leaves)
+    return decode_value(structure, tensors, torch.device(device), arguments)
 
 
 def decode_value(
-    structure: Any, tensors: dict[str, torch.Tensor], target: torch.device, grad_leaves: bool = False
+    structure: Any, tensors: dict[str, torch.Tensor], target: torch.device, arguments: bool = False
 ) -> Any:
     """The value `encode_value` encoded, its tensors on `target` (moved only where they are elsewhere). Raises
-    TensorFileError for a structure that is not one of ours. `grad_leaves`: the leaves marked as requiring grad
+    TensorFileError for a structure that is not one of ours. `arguments`: the leaves marked as requiring grad
     do (a reader that does not ask, such as the parent's judge, gets plain tensors whatever a file says)."""
 
     def decode_tensor(entry: dict[str, Any]) -> torch.Tensor:
@@ -135,6 +195,19 @@ def decode_value(
             return laid_out.copy_(tensor)
         return tensor.to(target)
 
+    def decode_module(entry: Any) -> ModuleArgument:
+        if not isinstance(entry, dict) or set(entry) != {"name", "tensors", "attributes", "children"}:
+            raise TensorFileError("malformed module argument in a tensor file")
+        parts = [entry["tensors"], entry["attributes"], entry["children"]]
+        if not all(isinstance(part, dict) for part in parts):
+            raise TensorFileError("malformed module argument in a tensor file")
+        module = ModuleArgument(str(entry["name"]))
+        for key, value in [*entry["tensors"].items(), *entry["attributes"].items()]:
+            _set_member(module, key, decode(value))
+        for key, child in entry["children"].items():
+            _set_member(module, key, decode_module(child))
+        return module
+
     def decode(entry: Any) -> Any:
         if not isinstance(entry, dict) or not entry:
             raise TensorFileError("malformed structure in a tensor file")
@@ -144,11 +217,11 @@ def decode_value(
             tensor = decode_tensor(entry)
             # a leaf of its own (`to` or `copy_` may have returned the file's tensor); a forged flag on an
             # integer tensor raises RuntimeError, a malformed structure below
-            return (
-                tensor.detach().requires_grad_(True) if grad_leaves and entry.get("grad") is True else tensor
-            )
+            return tensor.detach().requires_grad_(True) if arguments and entry.get("grad") is True else tensor
         if len(entry) != 1:  # everything but a tensor is one key
             raise TensorFileError("malformed structure in a tensor file")
+        if "module" in entry and arguments:
+            return decode_module(entry["module"])
         if "tuple" in entry:
             return tuple(decode(item) for item in entry["tuple"])
         if "list" in entry:
