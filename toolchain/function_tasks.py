@@ -16,7 +16,7 @@ How such a task is checked, in the same protocol as a module task (`kernelvault.
   argument is not one either (the module form's `modified_inputs` / `output_aliases_input` stay off).
 - **`FunctionCall`** turns the functions into the module both workers already run: `forward(*calls)` makes
   every call in order and returns one `(returned, arguments_after)` pair per call.
-- **Gradients.** A test that differentiates (`loss.backward()` on a call's output, then reads `x.grad`: 16 of
+- **Gradients.** A test that differentiates (`loss.backward()` on a call's output, then reads `x.grad`: 17 of
   TritonBench-G's operators are `torch.autograd.Function`s tested so) runs with autograd on while recorded. A
   call whose outputs carried a gradient there keeps its arguments' `requires_grad` in the recorded input set;
   every other call's arguments are recorded without it. `FunctionCall` differentiates each call with such
@@ -24,10 +24,11 @@ How such a task is checked, in the same protocol as a module task (`kernelvault.
   seed per call and output (`upstream_gradient`: random, so a backward that ignores its incoming gradient
   fails), and the call's result gains a third part, the gradient of every argument that requires it. A candidate
   whose outputs carry no gradient there (no backward) fails that call with a clear error, as the test's own
-  `.backward()` would. Performance inputs are recorded without gradients (timing runs the forward). The candidate defines
-  functions with the same names (a test may call several: a forward and a backward); its worker wraps them
-  the same way, so the integrity layer (torch doing
-  the work, launches observed, cached results), the judge and timing are those of the module form.
+  `.backward()` would. Performance inputs are recorded without gradients (timing runs the forward).
+- **The candidate** defines functions with the same names (a test may call several: a forward and a
+  backward); its worker wraps them the same way, so the integrity layer (torch doing the work, launches
+  observed, cached results), the judge and timing are those of the module form. An `nn.Module` a test passes
+  as an argument reaches both workers as its data (`tensor_files.ModuleArgument`).
 - **Performance inputs.** A test's calls are small (TritonBench-T's are a few elements), so timing them
   measures launch overhead. Where a suite ships larger inputs (TritonBench's `perf_T` programs), the
   loader embeds the program in the task as `KERNELVAULT_PERFORMANCE_INPUTS`, a string after the test
