@@ -131,6 +131,10 @@ def test_a_backward_that_ignores_its_incoming_gradient_is_a_mismatch(
     calls are differentiated against a random incoming gradient, the same on both sides."""
     verdict = _verify(verifier, task, IGNORES_ITS_INCOMING_GRADIENT, lane)
     assert verdict.failure_kind == "mismatch", (verdict.failure_kind, verdict.failure_message)
+    # the message names the part of the call that differs (its forward result matched)
+    assert verdict.failure_message.startswith("case c0:test calls: call 0 gradient 0: "), (
+        verdict.failure_message
+    )
     assert verdict.reward.total == pytest.approx(0.4)
 
 

@@ -42,16 +42,24 @@ def _working_dtype(dtype: torch.dtype) -> torch.dtype:
 
 
 def compare_outputs(
-    reference: object, candidate: object, atol: float | None, rtol: float | None
+    reference: object,
+    candidate: object,
+    atol: float | None,
+    rtol: float | None,
+    labels: list[str] | None = None,
 ) -> Comparison:
+    """`labels`: a name per output tensor for the messages (a function task's "call 0 gradient 1"), where the
+    reference's structure gives them; otherwise outputs are numbered."""
     ref_leaves, out_leaves = _flatten(reference), _flatten(candidate)
+    if labels is not None and len(labels) != len(ref_leaves):
+        labels = None
     if len(ref_leaves) != len(out_leaves):
         return Comparison(
             "interface_error", f"expected {len(ref_leaves)} output tensor(s), got {len(out_leaves)}"
         )
     worst_abs, worst_rel = 0.0, 0.0
     for index, (ref, out) in enumerate(zip(ref_leaves, out_leaves, strict=True)):
-        where = f"output {index}" if len(ref_leaves) > 1 else "output"
+        where = labels[index] if labels else f"output {index}" if len(ref_leaves) > 1 else "output"
         if not isinstance(out, torch.Tensor):
             return Comparison("interface_error", f"{where} is {type(out).__name__}, expected a torch.Tensor")
         if type(out) is not torch.Tensor and not isinstance(out, torch.nn.Parameter):

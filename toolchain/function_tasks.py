@@ -396,6 +396,34 @@ def judged_result(returned: Any, args: list[Any], kwargs: dict[str, Any]) -> tup
     return plain(returned), tensor_leaves([args, kwargs])
 
 
+def output_labels(expected: Any, kernels: bool = False) -> list[str] | None:
+    """A name per tensor of a function task's judged result (`FunctionCall.forward`: per call, what it returned,
+    its tensor arguments after it and, when differentiated, their gradients), in the order the judge flattens
+    them, for its messages: "call 0 result", "call 1 argument 2 after the call", "call 0 gradient 0". None for
+    anything else."""
+    parts = ("result", "argument {} after the call", "gradient {}")
+    if not isinstance(expected, (tuple, list)):
+        return None
+    labels = []
+    for index, call in enumerate(expected):
+        if not isinstance(call, (tuple, list)) or not 2 <= len(call) <= 3:
+            return None
+        for part, value in enumerate(call):
+            count = len(_leaves(value))
+            for number in range(count):
+                what = (
+                    parts[part].format(number) if part else ("result" if count == 1 else f"result {number}")
+                )
+                labels.append(f"{'launch' if kernels else 'call'} {index} {what}")
+    return labels
+
+
+def _leaves(value: Any) -> list[Any]:  # as the judge flattens (`compare._flatten`): tuples and lists
+    if isinstance(value, (tuple, list)):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [value]
+
+
 def same_values(first: Any, second: Any) -> bool:
     """Two nests with equal tensors (NaN equal to NaN) and equal plain values, in the same places."""
     import torch

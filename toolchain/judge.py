@@ -40,6 +40,7 @@ import torch
 
 from kernelvault.contracts import TaskCase
 from kernelvault.toolchain.compare import Comparison, compare_outputs
+from kernelvault.toolchain.function_tasks import output_labels
 from kernelvault.toolchain.sandboxed.requests import (
     Build,
     CandidateRequest,
@@ -264,7 +265,8 @@ class _Check:
             unreadable = next((value for value in (expected, output) if isinstance(value, Comparison)), None)
             if unreadable is not None:
                 return unreadable
-            comparison = compare_outputs(expected, output, self.job.atol, self.job.rtol)
+            labels = output_labels(expected, self.job.kernel_entries) if self.job.entry else None
+            comparison = compare_outputs(expected, output, self.job.atol, self.job.rtol, labels)
             self.costs.answer_seconds += time.monotonic() - read
             return comparison
         finally:
