@@ -65,6 +65,15 @@ _FUNCTION_INSTRUCTIONS = (
     "block."
 )
 
+# Added where the test differentiates what the functions return (`function_tasks`, "Gradients").
+_GRADIENT_INSTRUCTIONS = (
+    "The test differentiates these calls: your outputs must carry gradients from your own backward (a "
+    "`torch.autograd.Function` whose `backward` launches Triton kernels as well; PyTorch must not compute the "
+    "gradients either). Each such call is also judged by the gradients of its arguments, for a random incoming "
+    "gradient, not only the test's `.sum()`."
+)
+_DIFFERENTIATES = re.compile(r"\.backward\(|autograd\.grad\(")
+
 # The function form's words for the system prompt's lines about ModelNew (see `system_prompt`).
 _FUNCTION_INTRO = (
     "You are given a PyTorch reference *function* (one or more functions, then a test that calls them) and "
@@ -230,11 +239,22 @@ def _reference_prompt(reference_source: str, target: str) -> str:
         signatures=", ".join(f"`{signature}`" for _, signature in signatures),
         those="them" if len(names) > 1 else "it",
     )
+    if _DIFFERENTIATES.search(_test_part(reference_source)):
+        instructions = f"{instructions} {_GRADIENT_INSTRUCTIONS}"
     return (
         "Here is a PyTorch reference function with the test that calls it (the reference above the `#` line, "
         f"the test below):\n\n```python\n{reference_source.rstrip()}\n```\n\n"
         f"{instructions}\n\nAnswer with the complete module in one ```python code block."
     )
+
+
+def _test_part(reference_source: str) -> str:
+    from kernelvault.toolchain.function_tasks import FunctionTaskError, function_layout
+
+    try:
+        return function_layout(reference_source, "task").test
+    except FunctionTaskError:
+        return ""
 
 
 def answer_from_code(code: str) -> str:

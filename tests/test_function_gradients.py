@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelvault.agents.prompting import function_signatures
+from kernelvault.agents.prompting import function_signatures, task_prompt
 from kernelvault.contracts import Candidate, Task, Verdict
 from kernelvault.toolchain.function_tasks import function_layout
 from kernelvault.toolchain.reference_check import check_tasks
@@ -107,8 +107,12 @@ def _verify(verifier: Verifier, task: Task, code: str, lane: WorkerLane) -> Verd
 def test_a_binding_to_an_autograd_function_is_the_task_s_entry(task: Task) -> None:
     layout = function_layout(task.source, task.entry)
     assert task.entry == "triple" and layout.entries == ("triple",)
-    # the agents' prompt asks for it with the arguments of the autograd function's forward, less `ctx`
+    # the agents' prompt asks for it with the arguments of the autograd function's forward, less `ctx`, and says
+    # that the gradients are judged (only where the test differentiates)
     assert function_signatures(task.source) == (("triple", "triple(x)"),)
+    assert "your outputs must carry gradients from your own backward" in task_prompt(task.source, "triton")
+    plain = NO_BACKWARD + TEST.replace("    y.sum().backward()\n", "").replace(', "grad": x.grad.clone()', "")
+    assert "gradients" not in task_prompt(plain, "triton")
     (report,) = check_tasks([task])
     assert report.ok, report.problems
 
