@@ -11,6 +11,7 @@
 # .ext/TritonBench: the parts of a checkout (thunlp/TritonBench) that both tools read, e.g.
 #   git -C CHECKOUT archive HEAD data/TritonBench_T_v1 data/TritonBench_T_v1.jsonl data/TritonBench_G_v1 \
 #     data/TritonBench_G_v1.json performance_metrics/perf_T EVAL/eval_T EVAL/eval_G LLM_generated/Bench_T_general_purpose \
+#     LLM_generated/Bench_G_general_purpose \
 #     | tar x -C .ext/TritonBench        (about 17 MB; bench/tritonbench_eval.py refuses a checkout missing a part)
 #   KV_CHECK_PATH: also `tasks check` this folder on the device (e.g. .ext/ROCm_v1), beside TritonBench's runs
 set -uo pipefail
