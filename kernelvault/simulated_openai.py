@@ -42,6 +42,8 @@ class FakeOpenAI:
     faults: list[int | str] = field(default_factory=list)  # consumed first: 429, 500 or "drop"
     always_fail: int | None = None  # every request answers this status
     requests: list[Recorded] = field(default_factory=list)
+    most_in_flight: int = 0  # the most requests it was answering at one time (a client's concurrency)
+    _in_flight: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def answer_for(self, messages: list[dict[str, Any]]) -> Answer:
@@ -74,7 +76,14 @@ class FakeOpenAI:
                         int(fault), {"error": {"message": f"injected {fault}", "type": "server_error"}}
                     )
                     return
-                time.sleep(server_state.latency_s() if server_state.latency_s else server_state.delay_s)
+                with server_state._lock:
+                    server_state._in_flight += 1
+                    server_state.most_in_flight = max(server_state.most_in_flight, server_state._in_flight)
+                try:
+                    time.sleep(server_state.latency_s() if server_state.latency_s else server_state.delay_s)
+                finally:
+                    with server_state._lock:
+                        server_state._in_flight -= 1
                 answer = server_state.answer_for(body.get("messages", []))
                 server_state.requests.append(Recorded(self.path, 200, body))
                 message: dict[str, Any] = {"role": "assistant", "content": answer.content}

@@ -7,7 +7,6 @@ cross-compile), and the rows land in real shards with a real ledger.
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
@@ -205,15 +204,16 @@ def test_many_trajectories_against_a_slow_server_run_concurrently(tmp_path: Path
     slow = FakeOpenAI(scenarios={MARKERS["softmax"]: [Answer("no code here")]}, delay_s=0.5)
     url, stop = slow.start()
     config = AgentJobConfig(endpoint=endpoint(url), samples=64, max_turns=1, concurrency=64)
-    started = time.monotonic()
     try:
         summary = run_agent_job(tasks("softmax"), Verifier(VerifyConfig(platform="cpu")), tmp_path, "triton", config,
                                 progress=False)  # fmt: skip
     finally:
         stop()
-    elapsed = time.monotonic() - started
     assert summary.attempts == 64
-    assert elapsed < 8.0, f"64 trajectories of 0.5 s each took {elapsed:.1f} s (sequential would be 32 s)"
+    # Concurrency as the server saw it, not a wall-clock bound (which failed on a loaded 2-core machine: 12.5 s
+    # against 8). Each request waits 0.5 s there; a sequential client shows 1. On that loaded machine the
+    # trajectories' starts spread out and 25 were in flight at most (more on an idle one): 8 leaves a margin.
+    assert slow.most_in_flight >= 8, slow.most_in_flight
 
 
 @pytest.mark.skipif(__import__("shutil").which("hipcc") is None, reason="needs Debian's hipcc")
