@@ -107,9 +107,8 @@ def function_signatures(reference_source: str) -> tuple[tuple[str, str], ...]:
         return ()
     tree = ast.parse(reference_source)
     defined = {node.name: node.args for node in tree.body if isinstance(node, ast.FunctionDef)}
-    for (
-        node
-    ) in tree.body:  # `Class.method` entries: an autograd function's `apply` takes `forward`'s arguments
+    # `Class.method` entries: an autograd function's `apply` takes `forward`'s arguments
+    for node in tree.body:
         if isinstance(node, ast.ClassDef):
             for method in node.body:
                 if isinstance(method, ast.FunctionDef):

@@ -22,9 +22,10 @@ class Comparison:
     max_rel_error: float | None = None
 
 
-def _flatten(output: object) -> list[object]:
+def flatten_outputs(output: object) -> list[object]:
+    """The leaves of an output in the order they are compared: tuples and lists opened, anything else a leaf."""
     if isinstance(output, (tuple, list)):
-        return [leaf for item in output for leaf in _flatten(item)]
+        return [leaf for item in output for leaf in flatten_outputs(item)]
     return [output]
 
 
@@ -50,7 +51,7 @@ def compare_outputs(
 ) -> Comparison:
     """`labels`: a name per output tensor for the messages (a function task's "call 0 gradient 1"), where the
     reference's structure gives them; otherwise outputs are numbered."""
-    ref_leaves, out_leaves = _flatten(reference), _flatten(candidate)
+    ref_leaves, out_leaves = flatten_outputs(reference), flatten_outputs(candidate)
     if labels is not None and len(labels) != len(ref_leaves):
         labels = None
     if len(ref_leaves) != len(out_leaves):

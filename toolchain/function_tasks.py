@@ -401,6 +401,8 @@ def output_labels(expected: Any, kernels: bool = False) -> list[str] | None:
     its tensor arguments after it and, when differentiated, their gradients), in the order the judge flattens
     them, for its messages: "call 0 result", "call 1 argument 2 after the call", "call 0 gradient 0". None for
     anything else."""
+    from kernelvault.toolchain.compare import flatten_outputs
+
     parts = ("result", "argument {} after the call", "gradient {}")
     if not isinstance(expected, (tuple, list)):
         return None
@@ -409,19 +411,13 @@ def output_labels(expected: Any, kernels: bool = False) -> list[str] | None:
         if not isinstance(call, (tuple, list)) or not 2 <= len(call) <= 3:
             return None
         for part, value in enumerate(call):
-            count = len(_leaves(value))
+            count = len(flatten_outputs(value))
             for number in range(count):
                 what = (
                     parts[part].format(number) if part else ("result" if count == 1 else f"result {number}")
                 )
                 labels.append(f"{'launch' if kernels else 'call'} {index} {what}")
     return labels
-
-
-def _leaves(value: Any) -> list[Any]:  # as the judge flattens (`compare._flatten`): tuples and lists
-    if isinstance(value, (tuple, list)):
-        return [leaf for item in value for leaf in _leaves(item)]
-    return [value]
 
 
 def same_values(first: Any, second: Any) -> bool:

@@ -69,11 +69,11 @@ def check_triton_candidate(code: str, entries: tuple[str, ...] = (), kernels: bo
 
     if entries:
         defined = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
-        # a function may also be a module-level binding (`layer_norm = LayerNorm.apply`); the worker checks
-        # that the name is callable once imported. A kernel entry must be a @triton.jit def.
-        bound = set() if kernels else _bound_names(tree)
-        # `Class.method` (a test that calls `Fn.apply(...)`): the class, defined or bound at module level
-        bound |= {node.name for node in tree.body if isinstance(node, ast.ClassDef)} if not kernels else set()
+        # A function may also be a module-level binding (`layer_norm = LayerNorm.apply`), and `Class.method` (a
+        # test that calls `Fn.apply(...)`) needs the class, defined or bound: the worker checks that the entry is
+        # callable once imported. A kernel entry must be a @triton.jit def.
+        classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+        bound = set() if kernels else _bound_names(tree) | classes
         missing = [entry for entry in entries if entry not in defined and entry.split(".")[0] not in bound]
         if missing:
             what = "@triton.jit kernel" if kernels else "function"
