@@ -177,7 +177,7 @@ def stage_table(rows: list[dict[str, Any]]) -> str:
 
 
 _CHECK_COSTS = re.compile(
-    r"check protocol: \d+ request\(s\), ([\d.]+) MB of tensor files(?:, ([\d.]+) MB shared)?, reading ([\d.]+) s, "
+    r"check protocol: \d+ request\(s\), ([\d.]+) MB of tensor files(?:, ([\d.]+) MB shared(?: \(\d+ values\))?)?, reading ([\d.]+) s, "
     r"comparing ([\d.]+) s, reference ([\d.]+) s(?:; waited ([\d.]+) s at the device's gate)?"
 )
 

@@ -4,6 +4,7 @@ its own, the candidate's process holds no reference, and a reply it did not auth
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,22 @@ def test_shared_outputs_give_the_verdicts_of_files_without_the_parent_reading_an
     assert "MB shared" in check.log
     assert mismatch.failure_kind == "mismatch", mismatch.failure_message
     assert interface.failure_kind == "interface_error", interface.failure_message
+
+
+def test_a_scalar_output_judged_in_shared_memory_is_counted_as_such() -> None:
+    """mse_loss returns a 0-d tensor: its outputs weigh a few bytes, which the log's megabytes round to 0.0. The
+    log also counts the values opened from shared memory, so a run can tell the shared way was taken (the H200
+    run of 2026-12-03 could not, and read the 0.0 as "nothing shared")."""
+    from kernelvault.toolchain.tasks import load_task_file
+
+    task = load_task_file(ROOT / "tasks" / "mse_loss.py")
+    code = (ROOT / "examples" / "triton" / "mse_loss.py").read_text()
+    verdict = Verifier(VerifyConfig(platform="cpu", timeout_s=120, shared_outputs=True)).verify(
+        task, Candidate(task.task_id, "triton", code, "test")
+    )
+    assert verdict.correct is True, verdict.failure_message
+    check = next(stage for stage in verdict.stages if stage.name == "check")
+    found = re.search(r"([\d.]+) MB shared \((\d+) values\)", check.log)
+    assert found is not None, check.log
+    # every check case's output and its expected output (two values each), at least
+    assert int(found.group(2)) >= 2 * len(task.correctness_cases), check.log

@@ -81,6 +81,9 @@ class ProtocolCosts:
     shared_megabytes: float = (
         0.0  # outputs judged in shared memory (`CheckJob.shared_outputs`): no file, no copy
     )
+    # how many values were opened from shared memory: a scalar output (mse_loss) is a few bytes, which the
+    # megabytes round to 0.0, and this says it still went the shared way
+    shared_values: int = 0
     transfer_seconds: float = 0.0
     answer_seconds: float = 0.0
     gate_seconds: float = 0.0
@@ -112,7 +115,8 @@ class ProtocolCosts:
         record = f"; device record: {self.device_record}" if self.device_record else ""
         record += f"; workers starting {self.start_seconds:.2f} s" if self.start_seconds >= 0.005 else ""
         kinds = ", ".join(f"{kind} {seconds:.2f}" for kind, seconds in sorted(self.request_seconds.items()))
-        shared = f", {self.shared_megabytes:.1f} MB shared" if self.shared_megabytes else ""
+        shared = (f", {self.shared_megabytes:.1f} MB shared ({self.shared_values} values)"
+                  if self.shared_values else "")  # fmt: skip
         # ` | ` separates the parts (a case's name may hold commas: `c0:batch=1,dim=17`), `;` ends them
         cases = " | ".join(f"{' '.join(part.replace('|', ' ').replace(';', ' ').split())} {seconds:.2f}"
                            for part, seconds in self.case_seconds.items())  # fmt: skip
@@ -233,6 +237,7 @@ class _Check:
             if self.job.shared_outputs:
                 value = self.candidate.bundles().open(str(path))
                 self.costs.shared_megabytes += _tensor_bytes(value) / 1e6
+                self.costs.shared_values += 1
                 return value
             self.costs.megabytes += path.stat().st_size / 1e6
             return read_tensors(path)
@@ -245,6 +250,7 @@ class _Check:
             if self.job.shared_outputs:
                 value = self.reference.bundles().open(str(path))
                 self.costs.shared_megabytes += _tensor_bytes(value) / 1e6
+                self.costs.shared_values += 1
                 return value
             return read_tensors(Path(path))
         except (TensorFileError, OSError) as error:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -28,16 +29,26 @@ from kernelvault.toolchain.worker_lane import WorkerLane  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL = re.compile(
-    r"([\d.]+) MB of tensor files(?:, ([\d.]+) MB shared)?, reading ([\d.]+) s, comparing ([\d.]+) s"
+    r"([\d.]+) MB of tensor files(?:, ([\d.]+) MB shared \((\d+) values\))?, reading ([\d.]+) s, comparing ([\d.]+) s"
 )
 
 
-def _costs(verdict) -> tuple[float, float, float, float]:  # noqa: ANN001
+class Costs(NamedTuple):
+    """The check protocol's costs, as its log line states them (`ProtocolCosts.summary`)."""
+
+    files_mb: float
+    shared_mb: float
+    shared_values: int  # values opened from shared memory: a scalar output is ~0.0 MB, still one value
+    reading_s: float
+    comparing_s: float
+
+
+def _costs(verdict) -> Costs:  # noqa: ANN001
     check = next(stage for stage in verdict.stages if stage.name == "check")
     found = PROTOCOL.search(check.log)
     assert found is not None, check.log
-    files, shared, reading, comparing = found.groups()
-    return float(files), float(shared or 0.0), float(reading), float(comparing)
+    files, shared, values, reading, comparing = found.groups()
+    return Costs(float(files), float(shared or 0.0), int(values or 0), float(reading), float(comparing))
 
 
 def test_shared_outputs_give_the_verdicts_of_files_on_the_device() -> None:
@@ -52,7 +63,7 @@ def test_shared_outputs_give_the_verdicts_of_files_on_the_device() -> None:
                 ("relu", relu.rstrip().removesuffix("return y") + "return y[:1]\n", False)]  # fmt: skip
     rows = [
         "| task | expected correct | files: verdict | shared: verdict | files: MB read, reading s, comparing s "
-        "| shared: MB mapped, reading s, comparing s |",
+        "| shared: MB mapped (values), reading s, comparing s |",
         "|---|---|---|---|---|---|",
     ]
     lane = WorkerLane(device="0")
@@ -69,15 +80,17 @@ def test_shared_outputs_give_the_verdicts_of_files_on_the_device() -> None:
             assert (by_sharing.correct, by_sharing.failure_kind) == (by_files.correct, by_files.failure_kind), (
                 name, by_files.failure_message, by_sharing.failure_message)  # fmt: skip
             assert by_files.correct is honest, (name, by_files.failure_message)
-            files, _, reading, comparing = _costs(by_files)
-            _, mapped, shared_reading, shared_comparing = _costs(by_sharing)
-            assert mapped > 0 or not honest
+            files, sharing = _costs(by_files), _costs(by_sharing)
+            assert files.shared_values == 0, (name, "files mode opened shared memory")
+            assert sharing.shared_values > 0 or not honest, (name, "shared mode judged nothing in shared")
             rows.append(f"| {name} | {honest} | {by_files.failure_kind or 'correct'} | {by_sharing.failure_kind or 'correct'} "
-                        f"| {files:.1f}, {reading:.3f}, {comparing:.3f} | {mapped:.1f}, {shared_reading:.3f}, "
-                        f"{shared_comparing:.3f} |")  # fmt: skip
+                        f"| {files.files_mb:.1f}, {files.reading_s:.3f}, {files.comparing_s:.3f} "
+                        f"| {sharing.shared_mb:.1f} ({sharing.shared_values} values), {sharing.reading_s:.3f}, "
+                        f"{sharing.comparing_s:.3f} |")  # fmt: skip
     finally:
         lane.close()
-    table = f"Device: {torch.cuda.get_device_name()}\n\n" + "\n".join(rows) + "\n"
-    print("\n" + table)
-    if results := os.environ.get("KV_RESULTS_DIR"):
-        Path(results, "shared_outputs.md").write_text(table)
+        # the rows so far, also when an assertion stopped the loop: the table is what the device run is for
+        table = f"Device: {torch.cuda.get_device_name()}\n\n" + "\n".join(rows) + "\n"
+        print("\n" + table)
+        if results := os.environ.get("KV_RESULTS_DIR"):
+            Path(results, "shared_outputs.md").write_text(table)
