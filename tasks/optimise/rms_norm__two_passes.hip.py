@@ -6,7 +6,8 @@ it. Blocks of 32 threads (half a CDNA wavefront) with scalar loads in loops kept
 thread one load in flight, so the memory system is far from busy. The fast form reads the row once with wide
 blocks and float4 loads, and scales it from L2. With 64-thread blocks this baseline was 1.42x slower than the
 example on the H200, with 32-thread blocks 1.44x (2026-12-03): the compiler unrolled the loops, and the second
-pass alone costs at most half again the traffic. The loops are now kept rolled; not yet timed on the H200.
+pass alone costs at most half again the traffic. With the loops kept rolled it is 3.15x slower (H200,
+2026-12-03, bench/results/2026-12-03-h200-suites-baseline-reward-path.md).
 """
 
 import torch
