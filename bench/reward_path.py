@@ -9,8 +9,9 @@ requests through the same service code twice, one mode after the other on the sa
 - `pool`: the service's verify is a `LanePool`'s (persistent lanes on every visible GPU, or `--devices`),
   what `rl serve` does now; `pool:N` gives it N lanes per GPU (`rl serve --lanes-per-gpu N`);
 - a suffix changes the verifier of a mode: `+shared` judges outputs in shared memory (on the device, on a GPU:
-  `VerifyConfig.shared_outputs`), `+percase` takes one turn alone on the device per performance case
-  (`turn_staged_mb` 0, the way before a verification's cases shared one turn), e.g. `pool:4+percase,pool:4`.
+  `VerifyConfig.shared_outputs`), `+files` through files (neither: the default, shared on a CUDA GPU since
+  2026-12-03, files before), `+percase` takes one turn alone on the device per performance case
+  (`turn_staged_mb` 0, the way before a verification's cases shared one turn), e.g. `pool:4+files,pool:4`.
 
 Requests: the bundled Triton examples (the correct ones, one per task), each `--repeats` times, interleaved,
 sent through `RemoteVerifier` (HTTP, the trainers' client) with `--in-flight` at once. Printed: a Markdown
@@ -182,7 +183,7 @@ def main() -> int:
     parser.add_argument("--in-flight", type=int, default=4)
     parser.add_argument("--modes", default="fresh,pool",
                         help="fresh, pool, pool:N (N lanes per GPU); +shared: outputs judged in shared memory "
-                             "(on the device); +percase: one turn alone on the device per performance case")  # fmt: skip
+                             "(on the device); +files: through files; +percase: one turn alone on the device per performance case")  # fmt: skip
     parser.add_argument("--devices", default=None, help="the pool's GPUs (default: every visible one)")
     parser.add_argument("--timeout-s", type=float, default=120.0)
     args = parser.parse_args()

@@ -19,7 +19,9 @@ Modes, run one after the other in the same invocation on the same candidates:
 - `ray@DEVICES`: the same stages through the Ray executor (a local Ray instance; one verification actor per
   GPU named, compilation as Ray tasks): the 1 → 2 actor scaling of the Ray issue;
 - `persistent+shared` (and `persistent@0x3+shared`, ...): the same with outputs judged in shared memory
-  (`VerifyConfig.shared_outputs`; on a GPU the parent compares on the device, #24 item 1);
+  (`VerifyConfig.shared_outputs`; on a GPU the parent compares on the device, #24 item 1); `+files`: with
+  outputs judged through files. A mode with neither takes the verifier's default: shared on a CUDA GPU, files
+  on the CPU (before 2026-12-03 the default was files everywhere, and results of that time name no suffix);
 - `...+percase`: one turn alone on the device per performance case (`VerifyConfig.turn_staged_mb` 0), the way
   lanes timed before a verification's cases shared one turn: the before of that change, in the same run;
 - `kernelbench`: the peer harness, KernelBench's own `eval_kernel_against_ref` in a fresh process per candidate,
@@ -338,7 +340,8 @@ def run_persistent(verifier: Verifier, items: list[Attempt], devices: str, lanes
 Results = dict[str, tuple[float, list[dict[str, Any]]]]  # mode -> (seconds, one row per candidate)
 
 
-OPTIONS = ("+shared", "+percase")  # mode suffixes, in any order: they change the verifier, not the lanes
+# mode suffixes, in any order: they change the verifier, not the lanes
+OPTIONS = ("+shared", "+files", "+percase")
 
 
 def mode_options(mode: str) -> tuple[str, set[str]]:
@@ -352,9 +355,13 @@ def mode_options(mode: str) -> tuple[str, set[str]]:
 
 def option_settings(mode: str) -> dict[str, Any]:
     """The `VerifyConfig` fields a mode's suffixes set: `+shared` judges outputs in shared memory (on the device,
-    on a GPU), `+percase` takes one turn alone on the device per performance case (`turn_staged_mb` 0)."""
+    on a GPU), `+files` through files (neither: the verifier's default), `+percase` takes one turn alone on the
+    device per performance case (`turn_staged_mb` 0)."""
     options = mode_options(mode)[1]
-    return {"shared_outputs": "shared" in options,
+    if {"shared", "files"} <= options:
+        raise ValueError(f"{mode}: +shared and +files together")
+    shared = True if "shared" in options else False if "files" in options else None
+    return {"shared_outputs": shared,
             "turn_staged_mb": 0.0 if "percase" in options else VerifyConfig.turn_staged_mb}  # fmt: skip
 
 

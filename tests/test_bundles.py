@@ -199,3 +199,30 @@ def test_a_forged_structure_is_a_one_line_refusal(structure: object) -> None:
 
     with pytest.raises(TensorFileError):
         decode_value(structure, {"t0": torch.zeros(4)}, torch.device("cpu"))
+
+
+def test_outputs_travel_as_shared_memory_by_default_only_on_a_gpu_that_can_export_them(monkeypatch) -> None:  # noqa: ANN001
+    """`VerifyConfig.shared_outputs` None (the default): the CPU keeps files (#24 item 1), a CUDA GPU shares its
+    outputs when the driver exports device memory as a descriptor and falls back to files when it does not,
+    ROCm keeps files; an explicit setting wins where the transport exists (CPU and CUDA)."""
+    from kernelvault.toolchain.platforms import PlatformChoice
+    from kernelvault.toolchain.sandboxed import device_share
+    from kernelvault.toolchain.verify import Verifier, VerifyConfig
+
+    def verifier(platform: str, shared: bool | None = None) -> Verifier:
+        made = Verifier(VerifyConfig(platform="cpu", shared_outputs=shared))
+        made.choice = PlatformChoice(
+            platform, "test", "test device"
+        )  # what detect_platform says on that machine
+        return made
+
+    assert verifier("cpu").shares_outputs() is False
+    assert verifier("cpu", shared=True).shares_outputs() is True
+    refusals: dict[int, str | None] = {0: None}
+    monkeypatch.setattr(device_share, "exportable", lambda index: refusals[index])
+    assert verifier("cuda").shares_outputs() is True
+    assert verifier("cuda", shared=False).shares_outputs() is False
+    refusals[0] = "DeviceShareError: cuMemCreate: CUDA_ERROR_NOT_SUPPORTED (801)"
+    assert verifier("cuda").shares_outputs() is False
+    assert verifier("rocm").shares_outputs() is False
+    assert verifier("rocm", shared=True).shares_outputs() is False

@@ -10,11 +10,19 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.reward_path import request_kinds as reward_path_kinds  # noqa: E402
-from bench.verify_throughput import mode_options, part_group, stage_seconds, time_breakdown  # noqa: E402
+from bench.verify_throughput import (  # noqa: E402
+    mode_options,
+    option_settings,
+    part_group,
+    stage_seconds,
+    time_breakdown,
+)
 from kernelvault.toolchain.judge import ProtocolCosts  # noqa: E402
 
 
@@ -67,3 +75,9 @@ def test_mode_suffixes_change_the_verifier_and_leave_the_lanes() -> None:
     assert mode_options("persistent@0x3+shared+percase") == ("persistent@0x3", {"shared", "percase"})
     assert mode_options("persistent@0+1") == ("persistent@0+1", set())  # `+` between GPUs is not an option
     assert mode_options("pool:4+percase") == ("pool:4", {"percase"})
+    # the transport: forced either way by a suffix, else the verifier's default (shared on a CUDA GPU)
+    assert option_settings("pool:4+shared")["shared_outputs"] is True
+    assert option_settings("pool:4+files")["shared_outputs"] is False
+    assert option_settings("pool:4")["shared_outputs"] is None
+    with pytest.raises(ValueError, match="together"):
+        option_settings("pool:4+files+shared")

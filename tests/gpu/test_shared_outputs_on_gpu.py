@@ -94,3 +94,14 @@ def test_shared_outputs_give_the_verdicts_of_files_on_the_device() -> None:
         print("\n" + table)
         if results := os.environ.get("KV_RESULTS_DIR"):
             Path(results, "shared_outputs.md").write_text(table)
+
+
+def test_the_default_on_a_gpu_judges_on_the_device() -> None:
+    """No setting: a CUDA verifier's workers share their outputs (`VerifyConfig.shared_outputs` None)."""
+    task = load_task_file(ROOT / "tasks" / "relu.py")
+    code = (ROOT / "examples" / "triton" / "relu.py").read_text()
+    verdict = Verifier(VerifyConfig(platform="cuda", timeout_s=120)).verify(
+        task, Candidate(task.task_id, "triton", code, "test")
+    )
+    assert verdict.correct is True, verdict.failure_message
+    assert _costs(verdict).shared_values > 0

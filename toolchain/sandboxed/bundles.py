@@ -16,8 +16,10 @@ of at least its claimed size, and every tensor wholly inside it (`device_share.t
 `_host_view`). A refusal is a TensorFileError naming why (the judge's forged or unreadable output), and
 nothing the sender sent stays open.
 
-The judge uses it when `VerifyConfig.shared_outputs` is on (off by default: on a GPU the cross-namespace export
-has not yet run on the H200; bench/device_share_probe.py and tests/gpu/test_shared_outputs_on_gpu.py are that run).
+The judge uses it when `VerifyConfig.shared_outputs` is on: by default on a CUDA GPU whose driver exports device
+memory as a descriptor, files on the CPU and on ROCm. On the H200 (2026-12-03) the export from the jail, the
+forgeries above and every bundled example both ways passed (bench/device_share_probe.py,
+tests/gpu/test_shared_outputs_on_gpu.py; bench/results/2026-12-03-h200-suites-baseline-reward-path.md).
 """
 
 from __future__ import annotations

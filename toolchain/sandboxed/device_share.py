@@ -23,7 +23,9 @@ harness may use what the candidate may not (the static wall forbids ctypes in ca
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,6 +210,20 @@ def import_block(
         os.close(fd)
         raise
     return SharedBlock(pointer, size, fd, torch.device("cuda", index), handle.value)
+
+
+@functools.cache
+def exportable(index: int) -> str | None:
+    """None if this process can make, export and map a shareable block on GPU `index` (checked once per
+    process); else why not (a driver without the virtual memory API, a MIG slice that refuses the export...)."""
+    try:
+        export_block(1, torch.device("cuda", index)).close()
+    except (DeviceShareError, RuntimeError, OSError) as error:  # RuntimeError: torch cannot reach the device
+        reason = f"{type(error).__name__}: {error}"
+        # said once per process (the result is cached): the verdicts are the same, the judging slower
+        sys.stderr.write(f"kernelvault: outputs are judged through files on GPU {index}: {reason}\n")
+        return reason
+    return None
 
 
 class _CudaArray:
