@@ -230,15 +230,19 @@ class _Check:
         self.costs.megabytes += target.stat().st_size / 1e6
         return str(target)
 
+    def _opened(self, worker: PersistentWorker, path: str | Path) -> Any:
+        """The value `worker` sent as shared memory under `path`'s name, counted in the protocol's costs."""
+        value = worker.bundles().open(str(path))
+        self.costs.shared_megabytes += _tensor_bytes(value) / 1e6
+        self.costs.shared_values += 1
+        return value
+
     def _output(self, path: Path) -> Any:
         """The candidate's output named `path` (its file, or with `shared_outputs` its bundle), or the
         interface_error Comparison of one that is not there or cannot be read."""
         try:
             if self.job.shared_outputs:
-                value = self.candidate.bundles().open(str(path))
-                self.costs.shared_megabytes += _tensor_bytes(value) / 1e6
-                self.costs.shared_values += 1
-                return value
+                return self._opened(self.candidate, path)
             self.costs.megabytes += path.stat().st_size / 1e6
             return read_tensors(path)
         except (TensorFileError, OSError) as error:
@@ -248,10 +252,7 @@ class _Check:
         """The reference's expected output named `path` (its file, or with `shared_outputs` its bundle)."""
         try:
             if self.job.shared_outputs:
-                value = self.reference.bundles().open(str(path))
-                self.costs.shared_megabytes += _tensor_bytes(value) / 1e6
-                self.costs.shared_values += 1
-                return value
+                return self._opened(self.reference, path)
             return read_tensors(Path(path))
         except (TensorFileError, OSError) as error:
             fail("infrastructure_error", f"the reference's output could not be read: {error}")

@@ -80,10 +80,8 @@ def _set_member(module: ModuleArgument, key: Any, value: Any) -> None:
         raise TensorFileError(f"a module argument's member {str(key)[:40]!r} is not a plain name")
     if isinstance(value, torch.nn.Module):
         setattr(module, key, value)  # a child, registered as nn.Module registers children
-    else:
-        object.__setattr__(
-            module, key, value
-        )  # tensors and settings as plain attributes, already on the device
+    else:  # tensors and settings as plain attributes, already on the device
+        object.__setattr__(module, key, value)
 
 
 def encode_value(value: Any, arguments: bool = False) -> tuple[Any, dict[str, torch.Tensor]]:
@@ -196,10 +194,9 @@ def decode_value(
         return tensor.to(target)
 
     def decode_module(entry: Any) -> ModuleArgument:
-        if not isinstance(entry, dict) or set(entry) != {"name", "tensors", "attributes", "children"}:
-            raise TensorFileError("malformed module argument in a tensor file")
-        parts = [entry["tensors"], entry["attributes"], entry["children"]]
-        if not all(isinstance(part, dict) for part in parts):
+        members = ("tensors", "attributes", "children")
+        if not (isinstance(entry, dict) and set(entry) == {"name", *members}
+                and all(isinstance(entry[part], dict) for part in members)):  # fmt: skip
             raise TensorFileError("malformed module argument in a tensor file")
         module = ModuleArgument(str(entry["name"]))
         for key, value in [*entry["tensors"].items(), *entry["attributes"].items()]:
