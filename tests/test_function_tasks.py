@@ -398,3 +398,71 @@ def test_a_launch_inside_the_private_device_guard_or_a_device_index_runs_on_the_
     answer = reference.split("#" * 20)[0].replace("torch.cuda._DeviceGuard(0)", "torch.cuda.device(0)")
     verdict = verifier.verify(task, Candidate(task.task_id, "triton", answer, "test"))
     assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
+
+
+COMPLEX_REFERENCE = f"""import torch
+
+
+def scale_complex(x, factor):
+    if not x.is_complex():
+        raise TypeError("x must be complex")
+    return x * factor
+
+{SEPARATOR}
+
+def test_scale_complex():
+    results = {{}}
+    x = torch.randn(37, device='cuda', dtype=torch.complex128)
+    results["test_case_1"] = scale_complex(x, 2.5)
+    try:  # TritonBench's tests keep a call that must fail as its message (`solve` of a singular matrix)
+        results["test_case_2"] = scale_complex(torch.randn(3, device='cuda'), 2.5)
+    except TypeError as error:
+        results["test_case_2"] = str(error)
+    return results
+"""
+
+COMPLEX_ANSWER = """import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n, factor, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    value = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, value * factor, mask=mask)
+
+
+def scale_complex(x, factor):
+    if not x.is_complex():
+        raise TypeError("x must be complex")
+    pairs = torch.view_as_real(x)
+    out = torch.empty_like(pairs)
+    scale_kernel[(triton.cdiv(pairs.numel(), 64),)](pairs, out, pairs.numel(), factor, BLOCK=64)
+    return torch.view_as_complex(out)
+"""
+
+
+def test_complex_values_and_a_call_the_test_expects_to_fail(verifier: Verifier, tmp_path: Path) -> None:
+    """TritonBench-T's `cholesky` passes complex128 matrices (safetensors has no complex128: the task could
+    not be judged on the H200), and its `solve`, `fused_lu_solve` and `log_tanh` tests keep a call that must
+    raise in their own try/except (the reference raised on it, so no answer to the task was judged). Complex
+    values travel as (real, imaginary) pairs and are judged on both parts; a call that raised while the test
+    was recorded is not a case."""
+    value = {"x": torch.randn(5, dtype=torch.complex128), "y": torch.randn(2, dtype=torch.complex64).conj()}
+    write_tensors(tmp_path / "complex.st", value)
+    back = read_tensors(tmp_path / "complex.st")
+    assert torch.equal(back["x"], value["x"]) and torch.equal(back["y"], value["y"].resolve_conj())
+    task = parse_task(COMPLEX_REFERENCE, "scale_complex", "test")
+    (report,) = check_tasks([task])
+    assert report.ok, report.problems
+    right, only_real_part = (
+        verifier.verify(task, Candidate(task.task_id, "triton", code, "test"))
+        for code in (
+            COMPLEX_ANSWER,
+            COMPLEX_ANSWER.replace("value * factor", "tl.where(offs % 2 == 0, value * factor, value)"),
+        )
+    )
+    assert right.correct is True, (right.failure_kind, right.failure_message)
+    assert only_real_part.failure_kind == "mismatch", only_real_part.failure_message

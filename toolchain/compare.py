@@ -77,6 +77,10 @@ def compare_outputs(
             return Comparison("interface_error", f"{where} is on {out.device}, expected {ref.device}")
         if ref.numel() == 0:
             continue
+        if (
+            ref.is_complex()
+        ):  # judged as (real, imaginary) pairs: a cast to a real dtype drops the imaginary part
+            ref, out = torch.view_as_real(ref.resolve_conj()), torch.view_as_real(out.resolve_conj())
         a_tol = default_tolerance(ref.dtype) if atol is None else atol
         r_tol = default_tolerance(ref.dtype) if rtol is None else rtol
         if bool(torch.isfinite(ref).all()) and bool(torch.isfinite(out).all()):

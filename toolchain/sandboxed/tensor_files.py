@@ -31,6 +31,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 _STRUCTURE = "kv_structure"
+_COMPLEX = "kv_complex"  # the names of tensors stored as view_as_real pairs
 
 
 class TensorFileError(ValueError):
@@ -148,13 +149,19 @@ def write_tensors(path: Path, value: Any, arguments: bool = False) -> None:
     structure, tensors = encode_value(value, arguments)
     stored: set[int] = set()  # storages already in the file: safetensors refuses to write one twice
     on_host: dict[str, torch.Tensor] = {}
+    complex_names: list[str] = []
     for name, tensor in tensors.items():
         copy = tensor.to("cpu")
         if copy.numel() and copy.untyped_storage().data_ptr() in stored:
             copy = copy.clone()  # one tensor twice in a value (a call returning its `out`)
         stored.add(copy.untyped_storage().data_ptr())
+        if copy.is_complex():  # safetensors has no complex128: stored as (real, imaginary) pairs
+            copy = torch.view_as_real(copy.resolve_conj())
+            complex_names.append(name)
         on_host[name] = copy
-    save_file(on_host, str(path), metadata={_STRUCTURE: json.dumps(structure)})
+    save_file(
+        on_host, str(path), metadata={_STRUCTURE: json.dumps(structure), _COMPLEX: json.dumps(complex_names)}
+    )
 
 
 def read_tensors(path: Path, device: torch.device | str = "cpu", arguments: bool = False) -> Any:
@@ -166,6 +173,9 @@ def read_tensors(path: Path, device: torch.device | str = "cpu", arguments: bool
             names = set(handle.keys())
             structure = json.loads(metadata[_STRUCTURE])
             tensors = {name: handle.get_tensor(name) for name in names}
+            for name in json.loads(metadata.get(_COMPLEX, "[]")):
+                # a forged name or a tensor that is not (…, 2) pairs of floats raises: refused below
+                tensors[name] = torch.view_as_complex(tensors[name])
     except TensorFileError:
         raise
     except Exception as error:  # noqa: BLE001 - a missing, torn or foreign file: say which
