@@ -96,6 +96,11 @@ def classify(item: Joined) -> str | None:
             return (
                 "TritonBench credits it, KernelVault: mismatch, and its own test's results differ from gold"
             )
+        if "the earlier checks passed" in message:  # `kernelvault.toolchain.judge._name_the_later_case`
+            return (
+                f"TritonBench credits it, KernelVault: {kind} on a later case only (the perf inputs: larger, "
+                "another dtype), which TritonBench's test never runs"
+            )
         return f"TritonBench credits it, KernelVault: {kind}"
     if kv_credit and not tb_credit:
         return f"KernelVault credits it, TritonBench's run fails: {_first_error(tb.get('stderr_tail', ''))}"

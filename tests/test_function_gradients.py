@@ -293,6 +293,58 @@ def test_a_module_argument_travels_as_its_data_and_an_in_place_backward_is_judge
     assert "a LayerNorm passed as an argument arrives as its data" in verdict.failure_message
 
 
+# A call that updates a module argument's state in place (a running statistic, as a batch norm's forward in
+# training does): the module's tensors after the call are part of what the call is judged by.
+UPDATES_A_MODULE = f"""import torch
+
+
+def bump(layer, x):
+    layer.running_mean.add_(x)
+    return x * 2.0
+
+{SEPARATOR}
+
+def test_bump():
+    layer = torch.nn.BatchNorm1d(37).cuda()
+    return {{"y": bump(layer, torch.randn(37, device='cuda')), "mean": layer.running_mean.clone()}}
+"""
+BUMP = """import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def bump_kernel(x_ptr, mean_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(mean_ptr + offs, tl.load(mean_ptr + offs, mask=mask) + x, mask=mask)
+    tl.store(y_ptr + offs, x * 2.0, mask=mask)
+
+
+def bump(layer, x):
+    y = torch.empty_like(x)
+    bump_kernel[(triton.cdiv(x.numel(), 64),)](x, layer.running_mean, y, x.numel(), BLOCK=64)
+    return y
+"""
+
+
+def test_a_module_argument_s_state_after_the_call_is_judged(verifier: Verifier, lane: WorkerLane) -> None:
+    """An answer that returns the right values but leaves the module's running mean as it found it is a
+    mismatch on that tensor, named as an argument after the call."""
+    task = parse_task(UPDATES_A_MODULE, "bump", "test")
+    (report,) = check_tasks([task])
+    assert report.ok, report.problems
+    verdict = _verify(verifier, task, BUMP, lane)
+    assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
+    forgets_the_state = BUMP.replace(
+        "    tl.store(mean_ptr + offs, tl.load(mean_ptr + offs, mask=mask) + x, mask=mask)\n", ""
+    )
+    verdict = _verify(verifier, task, forgets_the_state, lane)
+    assert verdict.failure_kind == "mismatch", (verdict.failure_kind, verdict.failure_message)
+    assert "call 0 argument" in (verdict.failure_message or ""), verdict.failure_message
+
+
 @pytest.mark.parametrize(
     "module",
     [

@@ -312,6 +312,17 @@ def test_a_checkout_s_perf_program_gives_the_task_larger_inputs_checked_before_t
     assert verdict.failure_kind == "mismatch"
     assert "c1:performance inputs" in verdict.failure_message
 
+    # TritonBench's tiny test calls would credit it: the verdict says it failed only on the larger inputs
+    small_only = NEGATE.replace(
+        "    out = torch.empty_like(input)",
+        '    if input.numel() > 1024:\n        raise ValueError("one block only")\n    out = torch.empty_like(input)',
+    )
+    verdict = verifier.verify(task, Candidate(task.task_id, "triton", small_only, "test"))
+    assert verdict.failure_kind == "runtime_error"
+    assert verdict.failure_message.startswith(
+        "case c1:performance inputs, the earlier checks passed: forward raised ValueError: one block only"
+    ), verdict.failure_message
+
 
 def test_a_perf_program_that_cannot_run_is_named_and_the_task_keeps_its_test_calls(tmp_path: Path) -> None:
     """TritonBench's `tril_mm_and_scale_perf.py` uses a name it never defines: the task loads, timed on its

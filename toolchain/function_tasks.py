@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import functools
 import hashlib
 import inspect
@@ -362,12 +363,19 @@ def clone_value(value: Any) -> Any:
     import torch
 
     if isinstance(value, torch.Tensor):
-        copy = value.detach().clone()
-        return copy.requires_grad_(True) if value.requires_grad else copy  # a leaf a test differentiates by
+        cloned = value.detach().clone()
+        return (
+            cloned.requires_grad_(True) if value.requires_grad else cloned
+        )  # a leaf a test differentiates by
     if isinstance(value, dict):
         return {key: clone_value(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
         return type(value)(clone_value(item) for item in value)
+    if isinstance(value, torch.nn.Module):  # a module argument: a call may update its state in place
+        try:
+            return copy.deepcopy(value)
+        except Exception:  # noqa: BLE001 - a module holding what cannot be copied is passed as it is
+            return value
     return value
 
 
@@ -379,9 +387,36 @@ def tensor_leaves(value: Any) -> list[Any]:
     return [leaf for leaf in pytree.tree_leaves(value) if isinstance(leaf, torch.Tensor)]
 
 
+def argument_leaves(value: Any) -> list[Any]:
+    """The tensors of a call's arguments as the judge reads them after the call: those of the nest, then each
+    module argument's (`ModuleArgument`), so that a call that updates a module's state in place (a batch
+    norm's running statistics, a cache) is judged by that state too."""
+    import torch
+    import torch.utils._pytree as pytree
+
+    leaves = tensor_leaves(value)
+    for leaf in pytree.tree_leaves(value):
+        if isinstance(leaf, torch.nn.Module):
+            leaves.extend(_module_tensors(leaf))
+    return leaves
+
+
+def _module_tensors(module: Any) -> list[Any]:
+    """A module's tensors by name (parameters, buffers and tensor attributes), then its children's, by name."""
+    import torch
+
+    public = {key: item for key, item in vars(module).items() if not key.startswith("_")}
+    state = {**module._parameters, **module._buffers, **public}
+    found = [state[key] for key in sorted(state) if isinstance(state[key], torch.Tensor)]
+    for key in sorted(module._modules):
+        if module._modules[key] is not None:
+            found.extend(_module_tensors(module._modules[key]))
+    return found
+
+
 def judged_result(returned: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, list[Any]]:
     """What one call is judged by: its return value (numbers as tensors, None as nothing; a named tuple as
-    a tuple) and its tensor arguments as the call left them."""
+    a tuple) and its tensor arguments as the call left them (`argument_leaves`)."""
     import torch
 
     def plain(value: Any) -> Any:
@@ -393,7 +428,7 @@ def judged_result(returned: Any, args: list[Any], kwargs: dict[str, Any]) -> tup
             return tuple(plain(item) for item in value)
         return value
 
-    return plain(returned), tensor_leaves([args, kwargs])
+    return plain(returned), argument_leaves([args, kwargs])
 
 
 def output_labels(expected: Any, kernels: bool = False) -> list[str] | None:

@@ -48,6 +48,7 @@ import torch
 
 from kernelvault.toolchain.function_tasks import (
     CallsNotUnderstood,
+    argument_leaves,
     check_calls_bind,
     clone_value,
     device_redirect,
@@ -796,7 +797,7 @@ class CandidateHost:
         fresh = list(read_tensors(Path(request.inputs_path), job.device, arguments=True))
         if request.reuse_inputs and job.last_inputs is not None:
             inputs = job.last_inputs  # the same tensors, new values: a result cached by address must fail
-            for target, values in zip(tensor_leaves(inputs), tensor_leaves(fresh), strict=True):
+            for target, values in zip(argument_leaves(inputs), argument_leaves(fresh), strict=True):
                 target.copy_(values)
         else:
             inputs = fresh

@@ -27,6 +27,7 @@ import torch.utils._pytree as pytree
 from kernelvault.toolchain.function_tasks import (
     PERFORMANCE_INPUTS_OVERRIDE,
     FunctionLayout,
+    argument_leaves,
     clone_value,
     function_layout,
     function_module,
@@ -34,7 +35,6 @@ from kernelvault.toolchain.function_tasks import (
     record_performance_calls,
     resolve_entry,
     same_values,
-    tensor_leaves,
 )
 from kernelvault.toolchain.kernel_tasks import untimed_autotuning
 from kernelvault.toolchain.sandboxed.bundles import BundleSender
@@ -255,7 +255,7 @@ class ReferenceHost:
                                                "against it"}  # fmt: skip
                 if isinstance(harness, FunctionHarness):
                     mutates = mutates or not same_values(
-                        [result[1] for result in expected], tensor_leaves(inputs)
+                        [result[1] for result in expected], [argument_leaves(call[1:3]) for call in inputs]
                     )
                 if request.share and self.bundles is not None:
                     self.bundles.send(str(expected_path), expected, device)
