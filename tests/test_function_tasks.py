@@ -344,6 +344,28 @@ def test_a_perf_program_that_cannot_run_is_named_and_the_task_keeps_its_test_cal
     ]
 
 
+def test_a_perf_program_that_calls_the_entry_to_size_its_inputs_records_only_its_op(
+    tmp_path: Path, verifier: Verifier
+) -> None:
+    """TritonBench's `cos_avg_pool1d_perf.py` calls the operator inside `get_input_tensors` (for the output's
+    shape): that call runs, and only the op's call is the performance case (it was recorded and stopped the
+    program there, so the reference failed on the case and no answer to the task could be judged)."""
+    checkout = tmp_path / "TritonBench"
+    shutil.copytree(PERF_CHECKOUT, checkout)
+    program = checkout / "performance_metrics" / "perf_T" / "golden_metrics" / "negate_perf.py"
+    program.write_text(
+        program.read_text().replace(
+            "            self.input_tensors.append(input_tensor)",
+            "            self.input_tensors.append(input_tensor)\n            assert negate(input_tensor).shape == (size,)",
+        )
+    )
+    [task] = load_tasks(checkout / "data" / "TritonBench_T_v1").tasks
+    (report,) = check_tasks([task])
+    assert report.ok, report.problems
+    verdict = verifier.verify(task, Candidate(task.task_id, "triton", NEGATE, "test"))
+    assert verdict.correct, verdict.failure_message
+
+
 # A gold operator in the way real Triton code launches (11 of TritonBench-G's): inside the tensor's device.
 ON_ITS_DEVICE_REFERENCE = f"""import torch
 import triton
