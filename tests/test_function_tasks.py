@@ -499,3 +499,79 @@ def test_complex_values_and_a_call_the_test_expects_to_fail(verifier: Verifier, 
     )
     assert right.correct is True, (right.failure_kind, right.failure_message)
     assert only_real_part.failure_kind == "mismatch", only_real_part.failure_message
+
+
+# TritonBench-G's `matrix_reduction` calls an entry that makes its own inputs, launches, asserts on the result and
+# returns None, and its test catches what the entry raises: its calls leave nothing to judge, so any candidate
+# that launched a kernel got full credit. Written for this project in that shape.
+SELF_CHECKING_REFERENCE = f"""import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=mask), mask=mask)
+
+
+def self_check(n, dtype_str):
+    if n < 0:
+        raise ValueError("n must not be negative")
+    dtype = {{"float32": torch.float32}}[dtype_str]
+    x = torch.randn(n, device="cuda", dtype=dtype)
+    y = torch.empty(n, device="cuda", dtype=dtype)
+    copy_kernel[(triton.cdiv(n, 64),)](x, y, n, BLOCK=64)
+    torch.testing.assert_close(y, x)
+
+
+{SEPARATOR}
+
+
+def test_self_check():
+    results = {{}}
+    for i, n in enumerate(SIZES):
+        try:
+            self_check(n, "float32")
+            results[f"test_case_{{i + 1}}"] = "passed"
+        except Exception as e:
+            results[f"test_case_{{i + 1}}"] = f"failed: {{e}}"
+    return results
+
+
+result_gold = test_self_check()
+"""
+DO_NOTHING_LAUNCH = """import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def fill_kernel(y_ptr, BLOCK: tl.constexpr):
+    tl.store(y_ptr + tl.arange(0, BLOCK), tl.zeros([BLOCK], dtype=tl.float32))
+
+
+def self_check(n, dtype_str):
+    y = torch.empty(64, device="cuda")
+    fill_kernel[(1,)](y, BLOCK=64)
+"""
+
+
+def test_a_test_whose_calls_leave_nothing_to_judge_is_refused_not_credited(verifier: Verifier) -> None:
+    task = parse_task(SELF_CHECKING_REFERENCE.replace("SIZES", "[64, 100]"), "self_check", "test")
+    (report,) = check_tasks([task])
+    assert not report.ok and "nothing to judge" in report.problems[0], report.problems
+    verdict = verifier.verify(task, Candidate(task.task_id, "triton", DO_NOTHING_LAUNCH, "test"))
+    assert verdict.correct is not True and verdict.reward.total == 0.0
+    assert verdict.failure_kind == "infrastructure_error" and "nothing to judge" in (
+        verdict.failure_message or ""
+    )
+
+
+def test_a_test_that_catches_every_call_it_makes_says_why_they_failed() -> None:
+    task = parse_task(SELF_CHECKING_REFERENCE.replace("SIZES", "[-1, -2]"), "self_check", "test")
+    (report,) = check_tasks([task])
+    assert not report.ok
+    assert "every call the test made of self_check raised" in report.problems[0], report.problems
+    assert "ValueError: n must not be negative" in report.problems[0]

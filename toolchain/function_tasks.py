@@ -387,6 +387,18 @@ def tensor_leaves(value: Any) -> list[Any]:
     return [leaf for leaf in pytree.tree_leaves(value) if isinstance(leaf, torch.Tensor)]
 
 
+NOTHING_TO_JUDGE = (
+    "the test's calls return no tensor and have no tensor argument: nothing to judge (a candidate that "
+    "does nothing would pass; e.g. an entry that makes its own inputs and asserts on them)"
+)
+
+
+def nothing_to_judge(judged: Any) -> bool:
+    """Whether a function task's judged results (`judged_result` of every call) hold no tensor at all: its
+    calls return nothing (or strings) and their arguments are numbers, so any candidate would match them."""
+    return not tensor_leaves(judged)
+
+
 def argument_leaves(value: Any) -> list[Any]:
     """The tensors of a call's arguments as the judge reads them after the call: those of the nest, then each
     module argument's (`ModuleArgument`), so that a call that updates a module's state in place (a batch
@@ -607,6 +619,7 @@ def record_calls(
         return record_launches(layout, namespace, seed, device, which)
 
     calls: list[list[Any]] = []
+    dropped: list[str] = []  # the calls that raised, for the message when none is left
 
     def recorder(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
         def record(*args: Any, **kwargs: Any) -> Any:
@@ -615,10 +628,13 @@ def record_calls(
             calls.append(call)
             try:
                 returned = real(*args, **kwargs)
-            except Exception:
+            except Exception as error:
                 # a call the test expects to fail (TritonBench's `solve` of a singular matrix, in its own
                 # try/except): not a case, since only values are judged; an uncaught one fails the recording
                 del calls[position:]
+                dropped.append(
+                    f"{type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}"
+                )
                 raise
             if not any(leaf.requires_grad for leaf in tensor_leaves(returned)):
                 for leaf in tensor_leaves(call[1:]):  # nothing to differentiate: judged by its values alone
@@ -646,6 +662,11 @@ def record_calls(
         if not calls:
             for name in layout.test_functions:
                 scope[name]()
+    if not calls and dropped:  # the test caught them (`try: ... except Exception`): say why they failed
+        raise FunctionTaskError(
+            f"every call the test made of {layout.entry} raised, inside the test's own try/except "
+            f"({len(dropped)} call(s); the first: {dropped[0]})"
+        )
     if not calls:
         raise FunctionTaskError(f"the test made no call of {layout.entry}")
     return calls

@@ -25,12 +25,14 @@ import torch
 import torch.utils._pytree as pytree
 
 from kernelvault.toolchain.function_tasks import (
+    NOTHING_TO_JUDGE,
     PERFORMANCE_INPUTS_OVERRIDE,
     FunctionLayout,
     argument_leaves,
     clone_value,
     function_layout,
     function_module,
+    nothing_to_judge,
     record_calls,
     record_performance_calls,
     resolve_entry,
@@ -253,6 +255,15 @@ class ReferenceHost:
                             "failure_message": "task: the reference is not deterministic (two runs on the same "
                                                "calls differ: dropout or sampling); no candidate can be judged "
                                                "against it"}  # fmt: skip
+                if (
+                    isinstance(harness, FunctionHarness)
+                    and not harness.layout.kernels
+                    and nothing_to_judge(expected)
+                ):
+                    return {
+                        "failure_kind": "infrastructure_error",
+                        "failure_message": f"task: {NOTHING_TO_JUDGE}",
+                    }
                 if isinstance(harness, FunctionHarness):
                     mutates = mutates or not same_values(
                         [result[1] for result in expected], [argument_leaves(call[1:3]) for call in inputs]

@@ -41,7 +41,13 @@ def check_case(harness: Any, case: dict[str, Any]) -> list[str]:
     """Problems with one case of one reference (runs inside the worker)."""
     import torch
 
-    from kernelvault.toolchain.function_tasks import clone_value, same_values, tensor_leaves
+    from kernelvault.toolchain.function_tasks import (
+        NOTHING_TO_JUDGE,
+        clone_value,
+        nothing_to_judge,
+        same_values,
+        tensor_leaves,
+    )
     from kernelvault.toolchain.sandboxed.tensor_files import TensorFileError, encode_value
 
     function_task = getattr(harness, "layout", None) is not None
@@ -78,6 +84,8 @@ def check_case(harness: Any, case: dict[str, Any]) -> list[str]:
             gradients = [one[2:] for one in first], [two[2:] for two in again]
             if not same_values(*gradients):
                 return [f"{case['name']}: not deterministic (two runs give different gradients)"]
+            if nothing_to_judge(first):
+                return [f"{case['name']}: {NOTHING_TO_JUDGE}"]
             # What the calls return. A function task's inputs are its test author's (literals, `out=`
             # buffers left uninitialised), so whether an output follows them says nothing: not checked.
             first, again = [one[0] for one in first], [two[0] for two in again]
