@@ -619,7 +619,7 @@ def record_calls(
         return record_launches(layout, namespace, seed, device, which)
 
     calls: list[list[Any]] = []
-    dropped: list[str] = []  # the calls that raised, for the message when none is left
+    dropped: list[Exception] = []  # what the calls that raised raised, for the message when none is left
 
     def recorder(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
         def record(*args: Any, **kwargs: Any) -> Any:
@@ -632,9 +632,7 @@ def record_calls(
                 # a call the test expects to fail (TritonBench's `solve` of a singular matrix, in its own
                 # try/except): not a case, since only values are judged; an uncaught one fails the recording
                 del calls[position:]
-                dropped.append(
-                    f"{type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}"
-                )
+                dropped.append(error)
                 raise
             if not any(leaf.requires_grad for leaf in tensor_leaves(returned)):
                 for leaf in tensor_leaves(call[1:]):  # nothing to differentiate: judged by its values alone
@@ -663,9 +661,11 @@ def record_calls(
             for name in layout.test_functions:
                 scope[name]()
     if not calls and dropped:  # the test caught them (`try: ... except Exception`): say why they failed
+        from kernelvault.toolchain.sandboxed.candidate import one_line_error  # it imports this module
+
         raise FunctionTaskError(
             f"every call the test made of {layout.entry} raised, inside the test's own try/except "
-            f"({len(dropped)} call(s); the first: {dropped[0]})"
+            f"({len(dropped)} call(s); the first: {one_line_error(dropped[0])})"
         )
     if not calls:
         raise FunctionTaskError(f"the test made no call of {layout.entry}")
