@@ -20,8 +20,10 @@ suite="${KV_TB_SUITE:-T}"
 out="${OUT:-/tmp/kv-results}"
 if [ ! -d .side ] && [ -f "bench/results/side/side-$suite.tgz" ]; then tar xzf "bench/results/side/side-$suite.tgz"; fi
 mkdir -p .side "$out"
-common=(KV_SKIP_TESTS=1 KV_TB_SUITE="$suite" KV_TRITONBENCH=.ext/TritonBench KV_SIDE_DIR=.side
-        KV_ANSWERS=".ext/TritonBench/LLM_generated/Bench_${suite}_general_purpose")
+# KV_TRITONBENCH / KV_ANSWERS: another carried checkout, or a subset of its answer files (a folder or one file)
+checkout="${KV_TRITONBENCH:-.ext/TritonBench}"
+common=(KV_SKIP_TESTS=1 KV_TB_SUITE="$suite" KV_TRITONBENCH="$checkout" KV_SIDE_DIR=.side
+        KV_ANSWERS="${KV_ANSWERS:-$checkout/LLM_generated/Bench_${suite}_general_purpose}")
 env "${common[@]}" KV_BENCH=none OUT=/tmp/kv-setup bash bench/gpu_session.sh >/dev/null 2>&1  # installs the wheels once
 if [ -n "${KV_CHECK_PATH:-}" ]; then
   (env KV_SKIP_TESTS=1 KV_BENCH=tasks_check KV_CHECK_PATH="$KV_CHECK_PATH" OUT=/tmp/kv-check \
