@@ -159,3 +159,60 @@ def test_a_scalar_output_judged_in_shared_memory_is_counted_as_such() -> None:
     assert found is not None, check.log
     # every check case's output and its expected output (two values each), at least
     assert int(found.group(2)) >= 2 * len(task.correctness_cases), check.log
+
+
+# A task whose reference leaves its process unable to run anything more, the way a gold kernel's illegal
+# address leaves a CUDA context: every later call fails with the first error, whoever makes it. Torch's own
+# relu stands for "every later call" on the CPU (the GPU test makes the real fault: tests/gpu/).
+POISONING_REFERENCE = """
+import torch
+import torch.nn as nn
+
+STICKY = "CUDA error: an illegal memory access was encountered"
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        def poisoned(*args, **kwargs):
+            raise RuntimeError(STICKY)
+
+        torch.relu = poisoned
+        torch.Tensor.relu = poisoned
+        raise RuntimeError(STICKY)
+
+
+def get_inputs():
+    return [torch.randn(4, 64)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_reference_that_breaks_its_device_does_not_refuse_the_next_task(small_relu, tmp_path: Path) -> None:  # noqa: ANN001
+    """The task that faults is refused; the next task on the same lane is judged in a fresh reference worker,
+    not refused with the first one's error (TritonBench-G on the H200: 100 gold references refused that way)."""
+    from kernelvault.toolchain.tasks import load_task_file
+
+    (tmp_path / "poisoning.py").write_text(POISONING_REFERENCE)
+    poisoning = load_task_file(tmp_path / "poisoning.py")
+    verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60, static_wall=False))
+    lane = WorkerLane()
+    try:
+        refused = verifier.verify(
+            poisoning, Candidate(poisoning.task_id, "triton", RELU, "test"), runner=lane
+        )
+        first_reference = lane.workers["reference"].pid
+        judged = verifier.verify(
+            small_relu, Candidate(small_relu.task_id, "triton", RELU, "test"), runner=lane
+        )
+        reference = lane.workers["reference"]
+        replaced = (reference.pid != first_reference, reference.stats.restarts["device_error"])
+    finally:
+        lane.close()
+    assert refused.failure_kind == "infrastructure_error" and "illegal memory access" in (
+        refused.failure_message or ""
+    )
+    assert judged.correct is True, judged.failure_message
+    assert replaced == (True, 1)

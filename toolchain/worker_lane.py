@@ -30,7 +30,9 @@ is replaced (process group killed, its jail gone with it, a fresh one started):
     process changed: a patched function (`kernelvault.toolchain.sandboxed.integrity.PatchSnapshot`, taken when the worker
     started), a thread, another working directory, changed environment, `sys.path`, import hooks,
     trace/profile hooks, default dtype, grad mode or deterministic-algorithms flag, a module of its own;
-(c) after a sticky device error (illegal memory access, device-side assert, launch failure);
+(c) after a sticky device error (illegal memory access, device-side assert, launch failure) in any request
+    of its job; the reference's worker too, which also probes its device after a failed request, since a
+    context left broken by one task's reference would refuse every later task with that task's error;
 (d) every `restart_every` jobs, as hygiene against what the checks above cannot see.
 "A fresh one" is, on a GPU lane, a spare the candidate's worker keeps started beside it (`PersistentWorker.spare`): started
 by the same lane thread, in a jail, uid, home and key of its own, and never given a job before it is

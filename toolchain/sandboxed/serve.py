@@ -49,11 +49,31 @@ def process_state() -> dict[str, Any]:
     }  # fmt: skip
 
 
+def names_a_sticky_device_error(reply: dict[str, Any]) -> bool:
+    message = str(reply.get("failure_message") or "").lower()
+    return any(marker in message for marker in STICKY_DEVICE_ERRORS)
+
+
+def device_still_answers() -> bool:
+    """Whether this process's GPU context still works. After a sticky error (an illegal address, a device-side
+    assert) every later call in the process fails with it, whoever makes the call: a reference worker that
+    kept serving would refuse every later task with the first one's error (TritonBench-G on the H200: one
+    gold kernel's illegal access refused 100 other tasks). Asked after a failed request only."""
+    import torch
+
+    if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return True
+    try:
+        torch.cuda.synchronize()
+        return bool(torch.ones(1, device="cuda").add_(1).item() == 2)
+    except Exception:  # noqa: BLE001 - any error here means the context is gone
+        return False
+
+
 def _restart_reason(reply: dict[str, Any], snapshot: Any, baseline: dict[str, Any]) -> str | None:
     if reply.get("failure_kind") == "integrity_reject" or reply.get("late_violation"):
         return "integrity_reject"
-    message = str(reply.get("failure_message") or "").lower()
-    if any(marker in message for marker in STICKY_DEVICE_ERRORS):
+    if names_a_sticky_device_error(reply):
         return "device_error"
     changed = snapshot.changed()
     if changed:
@@ -107,6 +127,7 @@ def serve(kind: str) -> int:
     baseline = process_state()
     replies.write(json.dumps({"ready": True}).encode() + b"\n")
     replies.flush()
+    sticky: str | None = None  # a sticky device error earlier in the job in hand
     while line := sys.stdin.readline():
         message = json.loads(line)
         request: Any = None
@@ -116,15 +137,25 @@ def serve(kind: str) -> int:
         except BaseException as error:  # noqa: BLE001 - a harness bug must still leave a reply
             reply = {"failure_kind": "infrastructure_error", "failure_message": f"worker error: {error!r}"[:2000],
                      "harness_error": True}  # fmt: skip
-        if isinstance(request, (End, Compile)):  # a job ended: may this process serve the next one?
-            reply["restart"] = _restart_reason(reply, snapshot, baseline)
+        ended = isinstance(request, (End, Compile))
+        if ended:  # a job ended: may this process serve the next one?
+            reply["restart"] = sticky or _restart_reason(reply, snapshot, baseline)
+            sticky = None
+        elif reply.get("failure_kind") is not None and (
+            names_a_sticky_device_error(reply) or (kind == "reference" and not device_still_answers())
+        ):
+            # A failed request that left the device unusable: the parent retires this process when the job
+            # in hand ends (`PersistentWorker.retire`), so no later job inherits the error. The process stays
+            # until then: a candidate's job still has its End to answer. The reference's worker is the one
+            # probed: it has no End, and its failures are a task's, so a probe there costs nothing per candidate.
+            sticky = reply["restart"] = "device_error"
         body = json.dumps(reply, default=str)
         replies.write(
             json.dumps({"id": message["id"], "body": body, "mac": mac(key, message["id"], body)}).encode()
             + b"\n"
         )
         replies.flush()
-        if reply.get("restart"):
+        if ended and reply.get("restart"):
             return 0  # the parent replaces us; exiting now frees the device sooner
     return 0
 
