@@ -105,6 +105,11 @@ class SFTRunConfig:
     per_device_eval_batch_size: int = _help("sequences per device per evaluation batch", default=1)
     gradient_accumulation_steps: int = _help("micro-batches per optimizer step", default=8)
     gradient_checkpointing: bool = _help("recompute activations in the backward pass", default=True)
+    liger: bool = _help(
+        "Liger's Triton kernels for the model (RMSNorm, SwiGLU, RoPE, and a cross-entropy fused with the LM head "
+        "that never materialises the logits: 151,936 per token for Qwen3); needs a GPU and liger-kernel",
+        default=False,
+    )
     bf16: bool = _help("bf16 mixed precision (needs a GPU)", default=True)
     logging_steps: int = _help("log the loss every N steps", default=10)
     eval_steps: int = _help("evaluation loss on the held-out tasks every N steps (0: at the end only)",

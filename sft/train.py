@@ -21,6 +21,7 @@ in-process pass-rate measurement is skipped (serve `final/` with vLLM and run `e
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import os
 from collections.abc import Iterator
@@ -135,6 +136,7 @@ def trainer_arguments(config: SFTRunConfig, has_eval: bool) -> SFTConfig:
     settings["activation_checkpointing" if renamed else "gradient_checkpointing"] = (
         config.gradient_checkpointing
     )
+    settings["use_liger_kernel"] = config.liger
     settings.update(config.trainer)
     try:
         return SFTConfig(**settings)
@@ -198,6 +200,18 @@ def plot_loss(log_history: list[dict[str, Any]], path: Path, title: str) -> Path
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
+
+
+def check_liger(config: SFTRunConfig) -> None:
+    """`liger: true` where it cannot run is a one-line error before any model is loaded: Liger's kernels are
+    Triton kernels for a GPU (Triton's CPU interpreter cannot run them), and TRL imports them at start."""
+    if not config.liger:
+        return
+    if not torch.cuda.is_available():
+        raise ValueError("liger: true needs a GPU (Liger's kernels are Triton kernels); set liger: false "
+                         "(--liger false) on this machine")  # fmt: skip
+    if importlib.util.find_spec("liger_kernel") is None:
+        raise ValueError("liger: true needs the liger-kernel package: pip install 'kernelvault[train]'")
 
 
 def train(config: SFTRunConfig, data: SFTData) -> tuple[SFTResult, PreTrainedModel, PreTrainedTokenizerBase]:
@@ -276,6 +290,8 @@ def pass_rates(config: SFTRunConfig, data: SFTData, model: PreTrainedModel | Non
 
 
 def run_sft(config: SFTRunConfig) -> SFTResult:
+    if config.evaluate != "only":
+        check_liger(config)
     data = load_sft_data(config)
     for line in data.summary_lines():
         _say(line)

@@ -357,3 +357,18 @@ def test_bad_configuration_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert code == 2 and "neither a corpus folder" in errors
     code, _, errors = quiet(sft_main, ["--dataset", "ds", "--evaluate", "sometimes"])
     assert code == 2 and "evaluate must be one of" in errors
+
+
+def test_liger_reaches_trl_and_where_it_cannot_run_is_one_line(tmp_path: Path) -> None:
+    """The shipped 8B config asks for Liger's kernels (bench/results/2026-12-03-h200-sft-mfu-liger.md); on a machine
+    without a GPU that is one line before any data or model is loaded, never a Triton traceback mid-run."""
+    from kernelvault.sft.config import load_config
+    from kernelvault.sft.train import trainer_arguments
+
+    shipped = load_config(ROOT / "sft" / "configs" / "qwen3-8b-lora.yaml", {"output_dir": str(tmp_path / "out"),
+                                                                           "bf16": False})  # fmt: skip
+    assert shipped.liger is True and trainer_arguments(shipped, has_eval=False).use_liger_kernel is True
+    code, _, errors = quiet(sft_main, ["--config", str(ROOT / "sft" / "configs" / "qwen3-8b-lora.yaml"),
+                                       "--dataset", str(tmp_path / "nowhere")])  # fmt: skip
+    assert code == 2 and errors.count("\n") == 1
+    assert "liger: true needs a GPU" in errors and "--liger false" in errors
