@@ -42,6 +42,27 @@ def test_a_file_that_is_not_one_of_ours_is_refused_with_one_line(tmp_path: Path)
         write_tensors(tmp_path / "set.st", {1, 2})
 
 
+def test_tensors_over_the_file_size_limit_say_so_instead_of_an_io_error(tmp_path: Path) -> None:
+    """safetensors reports a write cut by RLIMIT_FSIZE as "I/O error"; the message names the size and the limit
+    (TritonBench-G's context_attn_fwd: 2.5 GB of call arguments against the workers' 1 GiB)."""
+    import subprocess
+    import sys
+
+    program = (
+        "import resource, torch\n"
+        "from kernelvault.toolchain.sandboxed.tensor_files import TensorFileError, write_tensors\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))\n"
+        "try:\n"
+        f"    write_tensors(__import__('pathlib').Path({str(tmp_path / 'big.st')!r}), torch.zeros(1 << 20))\n"
+        "except TensorFileError as error:\n"
+        "    print(error)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert (
+        "could not write big.st (4 MiB of tensors, over this worker's limit of 1 MiB per file)" in run.stdout
+    ), run.stdout + run.stderr
+
+
 def test_a_reply_is_authentic_only_with_the_workers_key_and_the_request_id() -> None:
     worker = PersistentWorker("candidate", {}, SandboxLimits(30.0, None), WorkerPlan())
     worker._key = b"k" * 64

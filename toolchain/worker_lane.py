@@ -46,6 +46,7 @@ use `restart_every=1` (the fresh mode) where that matters more than throughput.
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import json
 import os
@@ -470,6 +471,11 @@ class PersistentWorker:
         return line
 
 
+# The reference worker's size limit per file (RLIMIT_FSIZE; a candidate's worker keeps `SandboxLimits.file_bytes`):
+# the test's calls of TritonBench-G's context_attn_fwd pass about 2.5 GB of tensors, over the 1 GiB default.
+REFERENCE_FILE_BYTES = 16 << 30
+
+
 class WorkerLane:
     """The persistent workers of one device: a candidate's, a reference's, and on cpu a cross-compiler.
 
@@ -507,6 +513,10 @@ class WorkerLane:
                 env = {key: value for key, value in env.items() if key != "TRITON_INTERPRET"}
             restart_every = self.restart_every if kind != "reference" else max(self.restart_every, 50)
             spare = kind == "candidate" and self.spare  # the worker replaced often
+            if (
+                kind == "reference"
+            ):  # its files are the task's inputs and expected outputs, whatever their size
+                limits = dataclasses.replace(limits, file_bytes=max(limits.file_bytes, REFERENCE_FILE_BYTES))
             worker = PersistentWorker(kind, {**env, **device_env}, limits, plan, restart_every, spare)
             self.workers[kind] = worker
         return worker

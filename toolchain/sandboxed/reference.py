@@ -253,7 +253,8 @@ class ReferenceHost:
                     # a test's calls are small: run twice, so dropout or sampling is named, not judged
                     return {"failure_kind": "infrastructure_error",
                             "failure_message": "task: the reference is not deterministic (two runs on the same "
-                                               "calls differ: dropout or sampling); no candidate can be judged "
+                                               "calls differ: dropout, sampling, inputs the entry draws itself, "
+                                               "or atomics); no candidate can be judged "
                                                "against it"}  # fmt: skip
                 if isinstance(harness, FunctionHarness):
                     if not harness.layout.kernels and nothing_to_judge(expected):

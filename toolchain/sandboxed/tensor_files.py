@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import resource
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +144,10 @@ def encode_value(value: Any, arguments: bool = False) -> tuple[Any, dict[str, to
     return encode(value), tensors
 
 
+def _size(count: int) -> str:
+    return f"{count / 2**30:.1f} GiB" if count >= 2**30 else f"{count / 2**20:.0f} MiB"
+
+
 def write_tensors(path: Path, value: Any, arguments: bool = False) -> None:
     """Write a tensor, or a nest of tensors and plain scalars, to `path` (CPU copies); `arguments`: mark the
     leaves that require grad (inputs)."""
@@ -159,9 +164,19 @@ def write_tensors(path: Path, value: Any, arguments: bool = False) -> None:
             copy = torch.view_as_real(copy.resolve_conj())
             complex_names.append(name)
         on_host[name] = copy
-    save_file(
-        on_host, str(path), metadata={_STRUCTURE: json.dumps(structure), _COMPLEX: json.dumps(complex_names)}
-    )
+    try:
+        save_file(
+            on_host,
+            str(path),
+            metadata={_STRUCTURE: json.dumps(structure), _COMPLEX: json.dumps(complex_names)},
+        )
+    except Exception as error:  # noqa: BLE001 - safetensors says only "I/O error"; say what is too big
+        size = sum(tensor.numel() * tensor.element_size() for tensor in on_host.values())
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        over = f", over this worker's limit of {_size(limit)} per file" if 0 <= limit < size else ""
+        raise TensorFileError(
+            f"could not write {path.name} ({_size(size)} of tensors{over}): {error}"
+        ) from None
 
 
 def read_tensors(path: Path, device: torch.device | str = "cpu", arguments: bool = False) -> Any:
