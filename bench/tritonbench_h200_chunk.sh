@@ -8,6 +8,7 @@
 #   KV_TB_SUITE=T|G  KV_TB_SECONDS (TritonBench's share, default 170)  KV_KV_SECONDS (KernelVault's, default 300)
 # A call of 600 s fits: the wheels (20 s), TritonBench (its share, then the answers in flight finish: up to a
 # minute), KernelVault (start-up, its share of taking answers, then the drain of those in flight), the packing.
+# The first call of a new side-by-side passes KV_SIDE_FRESH=1; later ones resume (the script refuses to start over).
 # .ext/TritonBench: the parts of a checkout (thunlp/TritonBench) that both tools read, e.g.
 #   git -C CHECKOUT archive HEAD data/TritonBench_T_v1 data/TritonBench_T_v1.jsonl data/TritonBench_G_v1 \
 #     data/TritonBench_G_v1.json performance_metrics/perf_T EVAL/eval_T EVAL/eval_G LLM_generated/Bench_T_general_purpose \
@@ -19,6 +20,13 @@ cd "$(dirname "$0")/.."
 suite="${KV_TB_SUITE:-T}"
 out="${OUT:-/tmp/kv-results}"
 if [ ! -d .side ] && [ -f "bench/results/side/side-$suite.tgz" ]; then tar xzf "bench/results/side/side-$suite.tgz"; fi
+# Nothing to resume from is a mistake more often than a plan (2026-12-03: a chunk whose predecessor's side.tgz had
+# not been unpacked or committed started both tools over, 516 s of device time): a new side-by-side says so.
+if [ ! -d .side ] && [ "${KV_SIDE_FRESH:-0}" != 1 ]; then
+  echo "no .side and no bench/results/side/side-$suite.tgz to resume from: unpack the last call's side.tgz here," \
+       "or pass KV_SIDE_FRESH=1 to start a new side-by-side" >&2
+  exit 2
+fi
 mkdir -p .side "$out"
 # KV_TRITONBENCH / KV_ANSWERS: another carried checkout, or a subset of its answer files (a folder or one file)
 checkout="${KV_TRITONBENCH:-.ext/TritonBench}"
