@@ -228,6 +228,14 @@ def _load(path: str | None) -> Any:
         return None
 
 
+def in_task_order(work: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The answers grouped by task (those TritonBench cannot place first), each group in file order: a task's gold
+    file then runs once for every model's answer to it in this run, instead of once per answer file when the
+    files go one after another (a call that reaches 91 answers of one model runs 91 golds; on G a gold run costs
+    as much as an answer's)."""
+    return sorted(work, key=lambda item: item["row"]["task"] or "")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -296,7 +304,7 @@ def main() -> int:
     with ProcessPoolExecutor(args.procs, initializer=_init, initargs=(str(args.checkout), args.suite, args.timeout_s)) as pool, \
             args.out.open("a") as out:  # fmt: skip
         pending: dict[Future[dict[str, Any]], dict[str, Any]] = {}
-        queue = list(work)
+        queue = in_task_order(work)
         written = 0
 
         def finish(future: Future[dict[str, Any]], item: dict[str, Any]) -> None:

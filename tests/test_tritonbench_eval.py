@@ -31,3 +31,18 @@ def test_a_checkout_missing_the_suite_statistics_is_refused_before_any_row_is_wr
         f"error: {checkout} is not a TritonBench-T checkout: missing data/TritonBench_T_v1.jsonl"
     ]
     assert not out.exists()
+
+
+def test_answers_run_grouped_by_task_so_each_gold_file_runs_once_per_call() -> None:
+    """Five models' answers to one task run together (one gold run serves them all), in file order within the
+    task; answers TritonBench cannot place come first (they are written without a run)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from tritonbench_eval import in_task_order
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    work = [{"row": {"file": file, "line": line, "task": task}}
+            for file, line, task in [("a.jsonl", 0, "relu.py"), ("a.jsonl", 1, "add.py"), ("b.jsonl", 0, "relu.py"),
+                                     ("b.jsonl", 1, None), ("b.jsonl", 2, "add.py")]]  # fmt: skip
+    ordered = [(item["row"]["file"], item["row"]["line"]) for item in in_task_order(work)]
+    assert ordered == [("b.jsonl", 1), ("a.jsonl", 1), ("b.jsonl", 2), ("a.jsonl", 0), ("b.jsonl", 0)]
