@@ -28,6 +28,15 @@ if [ ! -d .side ] && [ "${KV_SIDE_FRESH:-0}" != 1 ]; then
   exit 2
 fi
 mkdir -p .side "$out"
+# The call's own wall (KV_CALL_SECONDS, default 540, under the device's 600 s): every phase is cut to what is left,
+# and .side is packed after each phase and on any exit. 2026-12-04: a call whose TritonBench drain (32 answers in
+# flight, up to 180 s each) and KernelVault share overran 600 s was killed before its packing: 600 s of device
+# time, nothing returned.
+call_seconds="${KV_CALL_SECONDS:-540}"
+started=$SECONDS
+left() { echo $(( call_seconds - (SECONDS - started) )); }
+pack() { tar czf "$out/side.tgz" .side; }
+trap pack EXIT
 # KV_TRITONBENCH / KV_ANSWERS: another carried checkout, or a subset of its answer files (a folder or one file)
 checkout="${KV_TRITONBENCH:-.ext/TritonBench}"
 common=(KV_SKIP_TESTS=1 KV_TB_SUITE="$suite" KV_TRITONBENCH="$checkout" KV_SIDE_DIR=.side
@@ -39,16 +48,26 @@ if [ -n "${KV_CHECK_PATH:-}" ]; then
 fi
 # A share of 0 skips that tool in this call.
 if [ "${KV_TB_SECONDS:-170}" != 0 ]; then
+  # Its answers in flight at the deadline may take minutes to drain: the phase is cut at its share + 60 s (the
+  # lines written so far are kept, each is flushed) and its processes and their tests are killed before
+  # KernelVault times anything.
+  tb_wall=$(( ${KV_TB_SECONDS:-170} + 60 )); [ "$tb_wall" -gt "$(left)" ] && tb_wall=$(( $(left) - 30 ))
   env "${common[@]}" KV_BENCH=tritonbench_eval KV_TB_DEADLINE_S="${KV_TB_SECONDS:-170}" OUT=/tmp/kv-tb \
-    bash bench/gpu_session.sh >/dev/null 2>&1
+    timeout -s INT -k 10 "$tb_wall" bash bench/gpu_session.sh >/dev/null 2>&1
+  pkill -KILL -f 'tritonbench_eval.py|tb-eval-' 2>/dev/null
   tail -n 3 /tmp/kv-tb/tritonbench_eval.log
+  pack
 fi
 wait
-if [ "${KV_KV_SECONDS:-300}" != 0 ]; then
-  env "${common[@]}" KV_BENCH=tritonbench_kv KV_KV_SECONDS="${KV_KV_SECONDS:-300}" KV_LANES="${KV_LANES:-6}" OUT=/tmp/kv-kv \
-    bash bench/gpu_session.sh >/dev/null 2>&1
+# KernelVault's share: at most what is left less its start-up and drain (gpu_session's backstop is share + 90 s).
+kv_seconds="${KV_KV_SECONDS:-300}"
+[ "$kv_seconds" -gt $(( $(left) - 120 )) ] && kv_seconds=$(( $(left) - 120 ))
+if [ "$kv_seconds" -ge 30 ]; then
+  env "${common[@]}" KV_BENCH=tritonbench_kv KV_KV_SECONDS="$kv_seconds" KV_LANES="${KV_LANES:-6}" OUT=/tmp/kv-kv \
+    timeout -s INT -k 10 "$(( $(left) - 10 ))" bash bench/gpu_session.sh >/dev/null 2>&1
   grep -v '^ ' /tmp/kv-kv/tritonbench_kv.log | tail -n 24
+else
+  echo "KernelVault skipped: ${kv_seconds} s left of its share in this call"
 fi
 cp /tmp/kv-tb/tritonbench_eval.log /tmp/kv-kv/tritonbench_kv.log /tmp/kv-kv/device.txt "$out/" 2>/dev/null
-tar czf "$out/side.tgz" .side
 wc -l ".side/tritonbench-$suite.jsonl"
