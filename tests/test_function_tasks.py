@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import save_file
 
 from kernelvault.contracts import Candidate, Task
 from kernelvault.toolchain.function_tasks import FunctionTaskError, function_layout
 from kernelvault.toolchain.reference_check import check_tasks
-from kernelvault.toolchain.sandboxed.tensor_files import read_tensors, write_tensors
+from kernelvault.toolchain.sandboxed.tensor_files import TensorFileError, read_tensors, write_tensors
 from kernelvault.toolchain.tasks import load_tasks, parse_task
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
 from kernelvault.toolchain.worker_lane import WorkerLane
@@ -575,3 +576,54 @@ def test_a_test_that_catches_every_call_it_makes_says_why_they_failed() -> None:
     assert not report.ok
     assert "every call the test made of self_check raised" in report.problems[0], report.problems
     assert "ValueError: n must not be negative" in report.problems[0]
+
+
+TRITON_DTYPE_REFERENCE = f"""import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def cast_kernel(x_ptr, y_ptr, n, OUT: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, (tl.load(x_ptr + offs, mask=mask) * 3.0).to(OUT), mask=mask)
+
+
+def cast(x, dtypes=tl.float16):
+    y = torch.empty(x.shape, dtype=torch.float16 if dtypes == tl.float16 else torch.float32, device=x.device)
+    cast_kernel[(triton.cdiv(x.numel(), 128),)](x, y, x.numel(), OUT=dtypes, BLOCK=128)
+    return y
+
+{SEPARATOR}
+
+def test_cast():
+    x = torch.randn(300, device='cuda')
+    return {{"fp16": cast(x, dtypes=tl.float16), "fp32": cast(x, dtypes=tl.float32)}}
+"""
+
+
+def test_a_triton_dtype_argument_travels_to_the_candidate(verifier: Verifier, tmp_path: Path) -> None:
+    """TritonBench-G's conversion operators take Triton dtypes (`f16_to_f8(a, dtypes=tl.float8e5)`): the
+    reference was refused on the H200 with "cannot pass a dtype between processes" (2026-12-04). A scalar
+    Triton dtype travels by name; a name that is not one is refused, and a pointer type does not travel."""
+    import triton.language as tl
+
+    write_tensors(tmp_path / "call.st", {"dtypes": tl.float8e5, "x": torch.ones(2)}, arguments=True)
+    assert read_tensors(tmp_path / "call.st", arguments=True)["dtypes"] == tl.float8e5
+    with pytest.raises(TensorFileError, match="cannot pass a pointer_type"):
+        write_tensors(tmp_path / "pointer.st", tl.pointer_type(tl.float32))
+    forged = tmp_path / "forged.st"
+    save_file({}, str(forged), metadata={"kv_structure": json.dumps({"triton_dtype": "os.system"})})
+    with pytest.raises(TensorFileError, match="unknown Triton dtype"):
+        read_tensors(forged)
+
+    task = parse_task(TRITON_DTYPE_REFERENCE, "cast", "test")
+    (report,) = check_tasks([task])
+    assert report.ok, report.problems
+    answer = TRITON_DTYPE_REFERENCE.split("#" * 20)[0]
+    _assert_correct(verifier, task, answer)
+    # the dtype reaches the candidate as the same Triton dtype: an answer that ignores it is wrong
+    ignores = answer.replace("OUT=dtypes,", "OUT=tl.float16,")
+    verdict = verifier.verify(task, Candidate(task.task_id, "triton", ignores, "model:fixture"))
+    assert verdict.failure_kind in {"mismatch", "interface_error"}, verdict.failure_message

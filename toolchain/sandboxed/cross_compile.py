@@ -23,6 +23,7 @@ from typing import Any
 
 from kernelvault.toolchain.function_tasks import device_redirect
 from kernelvault.toolchain.sandboxed.requests import Compile
+from kernelvault.toolchain.sandboxed.tensor_files import triton_scalar_dtype
 
 
 def unwrap_jit(obj: Any) -> Any:
@@ -57,13 +58,11 @@ class NotRebuildable(ValueError):
 
 
 def _constexpr_value(description: dict[str, Any]) -> Any:
-    import triton.language as tl
-
     kind = description["kind"]
     if kind == "none":
         return None
-    if kind == "tl_dtype":
-        return getattr(tl, description["value"])
+    if kind == "tl_dtype":  # recorded by its name (`fp16`), which is not an attribute of tl (`float16` is)
+        return triton_scalar_dtype(description["value"])
     if kind in ("int", "float", "bool", "str"):
         return description["value"]
     raise ValueError(f"cannot rebuild a constexpr from {description}")

@@ -7,7 +7,8 @@ structure (a tuple of tensors and scalars, say) travels as JSON in the file's me
 
 A tensor keeps its dtype, shape and strides where its layout is dense (a transposed input stays
 transposed); overlapping or gappy layouts arrive contiguous. Besides tensors: numbers, strings, None,
-dtypes, devices (an accelerator arrives as the reader's device), and lists, tuples and string-keyed dicts of
+dtypes, Triton's scalar dtypes (`tl.float8e5`, an argument of conversion kernels' entries), devices (an
+accelerator arrives as the reader's device), and lists, tuples and string-keyed dicts of
 them (a function task's keyword arguments); anything else is refused with a one-line error
 (`TensorFileError`).
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import resource
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +115,8 @@ def encode_value(value: Any, arguments: bool = False) -> tuple[Any, dict[str, to
             return {"dtype": str(item).removeprefix("torch.")}
         if isinstance(item, torch.device):  # the receiving worker's own device stands for an accelerator
             return {"device": item.type}
+        if _is_triton_scalar_dtype(item):
+            return {"triton_dtype": item.name}
         if item is None or isinstance(item, (bool, int, str)):
             return {"value": item}
         if isinstance(item, float):
@@ -142,6 +146,24 @@ def encode_value(value: Any, arguments: bool = False) -> tuple[Any, dict[str, to
         }  # fmt: skip
 
     return encode(value), tensors
+
+
+def _is_triton_scalar_dtype(item: Any) -> bool:
+    # looked up, not imported: a value holding a Triton dtype was made by a process that imported Triton.
+    # Scalar types only (exactly `tl.dtype`): a pointer or block type names memory, which does not travel.
+    language = sys.modules.get("triton.language")
+    return language is not None and type(item) is getattr(language, "dtype", None)
+
+
+def triton_scalar_dtype(name: Any) -> Any:
+    """Triton's scalar dtype of this name (`fp8e5`, `bf16`), or TensorFileError (a ValueError): names from
+    another process are not trusted to be attributes of `triton.language`."""
+    import triton.language as language  # only a file that names a Triton dtype needs Triton
+
+    known = [*language.dtype.SINT_TYPES, *language.dtype.UINT_TYPES, *language.dtype.FP_TYPES]
+    if name not in known:
+        raise TensorFileError(f"unknown Triton dtype {str(name)[:40]!r} in a tensor file")
+    return language.dtype(name)
 
 
 def _size(count: int) -> str:
@@ -255,6 +277,8 @@ def decode_value(
             if not isinstance(dtype, torch.dtype):
                 raise TensorFileError(f"unknown dtype {entry['dtype']!r} in a tensor file")
             return dtype
+        if "triton_dtype" in entry:
+            return triton_scalar_dtype(entry["triton_dtype"])
         if "device" in entry:
             return torch.device("cpu") if entry["device"] == "cpu" else target
         if "float" in entry:
