@@ -627,3 +627,55 @@ def test_a_triton_dtype_argument_travels_to_the_candidate(verifier: Verifier, tm
     ignores = answer.replace("OUT=dtypes,", "OUT=tl.float16,")
     verdict = verifier.verify(task, Candidate(task.task_id, "triton", ignores, "model:fixture"))
     assert verdict.failure_kind in {"mismatch", "interface_error"}, verdict.failure_message
+
+
+PACKED_SCALE_REFERENCE = f"""import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def unpack_scale_kernel(q_ptr, s_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(q_ptr + offs, mask=mask).to(tl.float32) * tl.load(s_ptr), mask=mask)
+
+
+def unpack_scale(q, scale):
+    y = torch.empty(q.shape, dtype=torch.float32, device=q.device)
+    unpack_scale_kernel[(triton.cdiv(q.numel(), 128),)](q, scale, y, q.numel(), BLOCK=128)
+    return y
+
+
+def pack(x):
+    scale = x.abs().max() / 127
+    return torch.round(x / scale).to(torch.int8), scale.reshape(1)
+
+{SEPARATOR}
+
+def test_unpack_scale():
+    q, scale = pack(torch.randn(300, device='cuda'))
+    return {{"test_case_1": unpack_scale(q, scale)}}
+"""
+
+
+def test_a_pytorch_helper_of_a_triton_gold_is_the_test_s_preparation_not_an_entry(verifier: Verifier) -> None:
+    """TritonBench-G's int4/int8 matmul tasks pack their weights with a PyTorch helper the test calls
+    (`quantize_int4`): it was an entry, so an answer that copied the gold's helper was a `torch_compute` reject
+    (Qwen2.5-72B's `matmul_dequantize_int4`, H200, 2026-12-04). A function that reaches none of the gold's
+    kernels is the reference's own preparation: the operator is judged, with the helper's outputs as inputs."""
+    task = parse_task(PACKED_SCALE_REFERENCE, "unpack_scale", "test")
+    assert function_layout(PACKED_SCALE_REFERENCE, "unpack_scale").entries == ("unpack_scale",)
+    (report,) = check_tasks([task])
+    assert report.ok, report.problems
+    gold = PACKED_SCALE_REFERENCE.split("#" * 20)[0]
+    _assert_correct(verifier, task, gold)  # the gold's own code, its PyTorch helper included
+    without_helper = gold.split("def pack(x):")[0]
+    _assert_correct(verifier, task, without_helper)  # the helper is not the candidate's to write
+    # the operator itself is still held to its kernels
+    in_torch = gold.replace(
+        "    unpack_scale_kernel[(triton.cdiv(q.numel(), 128),)](q, scale, y, q.numel(), BLOCK=128)\n",
+        "    unpack_scale_kernel[(1,)](q, scale, y, 0, BLOCK=128)\n    y = q.to(torch.float32) * scale\n",
+    )
+    verdict = verifier.verify(task, Candidate(task.task_id, "triton", in_torch, "model:fixture"))
+    assert verdict.failure_kind == "integrity_reject" and "torch_compute" in verdict.failure_message

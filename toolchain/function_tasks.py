@@ -184,8 +184,49 @@ def function_layout(source: str, name: str) -> FunctionLayout:
         raise FunctionTaskError(
             f"the test calls none of the reference's functions ({', '.join(defined[:5])})"
         )
+    if kernels:  # a Triton gold (TritonBench-G): its PyTorch-only helpers are the test's preparation
+        operators = [
+            function
+            for function in called
+            if function.split(".")[0] in _reaching_kernels(reference_tree, kernels)
+        ]
+        called = operators or called
     entry = stem if stem in called else called[0]
     return FunctionLayout(reference, test, entry, tests, tuple(called), _embedded_program(test_tree))
+
+
+def _reaching_kernels(tree: ast.Module, kernels: list[str]) -> set[str]:
+    """The reference part's module-level names (functions, classes, assigned names) that reach one of its Triton
+    kernels by name, directly or through other such names: a wrapper that launches one, an autograd Function
+    whose method calls that wrapper, an alias of either.
+
+    A function the test calls that reaches none is PyTorch preparing the test's inputs (G's
+    `matmul_dequantize_int4` packs its weights with `quantize_int4`, all PyTorch): it stays the reference's own
+    (the test calls it unrecorded) and is no entry. As an entry, a candidate's copy of it, PyTorch like the
+    gold's, was a `torch_compute` reject (2026-12-04, H200), and a candidate had to define it to pass."""
+    bodies: dict[str, list[ast.AST]] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bodies.setdefault(node.name, []).append(node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        bodies.setdefault(name.id, []).append(node)
+    refers = {
+        name: {leaf.id for node in nodes for leaf in ast.walk(node) if isinstance(leaf, ast.Name)} - {name}
+        for name, nodes in bodies.items()
+    }
+    reaching = set(kernels)
+    changed = True
+    while changed:  # a fixed point over the reference's own names (a handful)
+        changed = False
+        for name, names in refers.items():
+            if name not in reaching and names & reaching:
+                reaching.add(name)
+                changed = True
+    return reaching
 
 
 def _function_aliases(tree: ast.Module) -> list[str]:
