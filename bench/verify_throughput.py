@@ -466,7 +466,10 @@ def main() -> int:
     parser.add_argument("--platform", default="cpu", choices=["cpu", "cuda", "rocm"])
     parser.add_argument("--set", default="small", choices=["small", "mixed"], dest="which")
     parser.add_argument("--limit", type=int, help="N candidates of the set, evenly spaced over it")
-    parser.add_argument("--chunk", help="I/K: only the I-th of K consecutive parts of the (limited) set")
+    parser.add_argument(
+        "--chunk",
+        help="I/K: only the I-th of K consecutive parts of the (limited) set, of what the peer takes with kernelbench",
+    )
     parser.add_argument("--save", help="write this run's results as JSON, for --combine")
     parser.add_argument("--combine", nargs="+", metavar="JSON", help="print the tables over saved chunks")
     parser.add_argument("--devices", default=None, help="`cpu` or GPU ids (default: cpu, or 0 on a GPU)")
