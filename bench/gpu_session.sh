@@ -24,7 +24,7 @@ if ! ldconfig -p 2>/dev/null | grep -q "libseccomp.so.2" && [ -f .whl/libseccomp
   mkdir -p /tmp/kvlib && dpkg -x .whl/libseccomp2.deb /tmp/kvlib
   export KV_LIBSECCOMP="$(find /tmp/kvlib -name 'libseccomp.so.2' | head -n 1)"
 fi
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$KV_RESULTS_DIR/device.txt"
+nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$KV_RESULTS_DIR/device.txt"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$KV_RESULTS_DIR/device.txt"
 status=0
 # KV_GPU_TESTS narrows the tests (a path or node id), KV_GPU_TARGETS the example targets (triton,hip).

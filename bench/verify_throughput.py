@@ -6,6 +6,9 @@
     python bench/verify_throughput.py --platform cuda --set mixed --modes persistent@0,persistent@0x3  # 3 lanes, 1 GPU
     python bench/verify_throughput.py ... --chunk 1/3 --save c1.json   # a third of the set, every mode
     python bench/verify_throughput.py --combine c1.json c2.json c3.json  # the tables over the whole set
+    python bench/verify_throughput.py ... --modes fresh --chunk 1/2 --save f1.json  # then 2/2, and the lanes
+    python bench/verify_throughput.py ... --modes persistent@0x8 --save lanes.json  # whole, in saves of their own
+    python bench/verify_throughput.py --combine f1.json f2.json lanes.json
 
 Modes, run one after the other in the same invocation on the same candidates:
 - `fresh`: the way common harnesses do it: for each candidate, a new sandboxed process that imports
@@ -32,9 +35,11 @@ Candidate sets (`--set`): `small` (honest + broken + hostile Triton examples on 
 candidates per minute per mode and per-stage latency (median, p90) from the verdicts' StageRecords, and
 each timed candidate's latency in every mode (lanes that shared a GPU must not have changed it).
 
-A run longer than one call allows (the device tool's 10 minutes) goes in chunks: `--chunk I/K` verifies
-the I-th of K consecutive parts of the set in every mode, side by side, and `--save` keeps its results;
-`--combine` sums the chunks' seconds and rows per mode and prints the tables over the whole set.
+A run longer than one call allows (the device tool's 10 minutes) goes in parts: `--chunk I/K` verifies the
+I-th of K consecutive parts of the set, `--save` keeps a run's results, and `--combine` sums the saves' seconds
+and rows per mode and prints the tables over the whole set, provided every mode verified the same candidates
+once. Sequential modes (fresh, kernelbench) can be chunked without changing their figures; lanes end each chunk
+on its slowest candidate, so run them on the whole set in a save of their own.
 """
 
 from __future__ import annotations
@@ -390,13 +395,14 @@ def run_mode(mode: str, verifier: Verifier, items: list[Attempt], devices: str, 
 def latency_table(results: Results) -> str:
     """Each timed candidate's latency (Σ of its cases' medians) per mode, and each mode's against the fresh
     process (else the first mode): lanes sharing a GPU through its gate must leave the figures where a process
-    alone on the device put them (#24: within 2%)."""
-    modes = list(results)
+    alone on the device put them (#24: within 2%). The peer harness is left out: it times other inputs (the
+    tasks' `get_inputs`, not their performance cases), so its latencies do not compare."""
+    modes = [mode for mode, (_, rows) in results.items() if not any(row.get("peer") for row in rows)]
     if "fresh" in modes:  # the baseline first, wherever the run put it
         modes.remove("fresh")
         modes.insert(0, "fresh")
-    by_mode = {mode: {r["origin"]: r["latency_ms"] for r in rows if r.get("latency_ms")}
-               for mode, (_, rows) in results.items()}  # fmt: skip
+    by_mode = {mode: {r["origin"]: r["latency_ms"] for r in results[mode][1] if r.get("latency_ms")}
+               for mode in modes}  # fmt: skip
     origins = sorted(set().union(*(set(found) for found in by_mode.values())))
     if not origins:
         return "no candidate was timed"
@@ -446,17 +452,32 @@ def report(results: Results) -> int:
 
 
 def combine(paths: Sequence[str]) -> Results:
-    """The chunks' results as one run: seconds summed per mode, rows concatenated (each chunk ran every mode)."""
-    chunks = [json.loads(Path(path).read_text()) for path in paths]
-    modes = list(chunks[0]["results"])
-    if any(list(chunk["results"]) != modes for chunk in chunks):
-        raise SystemExit("the chunks ran different modes: they cannot be combined")
-    for chunk, path in zip(chunks, paths, strict=True):
-        print(
-            f"{path}: chunk {chunk['chunk']} of {chunk['set']}, {chunk['candidates']} candidates, {chunk['where']}"
-        )
-    return {mode: (sum(c["results"][mode][0] for c in chunks), [r for c in chunks for r in c["results"][mode][1]])
-            for mode in modes}  # fmt: skip
+    """Saved runs as one: per mode, seconds summed and rows concatenated over the saves that ran it. A save may
+    hold every mode on a chunk (`--chunk`), or some modes on the whole set, or one mode on a chunk: what counts
+    is that, combined, every mode verified the same candidates, each once (else the figures would not compare).
+    A sequential mode (fresh, the peer) sums to its whole-run time; lanes split over chunks end each chunk on its
+    slowest candidate, so run them whole."""
+    saves = [json.loads(Path(path).read_text()) for path in paths]
+    combined: Results = {}
+    for save, path in zip(saves, paths, strict=True):
+        print(f"{path}: {', '.join(save['results'])} on {save['candidates']} candidates of {save['set']}"
+              f"{', chunk ' + save['chunk'] if save.get('chunk') else ''}, {save['where']}")  # fmt: skip
+        for mode, (seconds, rows) in save["results"].items():
+            before_seconds, before_rows = combined.get(mode, (0.0, []))
+            combined[mode] = (before_seconds + seconds, before_rows + rows)
+    covered = {mode: [row["origin"] for row in rows] for mode, (_, rows) in combined.items()}
+    for mode, origins in covered.items():
+        if len(set(origins)) != len(origins):
+            twice = sorted({origin for origin in origins if origins.count(origin) > 1})
+            raise SystemExit(
+                f"{mode} verified {len(twice)} candidate(s) twice (e.g. {twice[0]}): overlapping saves"
+            )
+    first, *others = covered
+    for mode in others:
+        if set(covered[mode]) != set(covered[first]):
+            raise SystemExit(f"{mode} verified {len(covered[mode])} candidates and {first} {len(covered[first])}, "
+                             "not the same ones: the saves cannot be combined")  # fmt: skip
+    return combined
 
 
 def main() -> int:
@@ -471,7 +492,12 @@ def main() -> int:
         help="I/K: only the I-th of K consecutive parts of the (limited) set, of what the peer takes with kernelbench",
     )
     parser.add_argument("--save", help="write this run's results as JSON, for --combine")
-    parser.add_argument("--combine", nargs="+", metavar="JSON", help="print the tables over saved chunks")
+    parser.add_argument(
+        "--combine",
+        nargs="+",
+        metavar="JSON",
+        help="print the tables over saved runs (chunks, or modes run apart)",
+    )
     parser.add_argument("--devices", default=None, help="`cpu` or GPU ids (default: cpu, or 0 on a GPU)")
     parser.add_argument("--lanes", type=int, default=1, help="interpreter lanes on cpu (default 1)")
     parser.add_argument("--compile-workers", type=int, default=1)
