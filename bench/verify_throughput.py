@@ -233,7 +233,8 @@ def time_breakdown(results: Results) -> str:
     (requests, parts and worker starts are inside the check and time stages, answers included, gate waits
     left out); a check whose worker timed out or died has no record of its parts, only its whole."""
     modes = [mode for mode, (_, rows) in results.items() if not any(row.get("peer") for row in rows)]
-
+    if not modes:
+        return "only the peer harness ran: it records no stages"
     extra = ("gate_wait", "worker_start", "judge_transfer", "judge_compare")
 
     def totals(rows: list[dict[str, Any]]) -> dict[str, float]:
@@ -536,8 +537,9 @@ def main() -> int:
     verifier = fresh_verifier("probe")
     items = attempts(args.which, args.limit, on_gpu=args.platform != "cpu", listing=args.candidates)
     if "kernelbench" in args.modes.split(","):  # every mode on the candidates the peer harness can take
-        skipped = [(attempt, why) for attempt in items if (why := not_taken(attempt))]
-        items = [attempt for attempt in items if not not_taken(attempt)]
+        reasons = [(attempt, not_taken(attempt)) for attempt in items]
+        skipped = [(attempt, why) for attempt, why in reasons if why]
+        items = [attempt for attempt, why in reasons if not why]
         print(f"not taken by KernelBench, left out of every mode: {len(skipped)}")
         for attempt, why in skipped:
             print(f"- {attempt.candidate.origin.removeprefix('bench:')}: {why}")
