@@ -52,6 +52,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -228,11 +229,17 @@ def part_group(part: str) -> str:
     return "check, performance cases" if case.startswith("p") else "check, correctness cases"
 
 
+def our_modes(results: Results) -> list[str]:
+    """The modes KernelVault ran, in run order: not the peer harness, whose rows carry its own verdicts and no
+    stages or latencies of ours."""
+    return [mode for mode, (_, rows) in results.items() if not any(row.get("peer") for row in rows)]
+
+
 def time_breakdown(results: Results) -> str:
     """Where each mode's time went: seconds in all per stage, per kind of request and per part of the plan
     (requests, parts and worker starts are inside the check and time stages, answers included, gate waits
     left out); a check whose worker timed out or died has no record of its parts, only its whole."""
-    modes = [mode for mode, (_, rows) in results.items() if not any(row.get("peer") for row in rows)]
+    modes = our_modes(results)
     if not modes:
         return "only the peer harness ran: it records no stages"
     extra = ("gate_wait", "worker_start", "judge_transfer", "judge_compare")
@@ -398,7 +405,7 @@ def latency_table(results: Results) -> str:
     process (else the first mode): lanes sharing a GPU through its gate must leave the figures where a process
     alone on the device put them (#24: within 2%). The peer harness is left out: it times other inputs (the
     tasks' `get_inputs`, not their performance cases), so its latencies do not compare."""
-    modes = [mode for mode, (_, rows) in results.items() if not any(row.get("peer") for row in rows)]
+    modes = our_modes(results)
     if "fresh" in modes:  # the baseline first, wherever the run put it
         modes.remove("fresh")
         modes.insert(0, "fresh")
@@ -436,7 +443,7 @@ def report(results: Results) -> int:
             f"| {mode} | {len(rows)} | {seconds:.1f} | {60 * len(rows) / seconds:.1f} | {base / seconds:.2f}× |"
         )
     for mode, (seconds, rows) in results.items():
-        if any(row.get("peer") for row in rows):  # the peer harness: its own verdicts, no stages of ours
+        if mode not in our_modes(results):  # the peer harness: its own verdicts, no stages of ours
             print(f"\n{mode} (the peer harness)\n" + "\n".join(peer_lines(rows)))
             continue
         print(f"\nper-stage latency, {mode}\n{stage_table(rows)}\n{judge_line(rows, seconds)}")
@@ -445,7 +452,7 @@ def report(results: Results) -> int:
     # A throughput figure counts only if the verdicts are right: every candidate as its file expects (ours; the
     # peer harness's verdicts are its own and listed above).
     wrong = [(mode, row) for mode, (_, rows) in results.items() for row in rows if not row["as_expected"]]
-    count = sum(len(rows) for _, rows in results.values() if not any(row.get("peer") for row in rows))
+    count = sum(len(results[mode][1]) for mode in our_modes(results))
     print(f"\nverdicts as expected: {count - len(wrong)}/{count}")
     for mode, row in wrong:
         print(f"- {mode}: {row['origin']} came back {row['got']}, expected {' or '.join(row['expected'])}")
@@ -466,16 +473,16 @@ def combine(paths: Sequence[str]) -> Results:
         for mode, (seconds, rows) in save["results"].items():
             before_seconds, before_rows = combined.get(mode, (0.0, []))
             combined[mode] = (before_seconds + seconds, before_rows + rows)
-    covered = {mode: [row["origin"] for row in rows] for mode, (_, rows) in combined.items()}
+    covered = {mode: Counter(row["origin"] for row in rows) for mode, (_, rows) in combined.items()}
     for mode, origins in covered.items():
-        if len(set(origins)) != len(origins):
-            twice = sorted({origin for origin in origins if origins.count(origin) > 1})
+        twice = sorted(origin for origin, times in origins.items() if times > 1)
+        if twice:
             raise SystemExit(
                 f"{mode} verified {len(twice)} candidate(s) twice (e.g. {twice[0]}): overlapping saves"
             )
     first, *others = covered
     for mode in others:
-        if set(covered[mode]) != set(covered[first]):
+        if covered[mode].keys() != covered[first].keys():
             raise SystemExit(f"{mode} verified {len(covered[mode])} candidates and {first} {len(covered[first])}, "
                              "not the same ones: the saves cannot be combined")  # fmt: skip
     return combined
