@@ -14,8 +14,8 @@ from typing import Any
 import torch
 
 from kernelvault.contracts import TaskCase
-from kernelvault.toolchain.sandboxed.candidate import load_module
 from kernelvault.toolchain.sandboxed.reference import TaskHarness
+from kernelvault.toolchain.sandboxed.source_text import load_module
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 17  # the weights' seed

@@ -43,95 +43,27 @@ it (tests/test_static_wall.py), and the bundled examples and honest adversarial 
 from __future__ import annotations
 
 import ast
+import codecs
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable
 
 from kernelvault.toolchain.source_tree import parse as parse_source
 from kernelvault.toolchain.static_check import is_triton_jit
-
-# Modules a candidate may import, and their submodules where the entry ends with ".*".
-ALLOWED_MODULES = (
-    "torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn.parameter", "torch.nn.modules.*",
-    "torch.autograd", "torch.autograd.function", "torch.cuda", "torch.cuda.amp", "torch.amp", "torch.utils",
-    "torch.utils.cpp_extension", "torch.types", "triton", "triton.language", "triton.language.*",
-    "triton.runtime.driver", "triton.runtime", "kernelvault", "kernelvault.hip", "math", "typing",
-    "typing_extensions", "functools", "itertools", "operator", "collections", "collections.abc", "dataclasses",
-    "enum", "abc", "numbers", "warnings", "contextlib", "copy", "random", "time", "logging", "einops", "os",
-    "__future__", "packaging", "packaging.version", "torch.linalg", "torch.fft", "torch.special", "torch.testing",
-    "torch.distributions", "triton.testing",
-)  # fmt: skip
-# Refused with a reason of their own (the rest of the world: "not a module a kernel needs").
-MODULE_REASONS = {
-    "sys": "interpreter internals (sys.modules, frames, the import system)",
-    "gc": "the garbage collector reaches every object of the harness",
-    "ctypes": "raw memory and C calls below Python", "cffi": "raw memory and C calls below Python",
-    "inspect": "frames and source of the harness", "traceback": "frames of the harness",
-    "threading": "threads escape the per-thread dispatch monitor", "_thread": "threads escape the monitor",
-    "multiprocessing": "processes", "concurrent": "threads and processes", "subprocess": "processes",
-    "importlib": "loading modules and files by name", "builtins": "the interpreter's builtins",
-    "posix": "raw system calls", "io": "raw file I/O", "pathlib": "file I/O", "shutil": "file I/O",
-    "tempfile": "file I/O", "socket": "the network", "signal": "signal handlers", "resource": "process limits",
-    "pickle": "arbitrary code on load", "marshal": "code objects", "types": "code, frame and function objects",
-    "weakref": "finalizers and references into the harness", "atexit": "code after the job",
-    "numpy": "host computation on tensor data", "numba": "another compiler", "cupy": "another GPU library",
-    "torch._C": "PyTorch's C internals (dispatch keys, modes)", "torch._dynamo": "torch.compile",
-    "torch._inductor": "torch.compile generates the kernels", "torch.fx": "graph capture", "torch.jit": "TorchScript",
-    "torch.library": "custom operators", "torch.overrides": "function modes", "torch.profiler": "the profiler",
-    "torch.utils._python_dispatch": "dispatch modes", "torch.multiprocessing": "processes",
-    "torch.distributed": "the network", "torch.hub": "downloads", "torch.package": "code loading",
-    "triton.compiler": "Triton's compiler internals", "triton.runtime.jit": "Triton's launcher",
-    "triton.runtime.interpreter": "Triton's interpreter", "triton.runtime.cache": "the build cache",
-    "triton.knobs": "Triton's hooks", "triton.backends": "Triton's backends",
-}  # fmt: skip
-# Attribute chains refused anywhere (`torch.compile(...)`, `triton.knobs.runtime...`).
-NAMESPACE_REASONS = {
-    # `kernelvault` is importable for `kernelvault.hip`; the harness's own packages live under it too
-    **{f"kernelvault.{package}": "the harness's own code" for package in (
-        "toolchain", "agents", "corpus", "pipelines", "sft", "rl", "tasks", "examples", "contracts", "cli")},
-    "torch.compile": "torch.compile generates the kernels", "torch.jit": "TorchScript", "torch.fx": "graph capture",
-    "torch.library": "custom operators", "torch.ops": "operators by name", "torch.overrides": "function modes",
-    "torch.profiler": "the profiler", "torch.autograd.profiler": "the profiler", "torch.autograd.graph": "autograd hooks",
-    "torch.save": "files", "torch.load": "files", "torch.from_file": "files", "torch.hub": "downloads",
-    "torch.package": "code loading", "torch.onnx": "export", "torch.export": "export",
-    "torch.multiprocessing": "processes", "torch.distributed": "the network",
-    "torch.use_deterministic_algorithms": "the harness's settings", "torch.set_default_dtype": "process state",
-    "torch.set_default_device": "process state", "torch.set_grad_enabled": "process state",
-    "torch.cuda.Stream": "a side stream", "torch.cuda.stream": "a side stream", "torch.cuda.set_stream": "a side stream",
-    "torch.cuda.ExternalStream": "a side stream", "torch.cuda.graph": "graph capture", "torch.cuda.graphs": "graph capture",
-    "torch.cuda.CUDAGraph": "graph capture", "torch.cuda.memory": "allocator internals", "torch.cuda.Event": "timing",
-    "torch.utils.data": "data loading", "torch.utils.hooks": "hooks", "torch.backends": "the harness's settings",
-    "triton.runtime.jit": "Triton's launcher", "triton.runtime.interpreter": "Triton's interpreter",
-    "triton.runtime.cache": "the build cache", "triton.runtime.autotuner": "Triton's autotuner internals",
-    "triton.runtime.build": "Triton's build", "triton.compiler": "Triton's compiler", "triton.compile": "Triton's compiler",
-    "triton.knobs": "Triton's hooks", "triton.backends": "Triton's backends",
-}  # fmt: skip
-# What `os` may be used for: its environment (read) and path arithmetic.
-OS_ALLOWED = frozenset(
-    {"environ", "getenv", "path", "cpu_count", "sep", "pathsep", "linesep", "name", "curdir"}
+from kernelvault.toolchain.wall_names import identity_findings
+from kernelvault.toolchain.wall_policy import (
+    ALLOWED_DUNDERS,
+    ALLOWED_PRIVATE,
+    FORBIDDEN_BUILTINS,
+    FRAME_ATTRIBUTES,
+    HOST_DATA_METHODS,
+    KERNEL_BUILTINS,
+    OS_ALLOWED,
+    OWN_ROOTS,
+    WallFinding,
+    module_allowed,
+    module_reason,
+    namespace_reason,
 )
-ALLOWED_DUNDERS = frozenset({"__init__", "__name__", "__qualname__", "__doc__", "__version__"})
-FORBIDDEN_BUILTINS = {
-    "eval": "runs code from a string", "exec": "runs code from a string", "compile": "makes code objects",
-    "__import__": "imports by name", "globals": "the module's namespace as a dict", "locals": "frames",
-    "vars": "namespaces as dicts", "open": "files", "setattr": "writes attributes by name",
-    "delattr": "deletes attributes by name", "breakpoint": "the debugger", "memoryview": "raw memory",
-    "input": "stdin", "__builtins__": "the interpreter's builtins", "__loader__": "the import system",
-    "__spec__": "the import system",
-}  # fmt: skip
-HOST_DATA_METHODS = {"numpy": "tensor data to NumPy", "tolist": "tensor data to Python lists",
-                     "storage": "raw storage", "untyped_storage": "raw storage", "__array__": "tensor data to NumPy"}  # fmt: skip
-FRAME_ATTRIBUTES = frozenset({"f_back", "f_locals", "f_globals", "f_builtins", "f_code", "f_trace", "gi_frame",
-                              "cr_frame", "ag_frame", "tb_frame", "tb_next", "gi_code", "co_code", "func_globals"})  # fmt: skip
-OWN_ROOTS = frozenset({"self", "cls", "ctx"})
-# Private helpers of PyTorch that honest modules call to initialise their own parameters like nn.Linear does.
-ALLOWED_PRIVATE = frozenset({
-    "torch.nn.init._calculate_fan_in_and_fan_out", "torch.nn.init._calculate_correct_fan",
-    "torch.nn.modules.utils._pair", "torch.nn.modules.utils._single", "torch.nn.modules.utils._triple",
-    "torch.nn.modules.utils._quadruple", "torch.nn.modules.utils._ntuple",
-})  # fmt: skip
-# Callables a @triton.jit body may name besides triton/tl and other kernels.
-KERNEL_BUILTINS = frozenset({"range", "min", "max", "abs", "len", "int", "float", "bool", "print", "isinstance",
-                             "getattr", "hasattr", "tuple", "list", "zip", "enumerate", "round"})  # fmt: skip
 
 _HIP_FORBIDDEN = (
     (re.compile(r"\b(?:syscall|fork|vfork|execve?|execl|execvp|system|popen|posix_spawn\w*|kill|ptrace)\s*\("),
@@ -148,34 +80,6 @@ _HIP_FORBIDDEN = (
 _ATEN_CALL = re.compile(r"\b(?:at|torch)::(\w+)\s*\(")
 ATEN_ALLOWED = frozenset({"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
                           "empty_strided", "TensorOptions", "Tensor", "device", "Device", "dtype", "scalarTypeToTypeMeta"})  # fmt: skip
-
-
-@dataclass(frozen=True)
-class WallFinding:
-    rule: str
-    line: int
-    reason: str
-
-    def message(self) -> str:
-        return f"forbidden: {self.rule}: {self.reason} (line {self.line})"
-
-
-def _module_allowed(name: str) -> bool:
-    for entry in ALLOWED_MODULES:
-        if entry.endswith(".*") and (name == entry[:-2] or name.startswith(entry[:-1])):
-            return True
-        if name == entry:
-            return True
-    return False
-
-
-def _module_reason(name: str) -> str:
-    for prefix in sorted(MODULE_REASONS, key=len, reverse=True):
-        if name == prefix or name.startswith(prefix + "."):
-            return f"import {name}: {MODULE_REASONS[prefix]}"
-    if name.startswith(("torch._", "triton._")) or any(part.startswith("_") for part in name.split(".")):
-        return f"import {name}: a private module"
-    return f"import {name}: not a module a kernel's host code needs"
 
 
 def _chain(node: ast.AST) -> list[str] | None:
@@ -205,6 +109,7 @@ class _Wall(ast.NodeVisitor):
         self.in_kernel = 0
         self.scopes: list[tuple[str, set[str]]] = []  # enclosing function/class/comprehension scopes' names
         self.module_names: set[str] = set()  # names bound at module level (or declared global anywhere)
+        self.objects: set[str] = set()  # module-level names bound to objects (`_global_object`)
 
     def add(self, rule: str, node: ast.AST, reason: str) -> None:
         self.findings.append(WallFinding(rule, getattr(node, "lineno", 0), reason))
@@ -229,6 +134,18 @@ class _Wall(ast.NodeVisitor):
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 for alias in node.names:
                     self.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        for (
+            node
+        ) in tree.body:  # module-level names bound to objects (not data, imports, kernels or constexprs)
+            if (
+                isinstance(node, (ast.Assign, ast.AnnAssign))
+                and node.value is not None
+                and not _is_data(node.value, self.own | self.objects)
+            ):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                self.objects |= {
+                    leaf.id for target in targets for leaf in ast.walk(target) if isinstance(leaf, ast.Name)
+                }
         for node in tree.body:  # aliases of imports: `T = torch.Tensor`, `F = torch.nn.functional`
             if isinstance(node, ast.Assign) and (chain := _chain(node.value)) and chain[0] in self.imports:
                 for target in node.targets:
@@ -260,7 +177,7 @@ class _Wall(ast.NodeVisitor):
                 self.add("namespace", node, f"os.{alias.name}: process and file calls")
             else:
                 full = f"{module}.{alias.name}"
-                if not _module_allowed(full) and (_reason := self._namespace_reason(full)):
+                if not module_allowed(full) and (_reason := namespace_reason(full)):
                     self.add("namespace", node, f"{full}: {_reason}")
                 elif (
                     alias.name.startswith("_")
@@ -272,17 +189,8 @@ class _Wall(ast.NodeVisitor):
     def _check_module(self, node: ast.AST, name: str) -> None:
         if name.startswith("kv_task") or name.startswith("kv_candidate"):
             self.add("import", node, f"import {name}: the harness's modules")
-        elif not _module_allowed(name):
-            self.add("import", node, _module_reason(name))
-
-    def _namespace_reason(self, dotted: str) -> str | None:
-        for prefix in sorted(NAMESPACE_REASONS, key=len, reverse=True):
-            if dotted == prefix or dotted.startswith(prefix + "."):
-                return NAMESPACE_REASONS[prefix]
-        for prefix in sorted(MODULE_REASONS, key=len, reverse=True):
-            if dotted == prefix or dotted.startswith(prefix + "."):
-                return MODULE_REASONS[prefix]
-        return None
+        elif not module_allowed(name):
+            self.add("import", node, module_reason(name))
 
     # -- names and attributes ----------------------------------------------------------------------
 
@@ -297,6 +205,8 @@ class _Wall(ast.NodeVisitor):
             self.add("private", node, f"{node.id}: interpreter internals")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        if self.in_kernel:
+            self._check_kernel_global(node)
         name = node.attr
         root = _root(node)
         own = isinstance(root, ast.Name) and root.id in self.own and not isinstance(node.value, ast.Call)
@@ -319,7 +229,7 @@ class _Wall(ast.NodeVisitor):
             if dotted is not None:
                 if dotted.startswith("os.") and dotted.split(".")[1] not in OS_ALLOWED:
                     self.add("namespace", node, f"{dotted}: process and file calls")
-                elif reason := self._namespace_reason(dotted):
+                elif reason := namespace_reason(dotted):
                     self.add("namespace", node, f"{dotted}: {reason}")
         self.generic_visit(node)
 
@@ -358,9 +268,35 @@ class _Wall(ast.NodeVisitor):
         dotted = self._resolve(chain) or ""
         if dotted.startswith(("triton", "math.")) or head in self.kernels or head in KERNEL_BUILTINS:
             return  # Triton itself, another kernel, or what Triton lowers (math.* on constexprs)
-        if head not in self.imports and head not in self.own and head not in self.foreign:
+        if self._kernel_local(head):
             return  # a local of the kernel: a Triton value's method (x.to), a constexpr argument
+        if (
+            head not in self.imports
+            and head not in self.own
+            and head not in self.foreign
+            and not self._global_object(head)
+        ):
+            return
         self.add("kernel_python", node, f"{'.'.join(chain)}() inside a @triton.jit kernel is not Triton")
+
+    def _check_kernel_global(self, node: ast.Attribute) -> None:
+        """An attribute of a module-level object read inside a kernel: under the CPU interpreter a kernel body is
+        Python, and a property runs Python there (a compiled kernel may read only constexpr globals)."""
+        chain = _chain(node)
+        if chain is None or self._kernel_local(chain[0]) or not self._global_object(chain[0]):
+            return
+        self.add(
+            "kernel_python", node, f"{'.'.join(chain)} inside a @triton.jit kernel reads a Python object"
+        )
+
+    def _kernel_local(self, name: str) -> bool:
+        """Bound in the enclosing kernel's own scope (a parameter, an assignment)."""
+        return any(kind == "function" and name in names for kind, names in self.scopes[-1:])
+
+    def _global_object(self, name: str) -> bool:
+        """A module-level name bound to something other than data, an import, a kernel or a constexpr: an object
+        whose methods and properties are Python."""
+        return name in self.objects
 
     # -- definitions and writes --------------------------------------------------------------------
 
@@ -461,6 +397,27 @@ class _Wall(ast.NodeVisitor):
         self.generic_visit(node)
 
 
+def _is_data(node: ast.AST, objects: set[str]) -> bool:
+    """A value built only from literals and names of data (`1024`, `(1, 2)`, `-1`, `2 ** 10`, `tl.constexpr(1024)`,
+    `BLOCK * 2`, `tl.float32`): not an object whose methods a kernel could run. `objects`: names known to be
+    objects (the candidate's classes and functions, earlier module-level objects)."""
+    if isinstance(node, ast.Name):
+        return node.id not in objects
+    if isinstance(node, ast.Call):
+        chain = _chain(node.func)
+        return (
+            chain is not None
+            and chain[-1] == "constexpr"
+            and all(_is_data(arg, objects) for arg in node.args)
+        )
+    if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Await,
+                         ast.Yield, ast.YieldFrom, ast.NamedExpr)):  # fmt: skip
+        return False
+    return all(
+        _is_data(child, objects) for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr)
+    )
+
+
 def _bindings(body: list[ast.stmt], arguments: ast.arguments | None = None) -> set[str]:
     """The names a scope binds (its parameters, assignments, imports, definitions, loop and `as` targets),
     not looking into the scopes nested in it. `global` names are the module's, not the scope's."""
@@ -497,19 +454,45 @@ def _bindings(body: list[ast.stmt], arguments: ast.arguments | None = None) -> s
     return names - declared_global
 
 
-def _check_tree(tree: ast.Module) -> list[WallFinding]:
+def _check_tree(tree: ast.Module, test_imports: Iterable[str] = ()) -> list[WallFinding]:
     wall = _Wall()
     wall.prepare(tree)
     wall.visit(tree)
-    return sorted(wall.findings, key=lambda finding: finding.line)
+    findings = wall.findings + identity_findings(tree, test_imports)
+    return sorted(findings, key=lambda finding: finding.line)
 
 
-def check_python(code: str) -> list[WallFinding]:
-    """Every rule the Python source breaks (empty: it may run). Syntax errors are the static stage's."""
+# PEP 263: a comment on line 1 or 2 naming the source's encoding.
+_CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+def encoding_finding(code: str) -> WallFinding | None:
+    """A coding declaration other than UTF-8: the wall reads the text as UTF-8, and Python would decode the file's
+    bytes as declared (`utf-7` turns a comment into code). The worker compiles the checked text itself, so this is
+    refused for what it means, not for what it would do."""
+    for number, line in enumerate(code.lstrip("\ufeff").splitlines()[:2], start=1):
+        declared = _CODING.match(line)
+        if declared is None:
+            continue
+        try:
+            name = codecs.lookup(declared.group(1)).name
+        except LookupError:
+            name = declared.group(1)
+        if name != "utf-8":
+            return WallFinding("encoding", number, f"a coding declaration ({declared.group(1)}): the source is "
+                               "read as UTF-8, and only UTF-8 may be declared")  # fmt: skip
+    return None
+
+
+def check_python(code: str, test_imports: Iterable[str] = ()) -> list[WallFinding]:
+    """Every rule the Python source breaks (empty: it may run). Syntax errors are the static stage's.
+    `test_imports`: a function task's test import lines, which join the candidate's module when it runs."""
+    encoding = encoding_finding(code)
     try:
-        return _check_tree(parse_source(code))
+        findings = _check_tree(parse_source(code), test_imports)
     except SyntaxError:
-        return []
+        findings = []
+    return sorted([encoding, *findings] if encoding else findings, key=lambda finding: finding.line)
 
 
 def check_cpp(source: str, first_line: int = 1) -> list[WallFinding]:
@@ -538,13 +521,16 @@ def _string_literals(tree: ast.Module) -> list[tuple[str, int]]:
     ]
 
 
-def check_candidate(code: str, target: str) -> WallFinding | None:
+def check_candidate(code: str, target: str, test_imports: Iterable[str] = ()) -> WallFinding | None:
     """The first rule `code` breaks, or None. HIP candidates also have their C++ strings checked."""
+    encoding = encoding_finding(code)
+    if encoding is not None:
+        return encoding
     try:
         tree = parse_source(code)
     except SyntaxError:
         return None  # the static stage's to report
-    findings = _check_tree(tree)
+    findings = _check_tree(tree, test_imports)
     if target == "hip":
         for text, line in _string_literals(tree):
             findings += check_cpp(text, line)

@@ -400,7 +400,7 @@ class Verifier:
             return self._finish(
                 stages, task, code, failure_kind=static.failure_kind, failure_message=static.message
             )
-        refused = self._static_wall(code, "triton")
+        refused = self._static_wall(code, "triton", test_imports(task))
         if refused is not None:
             stages.add("static", "failed", time.perf_counter() - started, refused)
             return self._finish(stages, task, code, failure_kind="static_reject", failure_message=refused)
@@ -419,11 +419,12 @@ class Verifier:
         self.config.hip_cache.mkdir(parents=True, exist_ok=True)
         return self.config.hip_cache
 
-    def _static_wall(self, code: str, target: str) -> str | None:
-        """The static wall's refusal (`kernelvault.toolchain.static_wall`), or None; off only when the config says so."""
+    def _static_wall(self, code: str, target: str, imports: tuple[str, ...] = ()) -> str | None:
+        """The static wall's refusal (`kernelvault.toolchain.static_wall`), or None; off only when the config says so.
+        `imports`: a function task's test imports, which join the candidate's module when it runs."""
         if not self.config.static_wall:
             return None
-        finding = check_candidate(code, target)
+        finding = check_candidate(code, target, imports)
         return finding.message() if finding is not None else None
 
     @property

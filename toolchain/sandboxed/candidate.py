@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
 import inspect
 import json
 import math
@@ -76,6 +75,7 @@ from kernelvault.toolchain.sandboxed.requests import (
     StageTime,
     Time,
 )
+from kernelvault.toolchain.sandboxed.source_text import load_module
 from kernelvault.toolchain.sandboxed.tensor_files import read_tensors, write_tensors
 from kernelvault.toolchain.sandboxed.timing import time_on_device
 
@@ -100,7 +100,11 @@ def one_line_error(error: BaseException) -> str:
 class LaunchRecorder:
     """Wraps Triton's launch entry point to count launches and log each distinct signature to a file."""
 
-    SNAPSHOT_MUTABLE = ("count", "enabled")  # fields that change while it works (`PatchSnapshot`)
+    SNAPSHOT_MUTABLE = (
+        "count",
+        "enabled",
+        "refused_argument",
+    )  # fields that change while it works (`PatchSnapshot`)
 
     def __init__(
         self, path: Path, violations: Violations, on_launch: Callable[[Iterable[Any] | None], None]
@@ -110,6 +114,7 @@ class LaunchRecorder:
         self.on_launch = on_launch  # the monitor learns which tensors a kernel may have written
         self.count = 0
         self.enabled = True  # off while timing: recording costs host time between launches
+        self.refused_argument: str | None = None  # the first launch argument a kernel may not take
         self.kernels: list[str] = []
         self._seen: set[str] = set()
         self._replaced: tuple[Any, Any] | None = None
@@ -157,9 +162,16 @@ class LaunchRecorder:
                 handle.write(json.dumps({"kernel": name, "language": "hip"}) + "\n")
 
     def record(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        name = getattr(fn, "__name__", "?")
+        refused = next((problem for value in [*args, *kwargs.values()] if (problem := launch_argument_problem(value))),
+                       None)  # fmt: skip
+        if refused is not None:
+            # Raised before the launch: under the interpreter a kernel body is Python, and an object it is handed
+            # runs its own methods there. Kept too, so a candidate that catches the error is still refused.
+            self.refused_argument = self.refused_argument or f"kernel {name}: {refused}"
+            raise TypeError(f"KernelVault: kernel {name}: {refused}")
         self.count += 1
         self.on_launch([*args, *kwargs.values()])
-        name = getattr(fn, "__name__", "?")
         self._check_stream(name)
         if name not in self.kernels:
             self.kernels.append(name)
@@ -189,6 +201,22 @@ _TORCH_TO_TRITON = {
 }  # fmt: skip
 
 
+def launch_argument_problem(value: Any) -> str | None:
+    """Why a kernel may not take `value` (None: it may). A kernel takes tensors, numbers, booleans, strings and
+    dtypes (as constexprs), None, and tuples of those: data, never an object with methods of its own."""
+    # Exact types: a subclass brings methods of its own (`data_ptr`, `__index__`), and the interpreter calls them.
+    if type(value) in (torch.Tensor, torch.nn.Parameter, bool, int, float, str) or value is None:
+        return None
+    if isinstance(value, tuple):
+        return next((problem for item in value if (problem := launch_argument_problem(item))), None)
+    inner = getattr(type(value), "__module__", "") or ""
+    if inner.startswith("triton.language") and type(value).__name__ in ("constexpr", "dtype", "pointer_type",
+                                                                       "block_type"):  # fmt: skip
+        wrapped = getattr(value, "value", None) if type(value).__name__ == "constexpr" else None
+        return launch_argument_problem(wrapped) if wrapped is not None else None
+    return f"an argument of type {type(value).__name__}: a kernel takes tensors, numbers, strings, dtypes and None"
+
+
 def describe_argument(value: Any) -> dict[str, Any]:
     """A JSON description of a kernel argument, enough to rebuild a compile signature."""
     if isinstance(value, torch.Tensor):
@@ -209,15 +237,6 @@ def describe_argument(value: Any) -> dict[str, Any]:
     if isinstance(value, str):
         return {"kind": "str", "value": value}
     return {"kind": "other", "repr": repr(value)[:200]}
-
-
-def load_module(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # triton's interpreter and inspect need the module registered
-    spec.loader.exec_module(module)
-    return module
 
 
 def is_triton_compile_error(error: BaseException) -> bool:
@@ -355,6 +374,8 @@ class CandidateGuards:
         found = _FOUND(self.violations)
         if found:
             raise CandidateFailure("integrity_reject", found[0])
+        if self.recorder.refused_argument:
+            raise CandidateFailure("interface_error", self.recorder.refused_argument)
 
     @contextlib.contextmanager
     def watching(self, what: str, construction: bool = False, device: bool = True,
@@ -732,8 +753,10 @@ class CandidateHost:
         except CandidateFailure as failure:
             return {"failure_kind": failure.kind, "failure_message": failure.message}
         except BaseException as error:  # noqa: BLE001 - sys.exit() at import is the candidate's failure
-            if job.guards.violations.first:
-                return {"failure_kind": "integrity_reject", "failure_message": job.guards.violations.first}
+            try:
+                job.guards.raise_if_violated()
+            except CandidateFailure as failure:
+                return {"failure_kind": failure.kind, "failure_message": failure.message}
             return {
                 "failure_kind": "compile_error",
                 "failure_message": f"candidate failed to import: {one_line_error(error)}",

@@ -23,6 +23,7 @@ from typing import Any
 
 from kernelvault.toolchain.function_tasks import device_redirect
 from kernelvault.toolchain.sandboxed.requests import Compile
+from kernelvault.toolchain.sandboxed.source_text import new_module, run_source
 from kernelvault.toolchain.sandboxed.tensor_files import triton_scalar_dtype
 
 
@@ -53,8 +54,9 @@ def _scalar_type(description: dict[str, Any]) -> str:
 
 
 class NotRebuildable(ValueError):
-    """A recorded launch argument this stage cannot turn into a compile signature (a NumPy scalar, a
-    tuple): the launch is not cross-compiled, which is no verdict on the kernel (the interpreter ran it)."""
+    """A recorded launch argument this stage cannot turn into a compile signature (a tuple, an object): the
+    kernel is not compiled, and the stage says so. It never counts as compiled: an argument the compiler cannot
+    type is also how host Python gets into an interpreted kernel (a method of an object passed as an argument)."""
 
 
 def _constexpr_value(description: dict[str, Any]) -> Any:
@@ -99,16 +101,11 @@ class CrossCompileHost:
 
 
 def compile_launches(job: Compile) -> dict[str, Any]:
-    import importlib.util
-
     from triton.backends.compiler import GPUTarget
 
     target = GPUTarget(job.backend, job.arch, job.warp_size)
     name = job.module_name  # unique per job in a persistent worker
-    spec = importlib.util.spec_from_file_location(name, job.candidate_path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
+    module = new_module(Path(job.candidate_path), name)
     try:
         return _compile_module(job, module, target)
     finally:
@@ -128,7 +125,7 @@ def _import_watched(job: Compile, module: Any) -> dict[str, Any] | None:
     try:
         monitor.start("importing the candidate", construction=True)
         with monitor, device_redirect("cpu"), launches_skipped():
-            module.__spec__.loader.exec_module(module)
+            run_source(module, Path(job.candidate_path))
     except BaseException as error:  # noqa: BLE001 - the candidate's failure, reported as such
         failure = f"candidate failed to import: {type(error).__name__}: {error}"[:2000]
     finally:
@@ -194,8 +191,8 @@ def _compile_module(job: Compile, module: Any, target: Any) -> dict[str, Any]:
                     ok=True,
                     log=f"{len(compiled.asm.get('hsaco', compiled.asm.get('cubin', b'')))} bytes of code",
                 )
-            except NotRebuildable as error:
-                entry.update(ok=True, log=f"not cross-compiled: {error}")
+            except NotRebuildable as error:  # what cannot be compiled was not compiled: no credit for it
+                entry["log"] = f"not compiled: {error}"
             except Exception as error:  # noqa: BLE001 - compiler errors are the result we want
                 entry["log"] = f"{type(error).__name__}: {error}"[-6000:]
         entry["seconds"] = time.perf_counter() - started

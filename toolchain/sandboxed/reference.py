@@ -40,7 +40,7 @@ from kernelvault.toolchain.function_tasks import (
 )
 from kernelvault.toolchain.kernel_tasks import untimed_autotuning
 from kernelvault.toolchain.sandboxed.bundles import BundleSender
-from kernelvault.toolchain.sandboxed.candidate import StagedTiming, load_module, one_line_error, sync_device
+from kernelvault.toolchain.sandboxed.candidate import StagedTiming, one_line_error, sync_device
 from kernelvault.toolchain.sandboxed.requests import (
     PilotReference,
     Prepare,
@@ -48,6 +48,7 @@ from kernelvault.toolchain.sandboxed.requests import (
     StageReference,
     TimeReference,
 )
+from kernelvault.toolchain.sandboxed.source_text import load_module
 from kernelvault.toolchain.sandboxed.tensor_files import (
     decode_value,
     encode_value,
