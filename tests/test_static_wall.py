@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from kernelvault.toolchain.sandboxed.candidate import _kernel_identifier, kernel_names_in
 from kernelvault.toolchain.static_wall import check_candidate, check_cpp, check_python
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,6 +63,59 @@ REFUSED = [
         "not Triton",
     ),
     ("kernel_python", "@triton.jit\ndef bad(x_ptr):\n    torch.relu(x_ptr)", "not Triton"),
+    (
+        "kernel_python",
+        "class H:\n    def f(self, v):\n        return v\n\n\nh = H()\n\n\n@triton.jit\ndef bad(x_ptr):\n"
+        "    tl.store(x_ptr, h.f(tl.load(x_ptr)))",
+        "not Triton",
+    ),
+    # identity: what a name resolves to, whatever its spelling
+    ("resolves", "import os\nm = os.path.sys.modules", "the module sys"),
+    ("resolves", "import os\nos.path.os.fork()", "posix.fork"),
+    ("resolves", "import torch.nn.functional as F\nlib = F.torch.library", "torch.library"),
+    (
+        "resolves",
+        "import torch.nn as nn\nt = nn.modules.module.torch\nt.library.Library('x', 'DEF')",
+        "torch.library",
+    ),
+    ("resolves", "x = torch.cuda.threading.Thread", "the module threading"),
+    ("resolves", "s = torch.cuda.streams.Stream()", "torch.cuda.streams"),
+    ("resolves", "n = torch.cuda.memory_allocated()", "the allocator"),
+    ("resolves", "mods = [torch]", "module used as a value"),
+    ("resolves", "f = lambda m=torch: m.nn", "module used as a value"),
+    ("reflection", "import operator\ng = operator.attrgetter('_C')", "attribute access"),
+    ("reflection", "from operator import methodcaller", "method calls"),
+    ("reflection", "import typing\ndef f(x: 'int'):\n    pass\nh = typing.get_type_hints(f)", "as code"),
+    ("reflection", "import functools\np = functools.partial(getattr, torch)", "getattr used as a value"),
+    ("reflection", "z = list(map(getattr, [1], ['real']))", "getattr used as a value"),
+    ("reflection", "s = '{0.library}'.format(torch)", "format string"),
+    ("reflection", "import functools\nd = functools.singledispatch", "string annotations"),
+    # a module held by a class body is reached as an attribute, which names do not follow
+    ("resolves", "class B:\n    lib = torch\n\n\ny = B.lib.relu", "module used as a value"),
+    ("private", "class M:\n    def f(self):\n        return self.weight._cdata", "private"),
+    ("host_data", "def f(x):\n    x.apply_(abs)", "Python function"),
+    ("host_data", "def f(x, y):\n    x.map_(y, max)", "Python function"),
+    # a kernel body is Triton: its values' interpreter handles are NumPy arrays on the CPU
+    (
+        "kernel_python",
+        "@triton.jit\ndef bad(x_ptr):\n    v = tl.load(x_ptr)\n    v.handle.data.sort()",
+        "interpreter's",
+    ),
+    (
+        "kernel_python",
+        '@triton.jit\ndef bad(x_ptr):\n    """doc\n    def bad(x_ptr):\n        pass\n    """\n    tl.load(x_ptr)',
+        "reads as a `def`",
+    ),
+    (
+        "kernel_python",
+        'def f(x_ptr):\n    """\n    def f(x_ptr):\n    """\n\n\ng = triton.jit(f)',
+        "reads as a `def`",
+    ),
+    # Triton candidates: Triton kernels, never C++ built into the worker
+    ("namespace", "from torch.utils.cpp_extension import load_inline", "native code"),
+    ("namespace", "import torch.utils.cpp_extension", "native code"),
+    ("namespace", "import kernelvault.hip as hip", "native code"),
+    ("namespace", "f = torch.func.vmap", "functorch"),
 ]
 
 
@@ -90,6 +142,17 @@ ALLOWED = [
     "import math\n\n\n@triton.jit\ndef good(x_ptr, B: tl.constexpr):\n    y = tl.load(x_ptr).to(tl.float32)\n    tl.store(x_ptr, y * math.sqrt(2.0))",
     "class M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._cache = {}\n        self._cache['k'] = 1",
     "if __name__ == '__main__':\n    pass",
+    "import os\np = os.path.join(os.path.dirname('a/b'), 'c')",
+    "import torch.nn.functional as F\nG = F\ny = G.relu",  # aliases resolve to what they name, and pass
+    "ok = hasattr(tl, 'extra') and hasattr(torch, 'cuda')",
+    "from triton.language.extra.cuda import libdevice",
+    "n = torch.cuda.get_device_properties(0).multi_processor_count if torch.cuda.is_available() else 1",
+    "s = 'shape {0} {1}'.format(1, 2) + f'{tl.float32}'",
+    "v = torch.version.hip",
+    "def f(m, state, x):\n    return torch.func.functional_call(m, state, (x,))",  # a function task's entry
+    "class M:\n    def f(self):\n        return self._cache._rows",  # its own private state, all the way
+    # a function Triton is never given (undecorated, only called) may show code in its docstring
+    'def f():\n    """Usage:\n\n    def forward(x): ...\n    """\n\n\nf()',
 ]
 
 
@@ -125,15 +188,47 @@ def test_hip_sources_are_read_for_what_their_host_code_could_do(source: str, wor
     assert findings and findings[0].rule == "hip_source" and word in findings[0].reason, findings
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "hipMemcpy(host, x.data_ptr<float>(), n, hipMemcpyDeviceToHost);",
+        "cudaMemcpyAsync(host, d, n, cudaMemcpyDefault, stream);",
+        "hipMemcpy(host, d, n, static_cast<hipMemcpyKind>(2));",
+        "auto h = x.cpu();",
+        "hipMallocManaged(&p, n);",
+    ],
+)
+def test_hip_host_code_may_not_bring_device_memory_to_the_host(source: str) -> None:
+    """Host C++ computing the answer needs the data on the host: a copy back, or memory both sides read."""
+    findings = check_cpp(source)
+    assert findings and "brought to the host" in findings[0].reason, findings
+
+
+def test_a_copy_to_the_device_or_within_it_is_glue() -> None:
+    assert check_cpp("hipMemcpy(d, h, n, hipMemcpyHostToDevice);") == []
+    assert check_cpp("hipMemcpyAsync(a, b, n, hipMemcpyDeviceToDevice, s);") == []
+
+
 def test_allocation_in_cpp_is_not_compute() -> None:
     assert check_cpp("torch::Tensor f(torch::Tensor x) { return torch::empty_like(x); }") == []
 
 
-def test_the_device_record_knows_a_candidates_own_kernels_by_name() -> None:
-    source = "__global__ void __launch_bounds__(256)\nrelu_kernel(const float* x) {}\ntemplate <int B> __global__ void t(int* y) {}"
-    assert kernel_names_in(source) == {"relu_kernel", "t"}
-    assert _kernel_identifier("void t<256>(int*)") == "t"
-    assert _kernel_identifier("relu_kernel(float const*, float*, long long)") == "relu_kernel"
-    assert _kernel_identifier(
-        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int)"
-    ) == ("vectorized_elementwise_kernel")
+def test_a_coding_declaration_other_than_utf8_is_refused_before_anything_is_parsed() -> None:
+    """Python decodes a file as its first two lines declare; the wall reads UTF-8, so only UTF-8 may be declared."""
+    hidden = "# -*- coding: utf-7 -*-\n" + KERNEL + "# +AAo-import gc\n"
+    finding = check_candidate(hidden, "triton")
+    assert finding is not None and finding.rule == "encoding" and finding.line == 1, finding
+    assert check_candidate("#!/usr/bin/env python\n# coding: latin-1\n" + KERNEL, "triton").rule == "encoding"
+    assert check_candidate("# -*- coding: utf-8 -*-\n" + KERNEL, "triton") is None
+
+
+def test_a_function_tasks_test_imports_are_resolved_like_the_candidates_own() -> None:
+    """The test's import lines run in the candidate's module: a name they bind is what the candidate's free use of
+    it resolves to (TritonBench answers use the test's `torch` without importing it)."""
+    assert check_candidate("x = torch.library\n", "triton", ["import torch"]).rule == "resolves"
+    refused = check_candidate("y = np.sum\n", "triton", ["import numpy as np"])
+    assert refused is not None and "numpy" in refused.reason
+    assert (
+        check_candidate(KERNEL.replace("import torch\n", "") + "y = torch.relu\n", "triton", ["import torch"])
+        is None
+    )

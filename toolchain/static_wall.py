@@ -48,6 +48,7 @@ import re
 from collections.abc import Iterable
 
 from kernelvault.toolchain.source_tree import parse as parse_source
+from kernelvault.toolchain.source_tree import source_lines
 from kernelvault.toolchain.static_check import is_triton_jit
 from kernelvault.toolchain.wall_names import identity_findings
 from kernelvault.toolchain.wall_policy import (
@@ -74,9 +75,19 @@ _HIP_FORBIDDEN = (
     (re.compile(r"\bstd::(?:thread|async|jthread)\b|\bpthread_\w+"), "threads"),
     (re.compile(r"__attribute__\s*\(\(\s*(?:constructor|destructor)"), "code that runs when the library loads"),
     (re.compile(r"/proc/|/dev/"), "/proc or /dev paths"),
+    # host code computing on tensor data needs it on the host: a copy back, or memory both sides can read
+    (re.compile(r"\b(?:hip|cuda)(?:Memcpy\w*(?:DtoH|DeviceToHost|Default)\w*|MallocManaged|HostMalloc|HostAlloc|"
+                r"MallocHost|HostRegister|HostGetDevicePointer|MemcpyKind)\b|\b(?:hip|cuda)Memcpy(?:DeviceToHost|Default)\b|"
+                r"\.cpu\s*\(|\bkCPU\b"), "device memory brought to the host (host code computing on tensor data)"),
     (re.compile(r"#\s*include\s*[<\"](?:unistd|dlfcn|fcntl|pthread|signal|sys/[\w/]+|spawn|thread|fstream|filesystem)"
                 r"(?:\.h)?[>\"]"), "a system header for processes, threads or files"),
 )  # fmt: skip
+# Attributes of a Triton value that are the interpreter's (or the compiler's) own objects: under the CPU
+# interpreter `x.handle.data` is a NumPy array, so a kernel body would compute on the host.
+KERNEL_INTERNALS = {
+    "handle": "the interpreter's (or compiler's) handle of a value, not Triton",
+    "data": "the interpreter's host array of a value, not Triton",
+}
 _ATEN_CALL = re.compile(r"\b(?:at|torch)::(\w+)\s*\(")
 ATEN_ALLOWED = frozenset({"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
                           "empty_strided", "TensorOptions", "Tensor", "device", "Device", "dtype", "scalarTypeToTypeMeta"})  # fmt: skip
@@ -91,6 +102,17 @@ def _chain(node: ast.AST) -> list[str] | None:
     if isinstance(node, ast.Name):
         return [node.id, *reversed(parts)]
     return None
+
+
+def _private_path(node: ast.Attribute) -> bool:
+    """Every attribute between the chain's root name and `node` is private (`self._a._b`), so each is the
+    candidate's own state; a call anywhere in the chain returns something else."""
+    value = node.value
+    while isinstance(value, ast.Attribute):
+        if not value.attr.startswith("_"):
+            return False
+        value = value.value
+    return isinstance(value, ast.Name)
 
 
 def _root(node: ast.AST) -> ast.AST:
@@ -207,9 +229,14 @@ class _Wall(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if self.in_kernel:
             self._check_kernel_global(node)
+            if node.attr in KERNEL_INTERNALS:
+                self.add("kernel_python", node, f".{node.attr} inside a @triton.jit kernel: "
+                         f"{KERNEL_INTERNALS[node.attr]}")  # fmt: skip
         name = node.attr
         root = _root(node)
-        own = isinstance(root, ast.Name) and root.id in self.own and not isinstance(node.value, ast.Call)
+        # the candidate's own object: `self._cache`, `cls._table._rows`; not through a public attribute
+        # (`self.weight._cdata`, `Backend.lib._C`: what that holds may be anything)
+        own = isinstance(root, ast.Name) and root.id in self.own and _private_path(node)
         if name.startswith("__") and name.endswith("__"):
             if name not in ALLOWED_DUNDERS:
                 self.add("private", node, f".{name}: interpreter internals")
@@ -454,12 +481,42 @@ def _bindings(body: list[ast.stmt], arguments: ast.arguments | None = None) -> s
     return names - declared_global
 
 
-def _check_tree(tree: ast.Module, test_imports: Iterable[str] = ()) -> list[WallFinding]:
+def _check_tree(code: str, tree: ast.Module, test_imports: Iterable[str] = ()) -> list[WallFinding]:
     wall = _Wall()
     wall.prepare(tree)
     wall.visit(tree)
-    findings = wall.findings + identity_findings(tree, test_imports)
+    findings = wall.findings + identity_findings(tree, test_imports) + definition_text_findings(code, tree)
     return sorted(findings, key=lambda finding: finding.line)
+
+
+_DEF_LINE = re.compile(r"^\s*(?:async\s+)?def\s")
+
+
+def definition_text_findings(code: str, tree: ast.Module) -> list[WallFinding]:
+    """A line inside a function's source that reads as a `def` but is not one (a docstring's, a string's): Triton
+    finds a kernel's definition by its text (its CPU interpreter takes the last line starting with "def ", its JIT
+    the first), so such a line makes it compile or run the text after it instead of the code the wall read."""
+    lines = source_lines(code)
+    functions = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    real = {node.lineno for node in functions}
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    # a function Triton could be given: decorated (`@triton.jit`, or an alias of it), or used as a value
+    # anywhere (`triton.jit(f)`, `kernels = [f]`); one only ever called is plain host code
+    as_values = {
+        node.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and id(node) not in called
+    }
+    findings = []
+    for node in functions:
+        if not node.decorator_list and node.name not in as_values:
+            continue
+        first = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
+        for number in range(first, (node.end_lineno or node.lineno) + 1):
+            if number not in real and number <= len(lines) and _DEF_LINE.match(lines[number - 1]):
+                findings.append(WallFinding("kernel_python", number, "a line that reads as a `def` inside a "
+                                            "function's text: Triton finds a kernel's definition by its text"))  # fmt: skip
+    return sorted(set(findings), key=lambda finding: finding.line)
 
 
 # PEP 263: a comment on line 1 or 2 naming the source's encoding.
@@ -470,7 +527,7 @@ def encoding_finding(code: str) -> WallFinding | None:
     """A coding declaration other than UTF-8: the wall reads the text as UTF-8, and Python would decode the file's
     bytes as declared (`utf-7` turns a comment into code). The worker compiles the checked text itself, so this is
     refused for what it means, not for what it would do."""
-    for number, line in enumerate(code.lstrip("\ufeff").splitlines()[:2], start=1):
+    for number, line in enumerate(source_lines(code.lstrip("\ufeff"))[:2], start=1):
         declared = _CODING.match(line)
         if declared is None:
             continue
@@ -489,7 +546,7 @@ def check_python(code: str, test_imports: Iterable[str] = ()) -> list[WallFindin
     `test_imports`: a function task's test import lines, which join the candidate's module when it runs."""
     encoding = encoding_finding(code)
     try:
-        findings = _check_tree(parse_source(code), test_imports)
+        findings = _check_tree(code, parse_source(code), test_imports)
     except SyntaxError:
         findings = []
     return sorted([encoding, *findings] if encoding else findings, key=lambda finding: finding.line)
@@ -513,6 +570,37 @@ def check_cpp(source: str, first_line: int = 1) -> list[WallFinding]:
     return findings
 
 
+# What builds or loads native code: a Triton candidate's kernels are Triton, and C++ built into the worker's
+# process is host code that computes on tensor data where no kernel runs (a loop over `data_ptr`).
+_NATIVE_CODE_NAMES = frozenset({"cpp_extension", "load_inline"})
+
+
+def native_code_findings(tree: ast.Module) -> list[WallFinding]:
+    """A Triton candidate that reaches `torch.utils.cpp_extension` (by import, attribute or the literal name
+    `getattr` would read) or imports `kernelvault` (for `kernelvault.hip`)."""
+    findings = []
+    reason = (
+        "native code in a Triton candidate: its kernels are Triton, and C++ in the worker runs on the host"
+    )
+    for node in ast.walk(tree):
+        names: set[str] = set()
+        if isinstance(node, ast.Import):
+            names = {part for alias in node.names for part in alias.name.split(".")}
+        elif isinstance(node, ast.ImportFrom):
+            names = {*(node.module or "").split("."), *(alias.name for alias in node.names)}
+        elif isinstance(node, ast.Attribute):
+            names = {node.attr}
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names = {node.value}
+        if (
+            isinstance(node, (ast.Import, ast.ImportFrom))
+            and "kernelvault" in names
+            or _NATIVE_CODE_NAMES & names
+        ):
+            findings.append(WallFinding("namespace", node.lineno, reason))
+    return findings
+
+
 def _string_literals(tree: ast.Module) -> list[tuple[str, int]]:
     return [
         (node.value, node.lineno)
@@ -530,9 +618,11 @@ def check_candidate(code: str, target: str, test_imports: Iterable[str] = ()) ->
         tree = parse_source(code)
     except SyntaxError:
         return None  # the static stage's to report
-    findings = _check_tree(tree, test_imports)
+    findings = _check_tree(code, tree, test_imports)
     if target == "hip":
         for text, line in _string_literals(tree):
             findings += check_cpp(text, line)
+    else:
+        findings += native_code_findings(tree)
     findings = sorted(findings, key=lambda finding: (finding.line, finding.rule))
     return findings[0] if findings else None

@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import builtins
 import importlib
+import os
 import string
 import sys
 import threading
@@ -149,10 +150,18 @@ class DenySet:
 
     def _build(self, loaded: frozenset[str]) -> dict[int, tuple[Any, str, str]]:
         entries: dict[int, tuple[Any, str, str]] = {}
+        # What a policy names as allowed stays allowed, whichever refused module also defines it (`os.cpu_count`
+        # is `posix.cpu_count`).
+        allowed = {id(getattr(os, name)) for name in OS_ALLOWED if hasattr(os, name)}
+        if "torch.cuda" in loaded:
+            cuda = sys.modules["torch.cuda"]
+            allowed |= {id(getattr(cuda, name)) for name in TORCH_CUDA_ALLOWED if hasattr(cuda, name)}
 
         def deny(value: Any, rule: str, reason: str) -> None:
             if value is _MISSING or isinstance(value, ModuleType) or _is_plain_builtin(value):
                 return  # modules are judged as modules; plain builtins are everyone's
+            if id(value) in allowed:
+                return
             if isinstance(value, (int, float, str, bytes, bool, tuple, frozenset)) or value is None:
                 return  # plain data: nothing to call
             entries.setdefault(id(value), (value, rule, reason))
@@ -376,13 +385,21 @@ class _Identity(ast.NodeVisitor):
         if not objects or not all(isinstance(value, ModuleType) for value in objects):
             return
         parent = self.parents.get(id(node))
+        # a class body's name is an attribute (`Backend.lib._C`), which the wall does not follow like a name
+        in_class = isinstance(self.parents.get(id(parent)), ast.ClassDef)
         if (
             isinstance(parent, ast.Assign)
             and parent.value is node
             and all(isinstance(target, ast.Name) for target in parent.targets)
+            and not in_class
         ):
             return  # an alias: `F = torch.nn.functional`, followed like an import
-        if isinstance(parent, ast.AnnAssign) and parent.value is node and isinstance(parent.target, ast.Name):
+        if (
+            isinstance(parent, ast.AnnAssign)
+            and parent.value is node
+            and isinstance(parent.target, ast.Name)
+            and not in_class
+        ):
             return
         if isinstance(parent, ast.Expr):
             return  # a bare statement: nothing holds it

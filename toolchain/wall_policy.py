@@ -19,7 +19,7 @@ ALLOWED_MODULES = (
     "typing_extensions", "functools", "itertools", "operator", "collections", "collections.abc", "dataclasses",
     "enum", "abc", "numbers", "warnings", "contextlib", "copy", "random", "time", "logging", "einops", "os",
     "__future__", "packaging", "packaging.version", "torch.linalg", "torch.fft", "torch.special", "torch.testing",
-    "torch.distributions", "torch.distributions.*", "triton.testing",
+    "torch.distributions", "torch.distributions.*", "triton.testing", "torch.func",
 )  # fmt: skip
 # Refused with a reason of their own (the rest of the world: "not a module a kernel needs").
 MODULE_REASONS = {
@@ -65,6 +65,11 @@ NAMESPACE_REASONS = {
     "triton.runtime.cache": "the build cache", "triton.runtime.autotuner": "Triton's autotuner internals",
     "triton.runtime.build": "Triton's build", "triton.compiler": "Triton's compiler", "triton.compile": "Triton's compiler",
     "triton.knobs": "Triton's hooks", "triton.backends": "Triton's backends",
+    # `torch.func` is allowed for `functional_call` (a function task's entry over a module); its transforms
+    # run the candidate's code under functorch's own dispatch layers, which a kernel's host code never needs
+    **{f"torch.func.{name}": "functorch transforms" for name in (
+        "vmap", "grad", "grad_and_value", "jacrev", "jacfwd", "hessian", "jvp", "vjp", "linearize",
+        "functionalize", "debug_unwrap", "rearrange")},
 }  # fmt: skip
 # What `os` may be used for: its environment (read) and path arithmetic.
 OS_ALLOWED = frozenset(
@@ -80,7 +85,9 @@ FORBIDDEN_BUILTINS = {
     "__spec__": "the import system",
 }  # fmt: skip
 HOST_DATA_METHODS = {"numpy": "tensor data to NumPy", "tolist": "tensor data to Python lists",
-                     "storage": "raw storage", "untyped_storage": "raw storage", "__array__": "tensor data to NumPy"}  # fmt: skip
+                     "storage": "raw storage", "untyped_storage": "raw storage", "__array__": "tensor data to NumPy",
+                     "apply_": "a Python function on every element", "map_": "a Python function on every element",
+                     "map2_": "a Python function on every element"}  # fmt: skip
 FRAME_ATTRIBUTES = frozenset({"f_back", "f_locals", "f_globals", "f_builtins", "f_code", "f_trace", "gi_frame",
                               "cr_frame", "ag_frame", "tb_frame", "tb_next", "gi_code", "co_code", "func_globals"})  # fmt: skip
 OWN_ROOTS = frozenset({"self", "cls", "ctx"})

@@ -5,7 +5,8 @@ comment into code, so the text the wall checked and the text that ran would diff
 declaration but UTF-8; here every worker that runs a candidate's (or a task's) source compiles the file's bytes
 decoded as UTF-8, so a declaration that got past the wall still means nothing. Triton reads a kernel's source
 through linecache (`inspect.getsource`) to compile it: the same text is placed there, pinned (no modification
-time to check against), so a file rewritten after the import changes no kernel.
+time to check against), so a file rewritten after the import changes no kernel; its lines are split as the
+tokenizer splits them (`source_lines`), so a line number from the compiled code names the line that ran.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import linecache
 import sys
 from pathlib import Path
 from types import ModuleType
+
+from kernelvault.toolchain.source_tree import source_lines
 
 
 def new_module(path: Path, name: str) -> ModuleType:
@@ -32,7 +35,7 @@ def run_source(module: ModuleType, path: Path) -> None:
     failed)."""
     text = path.read_bytes().decode("utf-8")
     code = compile(text, str(path), "exec", dont_inherit=True)  # not the caller's `from __future__` flags
-    linecache.cache[str(path)] = (len(text), None, text.splitlines(keepends=True), str(path))
+    linecache.cache[str(path)] = (len(text), None, source_lines(text), str(path))
     exec(code, vars(module))  # noqa: S102 - the worker's one job: run this source, in its jail
 
 
