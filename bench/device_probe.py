@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -27,7 +28,12 @@ import triton.language as tl  # noqa: E402
 
 from kernelvault.contracts import Candidate  # noqa: E402
 from kernelvault.toolchain.jail import probe_isolation  # noqa: E402
-from kernelvault.toolchain.sandboxed.candidate import GLUE_KERNEL_MARKERS, DeviceRecord, _kernel_identifier  # noqa: E402
+from kernelvault.toolchain.sandboxed.candidate import (  # noqa: E402
+    GLUE_KERNEL_MARKERS,
+    DeviceRecord,
+    LaunchedByHarness,
+    _torch_ops_by_correlation,
+)
 from kernelvault.toolchain.tasks import load_task_file  # noqa: E402
 from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
 from kernelvault.toolchain.worker_lane import WorkerLane  # noqa: E402
@@ -40,9 +46,14 @@ def probe_relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
 
 
+_RECORDS: list[DeviceRecord] = []  # the record being kept, as the candidate's worker keeps one
+
+
 def own_relu(x: torch.Tensor) -> torch.Tensor:
+    """The probe's own kernel, launched as the worker's launcher does: inside the record's launch range."""
     y = torch.empty_like(x)
-    probe_relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+    with _RECORDS[-1].launch_scope() if _RECORDS else contextlib.nullcontext():
+        probe_relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
     return y
 
 
@@ -64,16 +75,21 @@ def record_cases() -> None:
     for label, run in CASES.items():
         started = time.perf_counter()
         record = DeviceRecord()
+        _RECORDS.append(record)
         with record.window():
             run(x)
-        foreign = record.finish({"probe_relu_kernel"})
-        seen = [event.name() for event in record.profile.profiler.kineto_results.events()
-                if event.device_type() != torch.autograd.DeviceType.CPU]  # fmt: skip
+        _RECORDS.pop()
+        foreign = record.finish()
+        events = list(record.profile.profiler.kineto_results.events())
+        launched = LaunchedByHarness(events, _torch_ops_by_correlation(events))
         cells = []
-        for name in seen:
-            kind = ("own" if _kernel_identifier(name) == "probe_relu_kernel"
-                    else "glue" if any(marker in name for marker in GLUE_KERNEL_MARKERS) else "other")  # fmt: skip
-            cells.append(f"{kind}: {name[:90]}")
+        for event in events:
+            if event.device_type() == torch.autograd.DeviceType.CPU:
+                continue
+            name = event.name()
+            kind = ("own" if launched(event) else "glue" if any(marker in name for marker in GLUE_KERNEL_MARKERS)
+                    else "other")  # fmt: skip
+            cells.append(f"{kind} (linked {event.linked_correlation_id()}): {name[:90]}")
         print(f"| {label} ({time.perf_counter() - started:.2f} s) | {'<br>'.join(cells) or '-'} | "
               f"{'; '.join(f[:60] for f in foreign) or 'none'} |")  # fmt: skip
 

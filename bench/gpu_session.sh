@@ -26,6 +26,9 @@ if ! ldconfig -p 2>/dev/null | grep -q "libseccomp.so.2" && [ -f .whl/libseccomp
 fi
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$KV_RESULTS_DIR/device.txt"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$KV_RESULTS_DIR/device.txt"
+# The timing harness's own references to the CUDA runtime (events, sleep, streams) must be PyTorch's: [] here.
+python3 -c "from kernelvault.toolchain.sandboxed import timing; print('harness_replaced', timing.harness_replaced())" \
+  | tee -a "$KV_RESULTS_DIR/device.txt"
 status=0
 # KV_GPU_TESTS narrows the tests (a path or node id), KV_GPU_TARGETS the example targets (triton,hip).
 # KV_GPU_SUITES runs several test lists side by side on the same GPU instead ("a b; c; d": one pytest per
@@ -66,8 +69,11 @@ for bench in ${KV_BENCH:-timing hip_build}; do
     busy) python3 bench/gpu_busy.py --platform cuda --samples "${KV_BUSY_SAMPLES:-8}" --latency-median-s 20 --concurrency 64 2>&1 \
             | tee "$KV_RESULTS_DIR/gpu_busy.md" || status=1 ;;
     timing) python3 bench/timing_fidelity.py 2>&1 | tee "$KV_RESULTS_DIR/timing_fidelity.log" || status=1 ;;
-    # Issue #24 item 3: one call per sample against the chosen calls per sample, every bundled performance case.
-    small_spread) python3 bench/small_case_spread.py 2>&1 | tee "$KV_RESULTS_DIR/small_case_spread.log" || status=1 ;;
+    # Every bundled performance case, side by side in one run: the timing protocols (rotating fixed inputs against
+    # fresh inputs with every output checksummed: speedups within 2%, spreads within 3%), or with
+    # KV_SPREAD_COMPARE=calls one call per sample against the chosen calls per sample (issue #24 item 3).
+    small_spread) python3 bench/small_case_spread.py --compare "${KV_SPREAD_COMPARE:-protocols}" 2>&1 \
+                    | tee "$KV_RESULTS_DIR/small_case_spread.log" || status=1 ;;
     # Issue #24 item 1: can the parent map a jailed worker's device memory (an exported file descriptor)?
     device_share) python3 bench/device_share_probe.py 2>&1 | tee "$KV_RESULTS_DIR/device_share_probe.log" || status=1 ;;
     probe) python3 bench/device_probe.py 2>&1 | tee "$KV_RESULTS_DIR/device_probe.md" || status=1 ;;

@@ -1,7 +1,8 @@
 """Timing fidelity on a GPU: is our latency stable, and does it agree with triton.testing.do_bench?
 
 For a few bundled examples, on each task's first performance case:
-  - our `time_on_device` median, measured 5 times: coefficient of variation (CV) of the medians;
+  - our median (`time_staged`, the verifier's protocol), measured 5 times: coefficient of variation (CV) of the
+    medians;
   - `triton.testing.do_bench(..., return_mode="median")` on the same callable and inputs: the ratio;
   - the end-to-end `Verifier.verify` task speedup over --verify-runs runs: min and max.
 Cases: the smallest and the largest performance case of each task. do_bench counts host launch time
@@ -29,7 +30,7 @@ import triton.testing  # noqa: E402
 
 from bench.bundled_cases import bundled_case, publish  # noqa: E402
 from kernelvault.contracts import Candidate  # noqa: E402
-from kernelvault.toolchain.sandboxed.timing import time_on_device  # noqa: E402
+from kernelvault.toolchain.sandboxed.timing import time_staged  # noqa: E402
 from kernelvault.toolchain.tasks import load_task_file  # noqa: E402
 from kernelvault.toolchain.verify import Verifier  # noqa: E402
 
@@ -45,8 +46,12 @@ def measure(name: str, case_index: int, device: torch.device, repeats: int) -> s
         def run(inputs: list[object]) -> object:
             return model(*inputs)
 
+        # the verifier's protocol: fresh values for every call, every output checksummed (`timing.time_staged`)
         medians = [
-            time_on_device(run, input_sets, repetitions=100, warmup=10).median_ms for _ in range(repeats)
+            time_staged(
+                run, input_sets, repetitions=100, warmup=10, device=device, timing_seed=seed
+            ).median_ms
+            for seed in range(repeats)
         ]
         bench_ms = triton.testing.do_bench(
             lambda: run(input_sets[0]), warmup=25, rep=100, return_mode="median"

@@ -41,6 +41,8 @@ TIMING = pa.struct([
     ("case", pa.string()), ("candidate_ms", pa.float64()), ("reference_ms", pa.float64()),
     ("candidate_spread", pa.float64()), ("reference_spread", pa.float64()), ("repetitions", pa.int64()),
     ("calls_per_sample", pa.int64()),  # the timing method: 1 = one call per sample (toolchain.sandboxed.timing)
+    ("inputs", pa.string()),  # the timing protocol: "fresh" or "rotate" (null: not recorded)
+    ("checked_calls", pa.int64()),  # timed calls whose outputs' checksums matched the reference's
 ])  # fmt: skip
 MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string()), ("reasoning", pa.string())])
 

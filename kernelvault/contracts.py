@@ -142,6 +142,11 @@ class CaseTiming:
     # calls per sample, the same on both sides: 1 times each call alone after an L2 flush; more (kernels of a few
     # microseconds) times consecutive calls between one pair of events, only the first after the flush
     calls_per_sample: int = 1
+    # the timing protocol (`toolchain.sandboxed.timing`): "fresh" (every timed call on new values, its output
+    # checksummed against the reference's) or "rotate" (fixed input sets: a fidelity benchmark's); None: not
+    # recorded (rows written before the protocol was)
+    inputs: str | None = None
+    checked_calls: int | None = None  # timed calls whose checksums matched the reference's (fresh)
 
 
 @dataclass(frozen=True)

@@ -22,18 +22,20 @@ build cache.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
 import re
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 _prebuilt: dict[str, str] = {}  # sha256(source) → library path, filled by the verification worker
 _prebuilt_only = False
-_launch_observer: Callable[[str], None] | None = None
+_launch_observer: Callable[[str], AbstractContextManager[Any] | None] | None = None
 
 _INTEGER_TYPES: dict[str, Any] = {
     "int": ctypes.c_int, "signed": ctypes.c_int, "unsigned": ctypes.c_uint, "unsigned int": ctypes.c_uint,
@@ -157,8 +159,9 @@ def register_prebuilt(source_sha256: str, library: str, only: bool = True) -> No
     _prebuilt_only = only
 
 
-def set_launch_observer(observer: Callable[[str], None] | None) -> None:
-    """Worker side: called with the function name before every launch (counts launches, checks streams)."""
+def set_launch_observer(observer: Callable[[str], AbstractContextManager[Any] | None] | None) -> None:
+    """Worker side: called with the function name before every launch (counts launches, checks streams); what it
+    returns, a context or None, is entered around the launch (the device's record knows the launch by it)."""
     global _launch_observer
     _launch_observer = observer
 
@@ -206,9 +209,9 @@ class LaunchFunction:
                 values.append(float(value))
         if signature.takes_stream:
             values.append(torch.cuda.current_stream().cuda_stream if self._device_type == "cuda" else None)
-        if _launch_observer is not None:
-            _launch_observer(signature.name)
-        status = self._function(*values)
+        scope = _launch_observer(signature.name) if _launch_observer is not None else None
+        with scope if scope is not None else contextlib.nullcontext():
+            status = self._function(*values)
         if signature.returns_error and status != 0:
             message = self._error_string(status).decode("utf-8", "replace") if self._error_string else ""
             raise RuntimeError(f"{signature.name} returned HIP error {status}: {message}")

@@ -1,8 +1,8 @@
 """The timing stage's protocol, run on CPU through the interpreter (`VerifyConfig.time_on_cpu`).
 
-On a GPU every performance case is timed and two timed calls are spot-checked by the parent
-(`kernelvault.toolchain.judge`): the timed calls' inputs reach the candidate's worker only when it is timed, and a
-success needs every case's spot checks judged by the parent. This runs that code path in CI, where no GPU is; the
+On a GPU every performance case is timed under the timing protocol (`kernelvault.toolchain.sandboxed.timing`): every
+timed call runs on fresh values and its output is checksummed against the reference's, and two kept outputs, drawn
+by the parent after the run, are judged in full (`kernelvault.toolchain.judge`); a success needs all of it. This runs that code path in CI, where no GPU is; the
 interpreter's wall clock is no kernel measurement, so it never becomes a speedup.
 """
 
@@ -53,6 +53,8 @@ def test_an_honest_kernel_is_timed_per_case_and_spot_checked_but_gets_no_speedup
     assert verdict.correct is True and verdict.failure_kind is None, verdict.failure_message
     assert [t.case for t in verdict.timings] == [case.name for case in small_relu.performance_cases]
     assert all(t.repetitions == 6 and t.candidate_ms > 0 and t.reference_ms > 0 for t in verdict.timings)
+    # every timed call of every case was checked, on fresh inputs, and the rows say so
+    assert all(t.inputs == "fresh" and t.checked_calls == 6 * t.calls_per_sample for t in verdict.timings)
     assert verdict.speedup is None and verdict.reward.total == pytest.approx(1.4)
     stages = {stage.name: stage for stage in verdict.stages}
     assert stages["time"].outcome == "passed" and "not a kernel measurement" in stages["time"].log
@@ -65,17 +67,19 @@ def test_an_honest_kernel_is_timed_per_case_and_spot_checked_but_gets_no_speedup
     assert int(costs.group(1)) >= 3 * len(small_relu.performance_cases)
 
 
-def test_a_kernel_that_replays_results_while_timed_is_caught_by_the_spot_checks(small_relu, verifier) -> None:  # noqa: ANN001
+def test_a_kernel_that_replays_results_while_timed_is_caught_by_the_checksums(small_relu, verifier) -> None:  # noqa: ANN001
     verdict = verifier.verify(
         small_relu, Candidate(small_relu.task_id, "triton", REPLAYS_WHILE_TIMED, "test")
     )
     assert verdict.failure_kind == "integrity_reject" and verdict.correct is False
-    assert verdict.failure_message.startswith("cached_results: timed call 5 returned a wrong result")
+    # its sixth call of the case's shape, the first timed one (the case's check ran it three times, its staging once,
+    # the warm-up once): every timed call is checked, not only the spot-checked ones
+    assert verdict.failure_message.startswith("cached_results: timed call 0/0: output: checksum")
     assert verdict.reward.total <= 0.4
 
 
-# Keeps one output buffer per shape and writes every call's result into it: legitimate, and the reason a
-# sample's kept output is its last call's (an earlier call's result is overwritten by the later ones).
+# Keeps one output buffer per shape and writes every call's result into it: legitimate, but an earlier call's
+# result is overwritten by the later ones of its sample, so it is timed one call per sample (every call checked).
 REUSES_ITS_OUTPUT = (ROOT / "examples" / "triton" / "relu.py").read_text().replace(
     "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n",
     "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
@@ -133,13 +137,18 @@ def test_a_short_case_is_timed_several_calls_per_sample_the_same_way_for_every_c
     assert all(1 < k <= 128 for k in calls), calls
     log = {stage.name: stage for stage in first.stages}["time"].log
     assert f", {'/'.join(map(str, sorted(set(calls))))} calls per sample;" in log, log
-    # A candidate that writes every result into one buffer passes the spot checks (the kept output is the
-    # sample's last call), and is timed with the cases' calls per sample chosen for the first candidate.
+    # A candidate that writes every result into one buffer is correct, and timed one call per sample (the reference
+    # too): with several, only a sample's last output would be there to check, and a candidate that computes only
+    # the last call (its input buffer says which it is) would be credited with a fraction of the work.
     reusing = batching_verifier.verify(
         small_relu, Candidate(small_relu.task_id, "triton", REUSES_ITS_OUTPUT, "test")
     )
     assert reusing.correct is True, reusing.failure_message
-    assert [t.calls_per_sample for t in reusing.timings] == calls
+    assert [t.calls_per_sample for t in reusing.timings] == [1] * len(calls)
+    assert all(t.checked_calls == t.repetitions for t in reusing.timings)
+    # the next candidate is timed with the case's calls per sample again
+    again = batching_verifier.verify(small_relu, Candidate(small_relu.task_id, "triton", code, "again"))
+    assert [t.calls_per_sample for t in again.timings] == calls
 
 
 def test_replaying_results_while_timed_is_caught_with_several_calls_per_sample(
@@ -152,12 +161,12 @@ def test_replaying_results_while_timed_is_caught_with_several_calls_per_sample(
     assert verdict.failure_message.startswith("cached_results: timed call")
 
 
-def test_with_shared_outputs_every_case_of_a_turn_is_spot_checked_after_it(
+def test_with_shared_outputs_every_case_of_a_turn_is_checked_after_it(
     small_relu, tmp_path_factory: pytest.TempPathFactory
 ) -> None:  # noqa: ANN001
     """Both performance cases are timed in one turn, then judged: with `shared_outputs` the reference keeps the
-    first case's expected outputs while it prepares the second (`Prepare.keep_earlier`), so an honest kernel's
-    spot checks all pass and a replaying one is caught, as with files."""
+    first case's kept outputs while it prepares the second (`Prepare.keep_earlier`), so an honest kernel's spot
+    checks all pass and a replaying one is caught, as with files."""
     caches = tmp_path_factory.mktemp("caches")
     verifier = Verifier(VerifyConfig(platform="cpu", time_on_cpu=True, repetitions=6, warmup=1, input_sets=2,
                                      shared_outputs=True, hip_cache=caches / "hip"))  # fmt: skip
@@ -170,4 +179,4 @@ def test_with_shared_outputs_every_case_of_a_turn_is_spot_checked_after_it(
         small_relu, Candidate(small_relu.task_id, "triton", REPLAYS_WHILE_TIMED, "test")
     )
     assert replaying.failure_kind == "integrity_reject", replaying.failure_message
-    assert replaying.failure_message.startswith("cached_results: timed call 5 returned a wrong result")
+    assert replaying.failure_message.startswith("cached_results: timed call 0/0: output: checksum")

@@ -31,6 +31,8 @@ from kernelvault.toolchain.sandboxed.requests import (
     Time,
     TimeReference,
     WireError,
+    WriteKept,
+    WriteKeptReference,
     from_wire,
     to_wire,
 )
@@ -49,7 +51,8 @@ REQUESTS = {
         Build("/in/init.st", 7),
         Forward("/in/x.st", "/out/y.st", poison=12345.0, reuse_inputs=True),
         StageTime("/in/init.st", 7, ["/in/a.st", "/in/b.st"], True),
-        Time(20, 3, {"6": "/out/t6.st"}, calls_per_sample=8),
+        Time(20, 3, 123456789, calls_per_sample=8, case="small", inputs="rotate"),
+        WriteKept("small", {"6": "/out/t6.st"}, share=True),
         End(),
     ],
     "reference": [
@@ -57,7 +60,9 @@ REQUESTS = {
         StageReference(**TASK, weight_seed=3, init_path="/ref/init.st", inputs_paths=["/ref/a.st"],
                        fresh_arguments=True),
         PilotReference(**TASK, weight_seed=3, warmup=3),
-        TimeReference(**TASK, weight_seed=3, repetitions=20, warmup=3, calls_per_sample=8),
+        TimeReference(**TASK, weight_seed=3, repetitions=20, warmup=3, timing_seed=123456789, keep=[6, 11],
+                      calls_per_sample=8, atol=1e-3, rtol=None),
+        WriteKeptReference(**TASK, weight_seed=3, outputs={"6": "/ref/t6.st"}),
     ],
     "cross_compile": [Compile("/job/c.py", "/job/l.jsonl", "kv_candidate_2", "hip", "gfx942", 64, [])],
     "task_check": [CheckTask("/t/task.py", "/t/result.json", [{"name": "small", "overrides": {}}], "halve")],
@@ -77,8 +82,12 @@ def test_an_operation_means_the_record_of_the_worker_that_receives_it() -> None:
     # "time" is the candidate's timed calls to one worker and the reference's timing to the other.
     candidate_time, reference_time = REQUESTS["candidate"][4], REQUESTS["reference"][3]
     assert to_wire(candidate_time)["op"] == to_wire(reference_time)["op"] == "time"
-    with pytest.raises(WireError, match="unknown field"):
+    with pytest.raises(WireError, match="missing field"):
         from_wire("reference", to_wire(candidate_time))
+    # "write_kept" too: the reference's names the task and the case it kept outputs of
+    assert to_wire(REQUESTS["candidate"][5])["op"] == to_wire(REQUESTS["reference"][4])["op"] == "write_kept"
+    with pytest.raises(WireError, match="missing field"):
+        from_wire("reference", to_wire(REQUESTS["candidate"][5]))
     with pytest.raises(WireError, match="no request 'prepare'"):
         from_wire("candidate", to_wire(REQUESTS["reference"][0]))
 

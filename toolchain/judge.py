@@ -14,10 +14,14 @@ seal, a judgement). So it holds nothing worth finding:
 - no seeds: the parent draws a fresh seed for every input set of every job from `secrets`, and the
   candidate's process receives a case's inputs only when it must run them (the timed calls' inputs when
   they are timed). What it can learn in `__init__` (the weights' seed, which it needs to build the same
-  weights as the reference) says nothing about any input;
+  weights as the reference) says nothing about any input. The timing seed of a performance case (every timed
+  call's fresh values, `kernelvault.toolchain.sandboxed.timed_values`) arrives with its timed request, which
+  needs it; it says nothing about the checks' inputs;
 - no judge: nothing it sends is a judgement, a scope or a seal. Its replies are requests' answers; an
   output is a file the parent reads (safetensors, never unpickled) and compares with `compare_outputs`.
-  Every comparison is made here, once.
+  Every comparison is made here, once: the timed calls' checksums too (against the reference's on the same
+  values), and the full checks of two timed outputs, drawn here after both workers ran among the samples the
+  candidate's worker kept (drawn there from the OS's randomness, before the run).
 
 What the candidate's process still decides: its own timings (measured in-process with device events) and
 the tripwires' findings. A candidate that gets past the static wall and the tripwires could forge its own
@@ -54,9 +58,12 @@ from kernelvault.toolchain.sandboxed.requests import (
     StageTime,
     Time,
     TimeReference,
+    WriteKept,
+    WriteKeptReference,
 )
 from kernelvault.toolchain.sandboxed.tensor_files import TensorFileError, read_tensors
-from kernelvault.toolchain.sandboxed.timing import calls_for
+from kernelvault.toolchain.sandboxed.timed_values import compare_checksums
+from kernelvault.toolchain.sandboxed.timing import KEPT_SAMPLES, calls_for
 from kernelvault.toolchain.worker_jobs import CheckJob
 
 if TYPE_CHECKING:
@@ -411,25 +418,19 @@ class _Check:
         return timings
 
     def prepare_timed(self, case: TaskCase, keep_earlier: bool) -> _StagedCase:
-        """The reference's inputs (and the spot checks' expected outputs) for the case's timed calls;
-        `keep_earlier`: the reference keeps this job's earlier stagings and shared outputs (a turn not taken
-        yet, spot checks not judged yet)."""
-        count = self.job.input_sets
-        spot_checks = sorted({self.job.repetitions // 3, self.job.repetitions - 1})  # judged after the turn
-        needed = {index % count for index in spot_checks}
+        """The reference's inputs for the case's timed calls (the bases of their fresh values); `keep_earlier`:
+        the reference keeps this job's earlier stagings and shared outputs (a turn not taken yet, spot checks not
+        judged yet)."""
         weight_seed = draw_seed()
-        sets = [
-            {"name": f"timed-{case.name}-{k}", "seed": draw_seed(), "expected": k in needed}
-            for k in range(count)
-        ]
+        sets = [{"name": f"timed-{case.name}-{k}", "seed": draw_seed(), "expected": False}
+                for k in range(self.job.input_sets)]  # fmt: skip
         prepared = self.ask_reference(Prepare(**self._task_fields(), case=case.name, overrides=case.overrides,
                                               weight_seed=weight_seed, sets=sets, out_dir=str(self.reference_dir),
                                               share=self.job.shared_outputs, keep_earlier=keep_earlier))  # fmt: skip
         files = [prepared["sets"][entry["name"]] for entry in sets]
         paths = [Path(prepared["init"]), *(Path(entry["inputs"]) for entry in files)]
         return _StagedCase(
-            case=case, weight_seed=weight_seed, init_path=str(prepared["init"]), files=files,
-            spot={str(index): str(self.outputs(f"timed-{case.name}-{index}")) for index in spot_checks},
+            case=case, weight_seed=weight_seed, timing_seed=draw_seed(), init_path=str(prepared["init"]), files=files,
             # A function that changes its arguments (an optimiser step) is timed on fresh copies of them, on both
             # sides, so that its timed results are still the ones expected (`kernelvault.toolchain.function_tasks`).
             fresh=bool(prepared.get("mutates_arguments")),
@@ -449,38 +450,67 @@ class _Check:
             fresh_arguments=staged.fresh))  # fmt: skip
 
     def take_turn(self, group: list[_StagedCase]) -> list[dict[str, Any]]:
-        """The staged cases' timed calls in one turn alone on the device, then their spot checks judged (on the
-        parent's side, once the device is given back to the other lanes)."""
+        """The staged cases' timed calls in one turn alone on the device (candidate, then reference, per case; with
+        fresh inputs every timed call's checksums compared as each case's replies come), then their spot checks:
+        two of the outputs the workers kept, drawn here once both replied and judged in full (on the parent's
+        side, once the device is given back to the other lanes)."""
+        mode = self.job.timing_inputs
         answers = []
         for staged in group:  # the lane's turn alone on the device starts at the first timed request
             case = staged.case
             with self.part(f"time {case.name}"):
-                calls = self.calls_per_sample(case, staged.weight_seed)
-                timed = self.ask_candidate(Time(self.job.repetitions, self.job.warmup, staged.spot, calls,
-                                                share=self.job.shared_outputs, case=case.name))  # fmt: skip
-                # The reference is timed right after the candidate, in the same turn of the device.
+                asked = self.calls_per_sample(case, staged.weight_seed)
+                timed = self.ask_candidate(Time(self.job.repetitions, self.job.warmup, staged.timing_seed, asked,
+                                                case=case.name, inputs=mode))  # fmt: skip
+                calls, kept = _timed_run(timed, asked, self.job.repetitions)
+                # The reference is timed right after the candidate, in the same turn of the device: the same values,
+                # the same calls per sample (one, where the candidate's outputs shared memory), the same kept samples.
                 reference = self.ask_reference(TimeReference(
                     **self._task_fields(), case=case.name, overrides=case.overrides, weight_seed=staged.weight_seed,
-                    repetitions=self.job.repetitions, warmup=self.job.warmup, calls_per_sample=calls))  # fmt: skip
-            answers.append((staged, timed, reference, calls))
+                    repetitions=self.job.repetitions, warmup=self.job.warmup, timing_seed=staged.timing_seed,
+                    keep=kept, calls_per_sample=calls, inputs=mode, atol=self.job.atol, rtol=self.job.rtol))  # fmt: skip
+                checked = self.compare_timed(timed, reference) if mode == "fresh" else 0
+            answers.append((staged, timed, reference, calls, kept, checked))
         if self.hold is not None:
             self.costs.gate_seconds += self.hold.timing_done()
         timings = []
-        count = self.job.input_sets
-        for staged, timed, reference, calls in answers:
+        for staged, timed, reference, calls, kept, checked in answers:
             with self.part(f"time {staged.case.name}"):
-                for index, path in staged.spot.items():
-                    check = self.judge(str(staged.files[int(index) % count]["expected"]), Path(path))
-                    if check.failure_kind is not None:
-                        fail(
-                            "integrity_reject",
-                            f"cached_results: timed call {index} returned a wrong result ({check.message})",
-                        )
+                self.spot_check(staged, kept, calls)
             timings.append({"case": staged.case.name, "candidate_ms": float(timed["median_ms"]),
                             "reference_ms": float(reference["median_ms"]), "candidate_spread": float(timed["spread"]),
                             "reference_spread": float(reference["spread"]), "repetitions": int(timed["repetitions"]),
-                            "calls_per_sample": calls})  # fmt: skip
+                            "calls_per_sample": calls, "inputs": mode, "checked_calls": checked})  # fmt: skip
         return timings
+
+    def compare_timed(self, timed: dict[str, Any], reference: dict[str, Any]) -> int:
+        """Every timed call's checksums against the reference's (`timed_values.compare_checksums`); how many calls
+        were compared. A difference is a cached (or otherwise wrong) result of that call."""
+        started = time.monotonic()
+        problem, checked = compare_checksums(timed.get("checksums"), reference.get("checksums"))
+        self.costs.answer_seconds += time.monotonic() - started
+        if problem is not None:
+            fail("integrity_reject", f"cached_results: {problem}")
+        if checked == 0:
+            fail("infrastructure_error", "the timed run checked no call: the reference sent no checksums")
+        return checked
+
+    def spot_check(self, staged: _StagedCase, kept: list[int], calls: int) -> None:
+        """Two of the kept samples' outputs (drawn now, after both runs) judged in full against the reference's."""
+        case = staged.case
+        drawn = secrets.SystemRandom().sample(kept, min(SPOT_CHECKS, len(kept)))
+        outputs = {str(sample): str(self.outputs(f"timed-{case.name}-{sample}")) for sample in drawn}
+        expected = {str(sample): str(self.reference_dir / f"timed-{case.name}-{sample}.expected.st")
+                    for sample in drawn}  # fmt: skip
+        share = self.job.shared_outputs
+        self.ask_candidate(WriteKept(case.name, outputs, share))
+        self.ask_reference(WriteKeptReference(**self._task_fields(), case=case.name, overrides=case.overrides,
+                                              weight_seed=staged.weight_seed, outputs=expected, share=share))  # fmt: skip
+        for sample in drawn:
+            check = self.judge(expected[str(sample)], Path(outputs[str(sample)]))
+            if check.failure_kind is not None:
+                fail("integrity_reject",
+                     f"cached_results: timed call {sample}/{calls - 1} returned a wrong result ({check.message})")  # fmt: skip
 
     def calls_per_sample(self, case: TaskCase, weight_seed: int) -> int:
         """The case's calls per timed sample (`timing.calls_for`): from a pilot of the reference the first time a
@@ -502,6 +532,19 @@ class _Check:
 # Calls per sample by (task id, case, sample_ms), for this parent process's lifetime: every lane of a pool times
 # a task's case the same way.
 _CALLS_PER_SAMPLE: dict[tuple[str, str, float], int] = {}
+SPOT_CHECKS = 2  # kept timed outputs judged in full per performance case
+
+
+def _timed_run(timed: dict[str, Any], asked: int, repetitions: int) -> tuple[int, list[int]]:
+    """The calls per sample the candidate's worker timed with (`asked`, or one where its outputs shared memory)
+    and the samples it kept, read from its reply as untrusted data."""
+    calls, kept = timed.get("calls_per_sample"), timed.get("kept")
+    if calls not in (asked, 1) or not isinstance(kept, list) or not 0 < len(kept) <= KEPT_SAMPLES:
+        fail("integrity_reject", "cached_results: the timed run's report does not say what it ran and kept")
+    samples = sorted({sample for sample in kept if type(sample) is int and 0 <= sample < repetitions})
+    if len(samples) != len(kept):
+        fail("integrity_reject", "cached_results: the timed run kept samples it did not run")
+    return int(calls), samples
 
 
 @dataclass
@@ -510,9 +553,9 @@ class _StagedCase:
 
     case: TaskCase
     weight_seed: int
+    timing_seed: int  # every timed call's fresh values, on both sides (`timed_values`)
     init_path: str
-    files: list[dict[str, Any]]  # per input set: its inputs file and (for spot checks) its expected outputs
-    spot: dict[str, str]  # timed call index -> the candidate's output (file or bundle name)
+    files: list[dict[str, Any]]  # per input set: its inputs file
     fresh: bool
     megabytes: float
 

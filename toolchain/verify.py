@@ -58,7 +58,7 @@ from kernelvault.toolchain.optimisation import (
 from kernelvault.toolchain.platforms import AMD_WAVEFRONT, PlatformChoice, detect_platform, run_environment
 from kernelvault.toolchain.reward import DEFAULT_REWARD, RewardConfig, graded_reward, task_speedup
 from kernelvault.toolchain.sandbox import SandboxLimits, SandboxResult
-from kernelvault.toolchain.sandboxed.timing import DEFAULT_GPU_SAMPLE_MS
+from kernelvault.toolchain.sandboxed.timing import DEFAULT_GPU_SAMPLE_MS, TIMING_INPUTS
 from kernelvault.toolchain.static_check import check_hip_candidate, check_triton_candidate
 from kernelvault.toolchain.static_wall import check_candidate
 from kernelvault.toolchain.worker_jobs import CheckJob, CompileJob, HipBuild, WorkerJob, WorkerSetup
@@ -93,6 +93,11 @@ class VerifyConfig:
     # (`toolchain.device_gate`). Both sides hold their copy on the device until the turn ends, so a lane holds
     # about twice this at most, beside the models. 0: one turn per performance case, as before 2026-12-03.
     turn_staged_mb: float = 4096.0
+    # The timing protocol (`toolchain.sandboxed.timing`): "fresh", every timed call on values never used before
+    # in the run (written outside the timed span) and every timed output checksummed against the reference's;
+    # "rotate", the protocol before it (a few fixed input sets, two outputs spot-checked, no checksums), which
+    # a cache can answer: only for side-by-side fidelity benchmarks (bench/small_case_spread.py).
+    timing_inputs: str = "fresh"
     reward: RewardConfig = field(default_factory=lambda: DEFAULT_REWARD)
     python: str = sys.executable
     keep_workdir: bool = False
@@ -249,6 +254,9 @@ class Verifier:
 
     def __init__(self, config: VerifyConfig | None = None) -> None:
         self.config = config or VerifyConfig()
+        if self.config.timing_inputs not in TIMING_INPUTS:
+            choice = self.config.timing_inputs
+            raise ValueError(f"timing_inputs must be one of {TIMING_INPUTS}, not {choice!r}")
         self.choice: PlatformChoice = detect_platform(self.config.platform, self.config.arch)
         self.isolation: Isolation = resolve_isolation(self.config.isolation, self.config.python)
         self.environment: RunEnvironment = dataclasses.replace(run_environment(self.choice),
@@ -546,6 +554,7 @@ class Verifier:
             hip=hip,
             shared_outputs=self.shares_outputs(),
             turn_staged_mb=self.config.turn_staged_mb,
+            timing_inputs=self.config.timing_inputs,
         )
 
     def shares_outputs(self) -> bool:
@@ -678,8 +687,8 @@ class Verifier:
         if timings and passed:  # time_on_cpu: the protocol ran; the interpreter's wall clock is no speedup
             batched = sorted({t.calls_per_sample for t in timings if t.calls_per_sample > 1})
             per_sample = f", {'/'.join(map(str, batched))} calls per sample" if batched else ""
-            stages.add("time", "passed", timed_seconds, "interpreter wall clock, timed calls spot-checked by the "
-                       f"parent{per_sample}; not a kernel measurement, so no speedup")  # fmt: skip
+            stages.add("time", "passed", timed_seconds, f"interpreter wall clock, {_protocol(timings)}{per_sample}; "
+                       "not a kernel measurement, so no speedup")  # fmt: skip
         else:
             stages.add("time", "skipped", 0.0, "no GPU: the cpu platform does not time kernels")
         return self._finish(
@@ -738,7 +747,7 @@ class Verifier:
             stages.add("time", "passed", timed_seconds, "; ".join(
                 f"{t.case}: {t.candidate_ms:.4f} ms vs reference {t.reference_ms:.4f} ms ({t.repetitions} reps"
                 + (f" of {t.calls_per_sample} calls)" if t.calls_per_sample > 1 else ")")
-                for t in timings))  # fmt: skip
+                for t in timings) + f"; {_protocol(timings)}")  # fmt: skip
         speedup = (
             task_speedup([t.reference_ms for t in timings], [t.candidate_ms for t in timings])
             if kind is None
@@ -750,6 +759,14 @@ class Verifier:
             failure_message=check["failure_message"], checks=check["checks"], timings=timings, speedup=speedup,
             kernels=check["kernels"], compile_log=trim(compile_log or ""),
         )  # fmt: skip
+
+
+def _protocol(timings: tuple[CaseTiming, ...]) -> str:
+    """How the timed calls were checked, for the time stage's log."""
+    checked = sum(t.checked_calls or 0 for t in timings)
+    if all(t.inputs == "fresh" for t in timings):
+        return f"fresh inputs on every timed call, {checked} timed call(s) checksummed, two outputs a case spot-checked"
+    return "rotated fixed inputs (not the verifying protocol), two outputs a case spot-checked"
 
 
 def _add_check_stage(

@@ -72,6 +72,7 @@ class CheckJob:
         False  # outputs and expected outputs as shared memory, judged where they are (`bundles`)
     )
     turn_staged_mb: float = 4096.0  # staged inputs one turn alone on the device times (`VerifyConfig`)
+    timing_inputs: str = "fresh"  # the timing protocol (`VerifyConfig.timing_inputs`)
 
 
 @dataclass(frozen=True)

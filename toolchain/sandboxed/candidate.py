@@ -8,7 +8,9 @@ parent asks, one request at a time (`kernelvault.toolchain.judge` drives the che
     forward  run forward on an input file the parent placed in the worker's read-only `in/` folder, and
              write the output to a file the parent judges; `reuse_inputs` writes new values into the
              previous call's input tensors first (a result cached by input address must not survive)
-    time     time forward over several input files, keeping the spot-checked calls' outputs as files
+    time     time forward on the case's staged inputs under the timing protocol (`timing`): fresh values for
+             every call, every output checksummed, a few outputs kept at samples drawn here
+    write_kept  write kept outputs the parent drew, for its full checks
     end      take the guards down; report the kernels it launched and whether this process can go on
 
 What is not here: the task's reference (it runs in another jailed process, `kernelvault.toolchain.sandboxed.reference`),
@@ -62,10 +64,13 @@ from kernelvault.toolchain.sandboxed.integrity import (
     INIT_OPS,
     PatchSnapshot,
     ProcessGuards,
+    TensorPrinting,
+    TensorValueMethods,
     TorchComputeMonitor,
     Violations,
     patch_targets,
 )
+from kernelvault.toolchain.sandboxed.plain_output import output_type_problem, plain_leaves
 from kernelvault.toolchain.sandboxed.requests import (
     Build,
     CandidateRequest,
@@ -74,10 +79,12 @@ from kernelvault.toolchain.sandboxed.requests import (
     Load,
     StageTime,
     Time,
+    WriteKept,
 )
 from kernelvault.toolchain.sandboxed.source_text import load_module
 from kernelvault.toolchain.sandboxed.tensor_files import read_tensors, write_tensors
-from kernelvault.toolchain.sandboxed.timing import time_on_device
+from kernelvault.toolchain.sandboxed.timed_values import TimedCallViolation
+from kernelvault.toolchain.sandboxed.timing import RandomKeep, harness_replaced, prepare_device, time_staged
 
 _LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "waves_per_eu", "matrix_instr_nonkdim"}
 _MESSAGE_LIMIT = 2000  # characters of an exception's text kept in a failure message
@@ -104,17 +111,25 @@ class LaunchRecorder:
         "count",
         "enabled",
         "refused_argument",
+        "device_scope",
     )  # fields that change while it works (`PatchSnapshot`)
 
     def __init__(
-        self, path: Path, violations: Violations, on_launch: Callable[[Iterable[Any] | None], None]
+        self,
+        path: Path,
+        violations: Violations,
+        on_launch: Callable[[Iterable[Any] | None], None],
+        during_launch: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
     ) -> None:
         self.path = path
         self.violations = violations
         self.on_launch = on_launch  # the monitor learns which tensors a kernel may have written
+        self.during_launch = during_launch  # the monitor knows the launcher's own copies for what they are
         self.count = 0
         self.enabled = True  # off while timing: recording costs host time between launches
         self.refused_argument: str | None = None  # the first launch argument a kernel may not take
+        # while a device record is kept: the range around each launch by which it knows the candidate's kernels
+        self.device_scope: Callable[[], contextlib.AbstractContextManager[Any]] | None = None
         self.kernels: list[str] = []
         self._seen: set[str] = set()
         self._replaced: tuple[Any, Any] | None = None
@@ -133,6 +148,8 @@ class LaunchRecorder:
             if not kwargs.get("warmup") and recorder.enabled:
                 launch_kwargs = {key: value for key, value in kwargs.items() if key not in ("grid", "warmup")}
                 recorder.record(kernel.fn, args, launch_kwargs)
+                with recorder.launch_scope():
+                    return original(kernel, *args, **kwargs)
             return original(kernel, *args, **kwargs)
 
         launcher.run = recording_run  # type: ignore[method-assign]
@@ -149,10 +166,20 @@ class LaunchRecorder:
                     "side_stream", f"{name} was launched on a side stream, outside the timed stream"
                 )
 
-    def record_native(self, name: str) -> None:
-        """A HIP launch function is about to run (called by kernelvault.hip / the load_inline proxy)."""
+    def launch_scope(self) -> contextlib.AbstractContextManager[Any]:
+        """Entered around every launch the harness issues for the candidate: on a GPU with a device record, the
+        range by which the record knows a kernel as the candidate's own (`DeviceRecord.LAUNCH`)."""
+        scope = contextlib.ExitStack()
+        scope.enter_context(self.during_launch())
+        if self.device_scope is not None:
+            scope.enter_context(self.device_scope())
+        return scope
+
+    def record_native(self, name: str) -> contextlib.AbstractContextManager[Any] | None:
+        """A HIP launch function is about to run (called by kernelvault.hip / the load_inline proxy); the launch
+        runs inside what this returns."""
         if not self.enabled:
-            return
+            return None
         self.count += 1
         self.on_launch(None)
         self._check_stream(name)
@@ -160,6 +187,7 @@ class LaunchRecorder:
             self.kernels.append(name)
             with self.path.open("a") as handle:
                 handle.write(json.dumps({"kernel": name, "language": "hip"}) + "\n")
+        return self.launch_scope()
 
     def record(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         name = getattr(fn, "__name__", "?")
@@ -306,12 +334,6 @@ def sync_device(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _tensors_of(value: Any) -> list[Any]:
-    if isinstance(value, (tuple, list)):
-        return [leaf for item in value for leaf in _tensors_of(item)]
-    return [value]
-
-
 def _outputs_alias_inputs(output: Any, inputs: list[Any]) -> bool:
     pointers = {
         item.untyped_storage().data_ptr()
@@ -319,7 +341,7 @@ def _outputs_alias_inputs(output: Any, inputs: list[Any]) -> bool:
         if isinstance(item, torch.Tensor) and item.numel()
     }
     return any(isinstance(item, torch.Tensor) and item.numel() and item.untyped_storage().data_ptr() in pointers
-               for item in _tensors_of(output))  # fmt: skip
+               for item in plain_leaves(output))  # fmt: skip
 
 
 def _thread_count() -> int:
@@ -340,15 +362,22 @@ class CandidateGuards:
         self.expect_filled_memory = False  # set while unwritten_memory_filled is on
         self.record: DeviceRecord | None = None  # the device's own record (GPU), from `CandidateHost._load`
         self.monitor = TorchComputeMonitor(self.violations, job.allowed_ops)
-        self.recorder = LaunchRecorder(Path(job.launches_path), self.violations, self.monitor.forget_written)
+        self.recorder = LaunchRecorder(
+            Path(job.launches_path), self.violations, self.monitor.forget_written, self.monitor.launching
+        )
         self.recorder.install(interpreted=device.type == "cpu")
         self.process_guards = ProcessGuards(self.violations, writable)
         self.process_guards.install()
+        self.printing = TensorPrinting()
+        self.printing.install()
+        self.value_methods = TensorValueMethods(self.violations, self.monitor)
+        self.value_methods.install()
         # Taken after our own wrappers are in place: anything that changes from here on was the candidate.
         targets = patch_targets([sys.modules[__name__], sys.modules[timing.__name__], sys.modules[tensor_files.__name__],
                                  sys.modules[integrity.__name__], sys.modules[requests.__name__]])  # fmt: skip
         targets |= {"CandidateGuards": CandidateGuards, "LaunchRecorder": LaunchRecorder, "violations": self.violations,
-                    "monitor": self.monitor, "recorder": self.recorder, "process_guards": self.process_guards}  # fmt: skip
+                    "monitor": self.monitor, "recorder": self.recorder, "process_guards": self.process_guards,
+                    "printing": self.printing, "value_methods": self.value_methods}  # fmt: skip
         if job.language == "hip":
             import kernelvault.hip as hip
 
@@ -359,6 +388,8 @@ class CandidateGuards:
     def uninstall(self) -> None:
         """Put back everything installed for this candidate (a persistent worker goes on to the next one)."""
         self.process_guards.uninstall()
+        self.printing.uninstall()
+        self.value_methods.uninstall()
         self.recorder.uninstall()
         if "kernelvault.hip" in sys.modules:
             sys.modules["kernelvault.hip"].set_launch_observer(None)
@@ -423,19 +454,11 @@ def check_untouched_inputs(pristine: list[Any], inputs: list[Any], output: Any) 
 def check_output_values(output: Any, device: torch.device) -> None:
     """Plain tensors on the inputs' device, in a tuple or list at most: anything else cannot be judged
     as written, and a lazy object would compute its value outside forward, when it is written out."""
-    for index, leaf in enumerate(_tensors_of(output)):
+    problem = output_type_problem(output)
+    if problem is not None:
+        raise CandidateFailure(*problem)
+    for index, leaf in enumerate(plain_leaves(output)):
         where = f"output {index}"
-        if (
-            isinstance(leaf, torch.Tensor)
-            and type(leaf) is not torch.Tensor
-            and not isinstance(leaf, torch.nn.Parameter)
-        ):
-            raise CandidateFailure("integrity_reject",
-                                   f"tensor_subclass: {where} is a {type(leaf).__name__}, not a plain tensor")  # fmt: skip
-        if not isinstance(leaf, torch.Tensor):
-            raise CandidateFailure(
-                "interface_error", f"{where} is {type(leaf).__name__}, expected a torch.Tensor"
-            )
         if leaf.device.type != device.type:
             raise CandidateFailure("interface_error", f"{where} is on {leaf.device}, expected {device}")
 
@@ -448,25 +471,6 @@ def check_output_values(output: Any, device: torch.device) -> None:
 GLUE_KERNEL_MARKERS = (
     "FillFunctor", "direct_copy_kernel", "CatArrayBatchedCopy", "copy_kernel", "at::native::arange_cuda_out"
 )  # fmt: skip
-_GLOBAL_FUNCTION = re.compile(
-    r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(?:[\w:<>,*&\s]+?)\b(\w+)\s*\("
-)
-
-
-_ATTRIBUTES = re.compile(r"__launch_bounds__\s*\([^)]*\)|__attribute__\s*\(\([^)]*\)\)")
-
-
-def kernel_names_in(source: str) -> set[str]:
-    """The `__global__` functions a HIP/CUDA source defines: the candidate's own kernels on the device."""
-    return set(_GLOBAL_FUNCTION.findall(_ATTRIBUTES.sub(" ", source or "")))
-
-
-def _kernel_identifier(name: str) -> str:
-    """`void relu_kernel<float>(float const*, ...)` -> relu_kernel: how CUPTI names a kernel, reduced."""
-    name = name.removeprefix("void ").strip()
-    for stop in ("(", "<"):
-        name = name.split(stop, 1)[0]
-    return name.rsplit("::", 1)[-1].strip()
 
 
 class DeviceRecord:
@@ -493,6 +497,10 @@ class DeviceRecord:
     WINDOW = "kv::candidate"
     # Import and building: where the dispatch monitor also admits parameter initialisation (random draws).
     CONSTRUCTION_WINDOW = "kv::candidate-construction"
+    # Around each launch the harness issues for the candidate (`LaunchRecorder.launch_scope`): a kernel is the
+    # candidate's because this range issued it, never because of its name (a Triton kernel named
+    # `vectorized_elementwise_kernel` would otherwise make PyTorch's own elementwise kernels look like its own).
+    LAUNCH = "kv::launch"
 
     def __init__(self) -> None:
         from torch.profiler import ProfilerActivity, profile
@@ -512,7 +520,10 @@ class DeviceRecord:
             finally:
                 torch.cuda.synchronize()
 
-    def finish(self, own: set[str]) -> list[str]:
+    def launch_scope(self) -> contextlib.AbstractContextManager[Any]:
+        return torch.profiler.record_function(self.LAUNCH)
+
+    def finish(self) -> list[str]:
         """Stop recording; what ran in the candidate's windows that was neither its own nor glue."""
         if self.stopped:
             return []
@@ -522,30 +533,35 @@ class DeviceRecord:
         windows = (self.WINDOW, self.CONSTRUCTION_WINDOW)
         if self.windows and not any(event.name() in windows for event in events):
             return ["the device's record of the candidate's windows is missing (the profiler was stopped)"]
-        return unexplained_device_events(events, own)
+        return unexplained_device_events(events)
 
 
-def unexplained_device_events(events: list[Any], own: set[str]) -> list[str]:
-    """The names of what the device ran inside the candidate's windows that is neither its own kernels (`own`)
-    nor glue: PyTorch's fills and copies into device memory, up to `DEVICE_SCALAR_COPIES` scalar reads in each
-    window, and in a construction window (import, building) the random draws of parameter initialisation that
-    the dispatch monitor admits there too (a kernel issued by one of its `INIT_OPS`: `torch.randn` in an answer's
-    example usage at import). `events`: torch's `_KinetoEvent`s of one record."""
+def unexplained_device_events(events: list[Any]) -> list[str]:
+    """The names of what the device ran inside the candidate's windows that is neither its own kernels (issued
+    inside a `DeviceRecord.LAUNCH` range: `LaunchedByHarness`) nor glue: PyTorch's fills and copies into device
+    memory, up to `DEVICE_SCALAR_COPIES` scalar reads in each window, and in a construction window (import,
+    building) the random draws of parameter initialisation that the dispatch monitor admits there too (a kernel
+    issued by one of its `INIT_OPS`: `torch.randn` in an answer's example usage at import). `events`: torch's
+    `_KinetoEvent`s of one record."""
     names = (DeviceRecord.WINDOW, DeviceRecord.CONSTRUCTION_WINDOW)
     spans = [(event.start_ns(), event.end_ns(), event.name() == DeviceRecord.CONSTRUCTION_WINDOW)
              for event in events if event.name() in names]  # fmt: skip
     found: list[str] = []
     scalar_reads: dict[int, int] = {}  # per window: a record holds every checked forward of a job
     issuers = _torch_ops_by_correlation(events)
+    launched = LaunchedByHarness(events, issuers)
     for event in events:
-        if event.device_type() == torch.autograd.DeviceType.CPU or event.name() in names:
-            continue
+        if event.device_type() == torch.autograd.DeviceType.CPU or event.name() in (
+            *names,
+            DeviceRecord.LAUNCH,
+        ):
+            continue  # the ranges' own marks on the device's timeline
         start = event.start_ns()
         inside = next((index for index, (begin, end, _) in enumerate(spans) if begin <= start <= end), None)
         if inside is None:
             continue
         name = event.name()
-        if _kernel_identifier(name) in own or any(marker in name for marker in GLUE_KERNEL_MARKERS):
+        if launched(event) or any(marker in name for marker in GLUE_KERNEL_MARKERS):
             continue
         if spans[inside][2] and _issued_by_initialisation(event, issuers):
             continue
@@ -565,6 +581,48 @@ def unexplained_device_events(events: list[Any], own: set[str]) -> list[str]:
         if name not in found:
             found.append(name)
     return found
+
+
+class LaunchedByHarness:
+    """Whether a device event was issued by a launch the harness made for the candidate: its issuing range (the
+    innermost range or op open on the launching thread, which the record links the event to) is one of the
+    `DeviceRecord.LAUNCH` ranges; or, where the record links it to nothing, the runtime call that launched it ran
+    inside such a range and inside no PyTorch op (an op a candidate's hook ran in the middle of a launch issues
+    PyTorch's kernels, not the candidate's)."""
+
+    _LAUNCH_CALLS = ("LaunchKernel", "LaunchCooperativeKernel")  # cudaLaunchKernel, cuLaunchKernelEx, hip*...
+
+    def __init__(self, events: list[Any], issuers: dict[int, str]) -> None:
+        cpu = [event for event in events if event.device_type() == torch.autograd.DeviceType.CPU]
+        self.ranges = {event.correlation_id() for event in cpu if event.name() == DeviceRecord.LAUNCH}
+        self.issuers = issuers
+        self.launch_spans = [
+            (e.start_ns(), e.end_ns(), e.start_thread_id()) for e in cpu if e.name() == DeviceRecord.LAUNCH
+        ]
+        self.op_spans = [(e.start_ns(), e.end_ns(), e.start_thread_id()) for e in cpu
+                         if e.correlation_id() in issuers]  # fmt: skip
+        self.calls = {
+            e.correlation_id(): e for e in cpu if any(call in e.name() for call in self._LAUNCH_CALLS)
+        }
+
+    def __call__(self, event: Any) -> bool:
+        try:
+            linked = event.linked_correlation_id()
+        except AttributeError:
+            linked = 0
+        if linked in self.ranges:
+            return True
+        if linked in self.issuers:
+            return False  # a PyTorch op issued it
+        call = self.calls.get(event.correlation_id())
+        if call is None:
+            return False
+        moment, thread = call.start_ns(), call.start_thread_id()
+        return _within(self.launch_spans, moment, thread) and not _within(self.op_spans, moment, thread)
+
+
+def _within(spans: list[tuple[int, int, int]], moment: int, thread: int) -> bool:
+    return any(begin <= moment <= end and owner == thread for begin, end, owner in spans)
 
 
 # How many one-scalar device-to-host copies one window allows: `.item()` of a 0-d argument, which the dispatch
@@ -670,11 +728,9 @@ class CandidateJob:
         )
         self.threads = _thread_count()
         self.saved_tmp: tuple[str | None, str | None] = (None, None)
-        self.sources: list[
-            str
-        ] = []  # HIP/CUDA sources of the candidate's own kernels (native form, load_inline)
         self.record_problem: str | None = None
         self.staged: dict[str, StagedTiming] = {}  # the performance cases `StageTime` readied for `Time`
+        self.kept: dict[str, dict[int, Any]] = {}  # per case, the timed outputs `Time` kept for `WriteKept`
 
 
 class CandidateHost:
@@ -699,6 +755,8 @@ class CandidateHost:
                 return self._stage_time(job, request)
             if isinstance(request, Time):
                 return self._time(job, request)
+            if isinstance(request, WriteKept):
+                return self._write_kept(job, request)
         except CandidateFailure as failure:
             if (
                 failure.kind != "integrity_reject" and job.guards.violations.first
@@ -722,6 +780,7 @@ class CandidateHost:
         torch.set_grad_enabled(False)
         if device.type == "cpu":
             untimed_autotuning()  # the interpreter has no driver to time configs with (`kernel_tasks`)
+        prepare_device(device)  # the timing's flush buffer: made before any candidate exists in this process
         job = CandidateJob(request, device)
         self.job = job
         # Temporary files of this job (Triton's .ptx for ptxas, the candidate's own) go to its folder.
@@ -732,6 +791,7 @@ class CandidateHost:
         if device.type == "cuda":
             try:
                 job.guards.record = DeviceRecord()
+                job.guards.recorder.device_scope = job.guards.record.launch_scope
             except Exception as error:  # noqa: BLE001 - no profiler here: the tripwires remain, and the log says so
                 job.record_problem = f"no device record: {one_line_error(error)}"
         try:
@@ -748,8 +808,6 @@ class CandidateHost:
                 for statement in request.test_imports:
                     exec(statement, vars(module))  # noqa: S102
             job.guards.raise_if_violated()
-            if isinstance(getattr(module, "HIP_SOURCE", None), str):
-                job.sources.append(module.HIP_SOURCE)
         except CandidateFailure as failure:
             return {"failure_kind": failure.kind, "failure_message": failure.message}
         except BaseException as error:  # noqa: BLE001 - sys.exit() at import is the candidate's failure
@@ -864,6 +922,10 @@ class CandidateHost:
             what = "forward and backward" if differentiates else "forward"
             with guards.watching(what, scalar_arguments=scalars):
                 output = model(*inputs)
+                # before anything reads it: a lazy output (a list subclass, a tensor subclass) would compute
+                # when read, and the harness reads it after the monitor stops watching
+                check_output_values(output, job.device)
+                guards.monitor.check_output(output)
                 if guards.expect_filled_memory and not _filling_unwritten_memory():
                     guards.violations.add(
                         "monkey_patch", "the candidate turned off the filling of uninitialised memory"
@@ -922,7 +984,6 @@ class CandidateHost:
         if staged is None:
             return {"failure_kind": "infrastructure_error", "failure_message": "time before stage_time"}
         model, input_sets, fresh = staged.model, staged.input_sets, staged.fresh_arguments
-        spot = {int(index): Path(path) for index, path in request.spot_outputs.items()}
         recorder = job.guards.recorder
         recorder.enabled = False
 
@@ -930,16 +991,32 @@ class CandidateHost:
             return model(*clone_value(inputs)) if fresh else model(*inputs)
 
         try:
-            stats = time_on_device(run_candidate, input_sets, request.repetitions, request.warmup,
-                                   job.device, keep_outputs=set(spot), calls_per_sample=request.calls_per_sample)  # fmt: skip
+            stats = time_staged(run_candidate, input_sets, repetitions=request.repetitions, warmup=request.warmup,
+                                device=job.device, calls_per_sample=request.calls_per_sample, inputs=request.inputs,
+                                timing_seed=request.timing_seed, keep=RandomKeep(), strict=True)  # fmt: skip
+        except TimedCallViolation as violation:
+            raise CandidateFailure("integrity_reject", violation.message) from None
         except Exception as error:
             raise CandidateFailure("runtime_error", f"failed while timed: {one_line_error(error)}") from None
         finally:
             recorder.enabled = True
         job.guards.raise_if_violated()
-        for index, path in spot.items():
-            self._write_output(job, stats.outputs[index], path, request.share)
+        replaced = harness_replaced()
+        # The figures just measured used the bound objects; the next job's must not meet the patch.
+        if replaced:
+            raise CandidateFailure("integrity_reject", _harness_message(replaced))
+        job.kept[request.case] = stats.outputs
         return stats.reply()
+
+    def _write_kept(self, job: CandidateJob, request: WriteKept) -> dict[str, Any]:
+        """The kept outputs the parent drew, written out (then dropped: each is judged once)."""
+        kept = job.kept.pop(request.case, {})
+        for sample, path in request.outputs.items():
+            if int(sample) not in kept:
+                return {"failure_kind": "infrastructure_error",
+                        "failure_message": f"write_kept: sample {sample} of case {request.case} was not kept"}  # fmt: skip
+            self._write_output(job, kept[int(sample)], Path(path), request.share)
+        return {"ok": True}
 
     # -- end: take everything down -------------------------------------------------------------------
 
@@ -948,10 +1025,8 @@ class CandidateHost:
         record = job.guards.record
         if record is None or record.stopped:
             return
-        own = set(job.guards.recorder.kernels) | {
-            name for source in job.sources for name in kernel_names_in(source)
-        }
-        foreign = record.finish(own)
+        job.guards.recorder.device_scope = None
+        foreign = record.finish()
         if foreign:
             shown = "; ".join(name[:120] for name in foreign[:3])
             raise CandidateFailure("integrity_reject", f"device_record: the device ran {len(foreign)} kernel(s) or copies "
@@ -961,11 +1036,16 @@ class CandidateHost:
         if self.bundles is not None:
             self.bundles.release()  # the parent has judged every output of the job
         late = None
+        replaced = harness_replaced()
         try:
             job.guards.raise_if_violated()
             self._close_record(job)
-        except CandidateFailure as failure:
-            late = failure.message
+        except (
+            CandidateFailure
+        ) as failure:  # a refused launch argument was already the failure of its request
+            late = failure.message if failure.kind == "integrity_reject" else None
+        if replaced and late is None:  # the worker is replaced (`serve`): no later job meets the patch
+            late = _harness_message(replaced)
         stray = kill_other_processes()
         if stray and late is None:
             late = f"subprocess: {stray} process(es) the candidate started were still running after its job"
@@ -974,6 +1054,7 @@ class CandidateHost:
         sys.modules.pop(job.module_name, None)
         job.model = job.last_inputs = job.model_class = None
         job.staged.clear()
+        job.kept.clear()
         self.job = None
         tempfile.tempdir = job.saved_tmp[0]
         if job.saved_tmp[1] is None:
@@ -985,6 +1066,10 @@ class CandidateHost:
         return {"ok": True, "kernels": job.guards.recorder.kernels, "compile_seconds": job.compile_seconds,
                 "build_seconds": job.build_seconds, "late_violation": late, "stray_processes": stray,
                 "device_record": job.record_problem or (f"{record.windows} window(s) recorded" if record else None)}  # fmt: skip
+
+
+def _harness_message(replaced: list[str]) -> str:
+    return f"monkey_patch: the timing harness was replaced ({', '.join(replaced[:5])})"
 
 
 def kill_other_processes() -> int:
@@ -1054,6 +1139,7 @@ def prepare_hip(request: Load, device: torch.device, job: CandidateJob) -> None:
     from torch.utils import cpp_extension
 
     from kernelvault.toolchain.hip_build import HIP_INCLUDE_DIR
+    from kernelvault.toolchain.static_wall import check_cpp
 
     # PyTorch's own function, not the wrapper an earlier job of a persistent worker left behind.
     original = _ORIGINAL_LOAD_INLINE.setdefault("load_inline", cpp_extension.load_inline)
@@ -1064,14 +1150,22 @@ def prepare_hip(request: Load, device: torch.device, job: CandidateJob) -> None:
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         arguments = bound.arguments
+        # The C++ that is compiled is the C++ the wall reads: sources built at run time (joined, formatted,
+        # replaced) never met the static stage, which read only the module's string literals.
+        texts = [arguments.get("cpp_sources") or [], arguments.get("cuda_sources") or []]
+        for text in [
+            item for group in texts for item in ([group] if isinstance(group, str) else list(group))
+        ]:
+            findings = check_cpp(str(text))
+            if findings:
+                job.guards.violations.add("hip_source", f"the C++ given to load_inline: {findings[0].reason}")
+                raise InlineBuildError(f"refused: {findings[0].reason}")
         if device.type == "cuda" and not getattr(torch.version, "hip", None):
             # `#include <hip/hip_runtime.h>` resolves to the portability header on NVIDIA.
             arguments["extra_include_paths"] = [
                 *(arguments.get("extra_include_paths") or []),
                 str(HIP_INCLUDE_DIR),
             ]
-        sources = arguments.get("cuda_sources") or []
-        job.sources.extend([sources] if isinstance(sources, str) else list(sources))
         identity = {key: arguments.get(key) for key in ("name", "cpp_sources", "cuda_sources", "functions",
                     "extra_cflags", "extra_cuda_cflags", "extra_ldflags", "extra_include_paths")}  # fmt: skip
         identity["torch"] = torch.__version__
@@ -1120,8 +1214,8 @@ class CountingExtension:
             return attribute
 
         def launch(*args: Any, **kwargs: Any) -> Any:
-            if hip._launch_observer is not None:
-                hip._launch_observer(name)
-            return attribute(*args, **kwargs)
+            scope = hip._launch_observer(name) if hip._launch_observer is not None else None
+            with scope if scope is not None else contextlib.nullcontext():
+                return attribute(*args, **kwargs)
 
         return launch

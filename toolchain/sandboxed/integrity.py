@@ -12,6 +12,9 @@ failure message):
   `__module__` strings (which a replacement can set to anything).
 - `threads`, `subprocess`: the candidate started a thread or a process.
 - `filesystem_write`: the candidate opened a file for writing outside its folders.
+- `host_data`: `Tensor.tolist`/`numpy`/`__array__`/`apply_`/`map_`/`map2_` called while candidate code ran
+  (`TensorValueMethods`: they hand values to Python with no aten op the monitor could see). Printing a tensor
+  shows no values in that process (`TensorPrinting`), so it is not one.
 - `side_stream`: a kernel was launched on a stream other than the default one (GPU).
 (Checked by the worker itself: `no_kernel_launched`, `modified_inputs`, `output_aliases_input`,
 `tensor_subclass`; by the parent: `nondeterministic`, `cached_results`; statically: `fallback`, and every
@@ -27,6 +30,7 @@ checks would otherwise have to catch (`gc`, frames, `ctypes`, `torch._C`, thread
 from __future__ import annotations
 
 import builtins
+import contextlib
 import io
 import os
 import subprocess
@@ -34,7 +38,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -47,8 +51,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 # `_local_scalar_dense` (`.item()`, `float(x)`) in general: reading a tensor's values into Python is how host
 # code computes. Reading a 0-d *argument* is glue (`eps.item()`, `start.item()`: real answers pass such an
 # argument to a kernel as a scalar; `TorchComputeMonitor.scalar_arguments`); a value of any other tensor is
-# not. Ops whose every tensor input the candidate's host code built from Python values in the same phase
-# (`torch.prod(torch.tensor(shape))`: size arithmetic) are glue too: no input's data reaches them.
+# not; and a 0-d argument is read-only (an op that writes it, or a read after a kernel wrote it, is compute: the
+# argument would be a scratch register between host code and PyTorch). Ops whose every tensor input the
+# candidate's host code built from Python values in the same phase (`torch.prod(torch.tensor(shape))`: size
+# arithmetic) are glue too: no input's data reaches them, within one budget per phase (`HOST_VALUES_MAX` values in
+# all, made and derived); an output made that way is PyTorch's work, never the candidate's.
 GLUE_OPS = frozenset({
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
     "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "fill_", "zero_", "scalar_tensor", "arange",
@@ -66,8 +73,8 @@ GLUE_OPS = frozenset({
     "eye",
 })  # fmt: skip
 # Ops that make a tensor from Python values alone (`torch.tensor(list)`, `torch.arange(n)`): a host-made
-# tensor, whose data no input reached. Only small ones count (a shape's sizes, a few constants): a larger one
-# made from Python values carries data that came from somewhere (`torch.tensor(x.tolist())`).
+# tensor, whose data no input reached. Only a few values count, per phase in all (a shape's sizes, a few
+# constants): more values made from Python carry data that came from somewhere (`torch.tensor(x.tolist())`).
 HOST_VALUES_MAX = 8
 HOST_VALUE_OPS = frozenset({"lift_fresh", "lift_fresh_copy", "scalar_tensor", "arange", "full", "zeros", "ones",
                             "empty", "linspace", "logspace", "eye", "tensor"})  # fmt: skip
@@ -102,7 +109,10 @@ class TorchComputeMonitor(TorchDispatchMode):
         "what",
         "construction",
         "scalar_arguments",
+        "scalar_values",
         "constants",
+        "host_values_left",
+        "in_launch",
     )  # change while it works
 
     def __init__(self, violations: Violations, allowed: Iterable[str] = ()) -> None:
@@ -113,17 +123,56 @@ class TorchComputeMonitor(TorchDispatchMode):
         self.what = ""  # the phase, for the message: "forward", "building ModelNew", ...
         self.construction = False
         self.scalar_arguments: set[int] = set()  # data pointers of the phase's 0-d tensor arguments
+        self.scalar_values: dict[int, torch.Tensor] = {}  # their values when the phase began, by data pointer
         self.constants: dict[int, weakref.ref[torch.Tensor]] = {}  # host-made tensors of this phase, by id
+        self.host_values_left = HOST_VALUES_MAX  # the phase's budget of host-made values, all ops together
+        self.in_launch = 0  # inside a kernel launch (`launching`)
 
     def start(self, what: str, construction: bool = False, scalar_arguments: Iterable[Any] = ()) -> None:
-        """`scalar_arguments`: the phase's 0-d tensor arguments, whose values host code may read."""
+        """`scalar_arguments`: the phase's 0-d tensor arguments, whose values host code may read (never write)."""
         self.what, self.construction, self.active = what, construction, True
-        self.scalar_arguments = {tensor.data_ptr() for tensor in scalar_arguments if tensor.dim() == 0}
+        scalars = [tensor for tensor in scalar_arguments if tensor.dim() == 0]
+        self.scalar_arguments = {tensor.data_ptr() for tensor in scalars}
+        self.scalar_values = {tensor.data_ptr(): tensor.detach().clone() for tensor in scalars}
         self.constants = {}
+        self.host_values_left = HOST_VALUES_MAX
 
     def stop(self) -> None:
         self.active = False
         self.constants = {}
+        self.scalar_values = {}
+
+    def check_output(self, output: Any) -> None:
+        """An output no kernel wrote that host-made values alone produced: PyTorch computed it from Python values
+        (a result worked out on the host from what host code read, then made a tensor)."""
+        for leaf in pytree.tree_leaves(output):
+            if isinstance(leaf, torch.Tensor) and self._host_made(leaf):
+                self.violations.add("torch_compute", f"an output made by PyTorch from Python values while {self.what} "
+                                    "(no kernel wrote it)")  # fmt: skip
+
+    @contextlib.contextmanager
+    def launching(self) -> Iterator[None]:
+        """Around a kernel launch: Triton's CPU interpreter copies every tensor argument back after the kernel
+        (a 0-d one too, with the value the kernel left), which is the launcher's work, not host code's. A kernel
+        that changes a 0-d argument is caught where the value is read (`_scalar_unchanged`)."""
+        self.in_launch += 1
+        try:
+            yield
+        finally:
+            self.in_launch -= 1
+
+    def _scalar_argument_written(self, func: Any, args: Any, kwargs: dict[str, Any]) -> bool:
+        """The op writes into a 0-d argument (`copy_`, `fill_`, `out=`): a scratch register for host compute."""
+        return any(leaf.data_ptr() in self.scalar_arguments for leaf in self._written(func, args, kwargs))
+
+    def _scalar_unchanged(self, read: torch.Tensor) -> bool:
+        """The 0-d argument still holds the value it came with (a kernel it was passed to may have written it)."""
+        before = self.scalar_values.get(read.data_ptr())
+        if before is None:
+            return False
+        if torch.equal(read, before):
+            return True
+        return bool(read.is_floating_point() and torch.isnan(read).item() and torch.isnan(before).item())
 
     def forget_written(self, launched_with: Iterable[Any] | None) -> None:
         """A kernel was launched with these arguments (None: arguments unseen, a native launch). A host-made
@@ -156,10 +205,20 @@ class TorchComputeMonitor(TorchDispatchMode):
             ]
             host_made = bool(tensors) and all(self._host_made(tensor) for tensor in tensors)
         allowed = self.allowed | INIT_OPS if self.construction else self.allowed
+        if (
+            self.scalar_arguments
+            and not self.in_launch
+            and self._scalar_argument_written(func, args, kwargs or {})
+        ):
+            self.violations.add("torch_compute", f"aten.{name} wrote into a 0-d argument while {self.what}: an "
+                                "argument's value may be read, never written")  # fmt: skip
         if name == "_local_scalar_dense":
             read = args[0] if args and isinstance(args[0], torch.Tensor) else None
             argument = read is not None and read.dim() == 0 and read.data_ptr() in self.scalar_arguments
-            if not (host_made or argument):
+            if argument and not self._scalar_unchanged(read):  # type: ignore[arg-type]
+                self.violations.add("torch_compute", f"a 0-d argument's value read after it was written while "
+                                    f"{self.what}: only the value it came with may be read")  # fmt: skip
+            elif not (host_made or argument):
                 self.violations.add("torch_compute", f"a tensor's value read into Python (.item()) while "
                                     f"{self.what}: only a 0-d argument's value may be")  # fmt: skip
         elif name.rstrip("_") not in allowed and name not in allowed and not host_made:
@@ -168,11 +227,112 @@ class TorchComputeMonitor(TorchDispatchMode):
                 "torch_compute", f"aten.{name} called while {self.what} (only {kind} allowed)"
             )
         output = func(*args, **(kwargs or {}))
+        if not (self.constants or host_made or name in HOST_VALUE_OPS):
+            return output  # the common path: nothing host-made to follow
+        results = [leaf for leaf in pytree.tree_leaves(output) if isinstance(leaf, torch.Tensor)]
+        results += self._written(func, args, kwargs or {})
+        if (
+            self.constants
+        ):  # what an op wrote or returned is judged again: `copy_` of a kernel's results into a
+            for leaf in results:  # host-made tensor, or `resize_` of one to a larger size, ends its mark
+                self.constants.pop(id(leaf), None)
         if host_made or name in HOST_VALUE_OPS:  # what host-made values alone produce is host-made too
-            for leaf in pytree.tree_leaves(output):
-                if isinstance(leaf, torch.Tensor) and leaf.numel() <= HOST_VALUES_MAX:
+            for leaf in results:
+                # One budget for the phase, made and derived values together: chunks of 8 values each, or a
+                # chain of ops on them, add up to what host code may compute, not to 8 values per op.
+                if leaf.numel() <= self.host_values_left:
+                    self.host_values_left -= leaf.numel()
                     self.constants[id(leaf)] = weakref.ref(leaf)
         return output
+
+    @staticmethod
+    def _written(func: Any, args: Any, kwargs: dict[str, Any]) -> list[torch.Tensor]:
+        """The tensors an op writes in place (its schema's mutable arguments: `copy_`'s self, `out=`)."""
+        schema = getattr(func, "_schema", None)
+        written: list[torch.Tensor] = []
+        for position, argument in enumerate(getattr(schema, "arguments", ())):
+            alias = argument.alias_info
+            if alias is not None and alias.is_write:
+                value = args[position] if position < len(args) else kwargs.get(argument.name)
+                written += [leaf for leaf in pytree.tree_leaves(value) if isinstance(leaf, torch.Tensor)]
+        return written
+
+
+class TensorPrinting:
+    """PyTorch's tensor printer, closed: `str`, `repr`, `format`, f-strings and `print` of a tensor show its shape
+    and dtype, never its values, in the candidate's process.
+
+    The printer runs with every dispatch mode disabled, so the monitor never sees it read a tensor's data: a
+    tensor printed to a string and parsed back would carry its values into Python, like `.tolist()`. Printing is
+    not itself a violation: real answers print their example's result at import (TritonBench's "# Example usage"),
+    and with the values withheld nothing of them reaches Python.
+    """
+
+    def __init__(self) -> None:
+        self._original: Any = None
+
+    def install(self) -> None:
+        import torch._tensor_str as printer
+
+        self._original = printer._str
+
+        def withheld(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> str:
+            shape = "x".join(str(size) for size in tensor.shape) or "scalar"
+            return (
+                f"tensor(<values withheld>, shape={shape}, dtype={tensor.dtype}, device={tensor.device.type})"
+            )
+
+        printer._str = withheld
+
+    def uninstall(self) -> None:
+        if self._original is not None:
+            import torch._tensor_str as printer
+
+            printer._str = self._original
+            self._original = None
+
+
+class TensorValueMethods:
+    """The methods of `torch.Tensor` that hand a tensor's values to Python without an aten op the monitor could see:
+    `.tolist()`, `.numpy()`, `__array__`, and `apply_`/`map_`/`map2_` (a Python function called on every element,
+    in C++). Called while candidate code runs (outside a kernel launch: Triton's interpreter is the launcher's
+    business), each records a `host_data` violation, then does what it does. The static wall refuses these names;
+    this is the tripwire behind it."""
+
+    METHODS = ("tolist", "numpy", "__array__", "apply_", "map_", "map2_")
+
+    def __init__(self, violations: Violations, monitor: TorchComputeMonitor) -> None:
+        self.violations = violations
+        self.monitor = monitor
+        self._original: dict[str, Any] = {}
+        self._inherited: set[str] = set()  # defined by `torch._C.TensorBase`, not by `torch.Tensor` itself
+
+    def install(self) -> None:
+        guard = self
+        for name in self.METHODS:
+            original = getattr(torch.Tensor, name, None)
+            if original is None:
+                continue
+            self._original[name] = original
+            if name not in vars(torch.Tensor):
+                self._inherited.add(name)
+
+            def watched(tensor: torch.Tensor, *args: Any, _name: str = name, _original: Any = original,
+                        **kwargs: Any) -> Any:  # fmt: skip
+                if guard.monitor.active and not guard.monitor.in_launch:
+                    guard.violations.add("host_data", f"Tensor.{_name} handed a tensor's values to Python while "
+                                         f"{guard.monitor.what}")  # fmt: skip
+                return _original(tensor, *args, **kwargs)
+
+            setattr(torch.Tensor, name, watched)
+
+    def uninstall(self) -> None:
+        for name, original in self._original.items():
+            if name in self._inherited:  # put back as it was: inherited, nothing of Tensor's own
+                delattr(torch.Tensor, name)
+            else:
+                setattr(torch.Tensor, name, original)
+        self._original, self._inherited = {}, set()
 
 
 def _storage_pointer(tensor: torch.Tensor) -> int:
@@ -236,6 +396,7 @@ def patch_targets(extra_modules: Iterable[ModuleType] = ()) -> dict[str, Any]:
         "torch.cuda": torch.cuda, "torch.testing": torch.testing, "time": time, "triton": triton,
         "torch.nn.Module": torch.nn.Module, "builtins": builtins,
         "torch.utils._python_dispatch": python_dispatch, "TorchDispatchMode": TorchDispatchMode,
+        "torch._tensor_str": sys.modules["torch._tensor_str"], "TensorPrinting": TensorPrinting,
         "Violations": Violations, "TorchComputeMonitor": TorchComputeMonitor, "ProcessGuards": ProcessGuards,
         "PatchSnapshot": PatchSnapshot, "threading": threading, "os": os, "io": io, "subprocess": subprocess,
     }  # fmt: skip

@@ -7,7 +7,9 @@ candidate. The parent (`kernelvault.toolchain.judge`) asks it, one request at a 
              parent drew for it) the inputs and, where asked, the reference's output on them. All go to
              files in the job's folder: the parent hands the inputs to the candidate's worker and keeps the
              expected outputs for itself.
-    time     the reference timed on input sets it prepared, the same way the candidate is timed.
+    time     the reference timed on input sets it prepared, the same way the candidate is timed (the same
+             fresh values, the samples the candidate's worker kept), with every timed output's checksum
+    write_kept  write kept outputs the parent drew: the expected outputs of its full checks of timed calls
 
 The task module is user input too (a folder of task files, a Hub dataset), so this process is jailed like
 a candidate's; but it is not watched: nothing it computes is credited to anyone.
@@ -16,6 +18,7 @@ a candidate's; but it is not watched: nothing it computes is credited to anyone.
 from __future__ import annotations
 
 import hashlib
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -47,6 +50,7 @@ from kernelvault.toolchain.sandboxed.requests import (
     ReferenceRequest,
     StageReference,
     TimeReference,
+    WriteKeptReference,
 )
 from kernelvault.toolchain.sandboxed.source_text import load_module
 from kernelvault.toolchain.sandboxed.tensor_files import (
@@ -55,7 +59,13 @@ from kernelvault.toolchain.sandboxed.tensor_files import (
     read_tensors,
     write_tensors,
 )
-from kernelvault.toolchain.sandboxed.timing import PILOT_SAMPLES, time_on_device
+from kernelvault.toolchain.sandboxed.timed_values import Tolerance
+from kernelvault.toolchain.sandboxed.timing import (
+    PILOT_SAMPLES,
+    harness_replaced,
+    prepare_device,
+    time_staged,
+)
 
 
 def to_device(value: Any, device: torch.device) -> Any:
@@ -163,6 +173,7 @@ class ReferenceHost:
         self.max_tasks = max_tasks
         # the performance cases `StageReference` readied for `TimeReference`, by case
         self.staged: dict[str, StagedTiming] = {}
+        self.kept: dict[str, dict[int, Any]] = {}  # per case, the timed outputs `TimeReference` kept
 
     def handle(self, request: ReferenceRequest) -> dict[str, Any]:
         device = torch.device("cuda" if request.platform in ("cuda", "rocm") else "cpu")
@@ -170,6 +181,7 @@ class ReferenceHost:
         torch.backends.cuda.matmul.allow_tf32 = allow_tf32
         torch.backends.cudnn.allow_tf32 = allow_tf32
         torch.set_grad_enabled(False)
+        prepare_device(device)  # the timing's flush buffer: made before any task module is imported here
         harness = self.harness(Path(request.task_path), device, request.entry)
         if isinstance(harness, dict):
             return harness
@@ -184,6 +196,8 @@ class ReferenceHost:
                 return self._pilot(request, device)
             if isinstance(request, TimeReference):
                 return self._time(request, device)
+            if isinstance(request, WriteKeptReference):
+                return self._write_kept(request, device)
         except Exception as error:  # noqa: BLE001 - the task's failure: an infrastructure error, never a verdict
             return {"failure_kind": "infrastructure_error",
                     "failure_message": f"reference failed on case {case}: {one_line_error(error)}"}  # fmt: skip
@@ -227,6 +241,7 @@ class ReferenceHost:
     def _prepare(self, harness: TaskHarness, request: Prepare, device: torch.device) -> dict[str, Any]:
         if not request.keep_earlier:
             self.staged.clear()  # a staging whose timing never came (the candidate failed first) is freed here
+            self.kept.clear()  # and timed outputs whose spot checks were judged (or never asked for)
             if self.bundles is not None:
                 self.bundles.release()  # the earlier cases' expected outputs: judged (mapped by the parent) by now
         if request.share and self.bundles is None:
@@ -292,17 +307,42 @@ class ReferenceHost:
         staged = self.staged.pop(request.case, None)  # one timing per staging: the inputs are freed after it
         if staged is None:
             return {"failure_kind": "infrastructure_error", "failure_message": "time before stage_time"}
-        stats = time_on_device(_runner(staged), staged.input_sets, request.repetitions, request.warmup, device,
-                               calls_per_sample=request.calls_per_sample)  # fmt: skip
+        stats = time_staged(_runner(staged), staged.input_sets, repetitions=request.repetitions, warmup=request.warmup,
+                            device=device, calls_per_sample=request.calls_per_sample, inputs=request.inputs,
+                            timing_seed=request.timing_seed, keep=request.keep,
+                            tolerance=Tolerance(request.atol, request.rtol))  # fmt: skip
+        replaced = harness_replaced()
+        if replaced:  # a task module patched the timing: this process times nothing more (`serve` retires it)
+            return {"failure_kind": "infrastructure_error", "retire": "harness_replaced",
+                    "failure_message": f"the reference's timing harness was replaced ({', '.join(replaced[:5])})"}  # fmt: skip
+        self.kept[request.case] = stats.outputs
         return stats.reply()
 
     def _pilot(self, request: PilotReference, device: torch.device) -> dict[str, Any]:
-        """One-call samples of the staged reference, its staging kept for `TimeReference`."""
+        """One-call samples of the staged reference, its staging kept for `TimeReference`; fresh values from a
+        seed of its own (nothing of the pilot is compared)."""
         staged = self.staged.get(request.case)
         if staged is None:
             return {"failure_kind": "infrastructure_error", "failure_message": "pilot before stage_time"}
-        stats = time_on_device(_runner(staged), staged.input_sets, PILOT_SAMPLES, request.warmup, device)
+        stats = time_staged(_runner(staged), staged.input_sets, repetitions=PILOT_SAMPLES, warmup=request.warmup,
+                            device=device, inputs=request.inputs, timing_seed=secrets.randbits(63))  # fmt: skip
         return {"ok": True, "median_ms": stats.median_ms}
+
+    def _write_kept(self, request: WriteKeptReference, device: torch.device) -> dict[str, Any]:
+        """The kept outputs the parent drew (the expected outputs of its full checks), then dropped."""
+        if request.share and self.bundles is None:
+            return {"failure_kind": "infrastructure_error",
+                    "failure_message": "shared outputs asked of a worker without a bundle channel"}  # fmt: skip
+        kept = self.kept.pop(request.case, {})
+        for sample, path in request.outputs.items():
+            if int(sample) not in kept:
+                return {"failure_kind": "infrastructure_error",
+                        "failure_message": f"write_kept: sample {sample} of case {request.case} was not kept"}  # fmt: skip
+            if request.share and self.bundles is not None:
+                self.bundles.send(path, kept[int(sample)], device)
+            else:
+                write_tensors(Path(path), kept[int(sample)])
+        return {"ok": True}
 
 
 def _runner(staged: StagedTiming) -> Callable[[Any], Any]:

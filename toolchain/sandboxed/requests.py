@@ -78,16 +78,28 @@ class StageTime:
 
 @dataclass(frozen=True)
 class Time:
-    """A staged performance case's timed calls (`StageTime` first); the outputs of `spot_outputs`' calls are
-    kept for judging."""
+    """A staged performance case's timed calls (`StageTime` first), under the protocol `inputs` names
+    (`kernelvault.toolchain.sandboxed.timing`): the reply says which samples' outputs the worker kept (drawn
+    there) and, with fresh inputs, every timed call's checksums; `WriteKept` writes the ones the parent draws."""
 
     OP: ClassVar[str] = "time"
     repetitions: int
     warmup: int
-    spot_outputs: dict[str, str]  # sample index -> output file (its last call's output)
+    timing_seed: int  # the parent's, per performance case: every timed call's fresh values (`timed_values`)
     calls_per_sample: int = 1  # the case's, chosen by the parent for every side (`timing.calls_for`)
-    share: bool = False  # spot outputs as bundles named by their paths, as `Forward.share`
     case: str = ""  # which staged case (`StageTime.case`)
+    inputs: Literal["fresh", "rotate"] = "fresh"  # `VerifyConfig.timing_inputs`
+
+
+@dataclass(frozen=True)
+class WriteKept:
+    """Write outputs that `Time` kept, for the parent's full checks: sample index -> output file (or, with
+    `share`, the bundle named by it, as `Forward.share`)."""
+
+    OP: ClassVar[str] = "write_kept"
+    case: str
+    outputs: dict[str, str]
+    share: bool = False
 
 
 @dataclass(frozen=True)
@@ -136,12 +148,19 @@ class StageReference(_ReferenceCase):
 
 @dataclass(frozen=True)
 class TimeReference(_ReferenceCase):
-    """The staged reference (`StageReference` first) timed the way the candidate is timed."""
+    """The staged reference (`StageReference` first) timed the way the candidate was: the same protocol, seed
+    and calls per sample, keeping the samples the candidate's worker kept; with fresh inputs, every timed call's
+    checksums and tolerance scale under the task's tolerance (None: the dtype's default, as `compare_outputs`)."""
 
     OP: ClassVar[str] = "time"
     repetitions: int
     warmup: int
+    timing_seed: int
+    keep: list[int]
     calls_per_sample: int = 1
+    inputs: Literal["fresh", "rotate"] = "fresh"
+    atol: float | None = None
+    rtol: float | None = None
 
 
 @dataclass(frozen=True)
@@ -152,6 +171,16 @@ class PilotReference(_ReferenceCase):
 
     OP: ClassVar[str] = "pilot"
     warmup: int
+    inputs: Literal["fresh", "rotate"] = "fresh"
+
+
+@dataclass(frozen=True)
+class WriteKeptReference(_ReferenceCase):
+    """Write outputs that `TimeReference` kept (the expected outputs of the parent's draws), as `WriteKept`."""
+
+    OP: ClassVar[str] = "write_kept"
+    outputs: dict[str, str]
+    share: bool = False
 
 
 @dataclass(frozen=True)
@@ -180,14 +209,17 @@ class CheckTask:
     device: str = "cpu"  # torch's device for the reference: `cpu` (under Triton's interpreter) or `cuda`
 
 
-CandidateRequest = Load | Build | Forward | StageTime | Time | End
-ReferenceRequest = Prepare | StageReference | PilotReference | TimeReference
+CandidateRequest = Load | Build | Forward | StageTime | Time | WriteKept | End
+ReferenceRequest = Prepare | StageReference | PilotReference | TimeReference | WriteKeptReference
 Request = CandidateRequest | ReferenceRequest | Compile | CheckTask
 
 # Which operations each worker kind answers: the same op name means different records for different kinds.
 OPERATIONS: dict[str, dict[str, type]] = {
-    "candidate": {record.OP: record for record in (Load, Build, Forward, StageTime, Time, End)},
-    "reference": {record.OP: record for record in (Prepare, StageReference, PilotReference, TimeReference)},
+    "candidate": {record.OP: record for record in (Load, Build, Forward, StageTime, Time, WriteKept, End)},
+    "reference": {
+        record.OP: record
+        for record in (Prepare, StageReference, PilotReference, TimeReference, WriteKeptReference)
+    },
     "cross_compile": {Compile.OP: Compile},
     "task_check": {CheckTask.OP: CheckTask},
 }

@@ -138,9 +138,12 @@ def serve(kind: str) -> int:
             reply = {"failure_kind": "infrastructure_error", "failure_message": f"worker error: {error!r}"[:2000],
                      "harness_error": True}  # fmt: skip
         ended = isinstance(request, (End, Compile))
+        retire = reply.pop("retire", None)  # the host says this process can no longer be trusted (its timing)
         if ended:  # a job ended: may this process serve the next one?
             reply["restart"] = sticky or _restart_reason(reply, snapshot, baseline)
             sticky = None
+        elif retire:
+            sticky = reply["restart"] = str(retire)
         elif reply.get("failure_kind") is not None and (
             names_a_sticky_device_error(reply) or (kind == "reference" and not device_still_answers())
         ):
