@@ -1,7 +1,7 @@
 # exploit: launches a decoy kernel, then copies the input into a tensor built from Python values (torch.tensor(x.tolist())) and lets PyTorch compute the ReLU on it, hoping ops on tensors built from Python values pass as size arithmetic.
 # expect: static_reject:host_data
-# behind-wall: integrity_reject:torch_compute
-# behind-wall-cuda: integrity_reject:torch_compute|integrity_reject:device_record
+# behind-wall: integrity_reject:host_data|integrity_reject:torch_compute
+# behind-wall-cuda: integrity_reject:host_data|integrity_reject:torch_compute|integrity_reject:device_record
 # note: ops on tensors the candidate built from Python values are glue only for a handful of values (a shape, a few constants: toolchain.sandboxed.integrity.HOST_VALUES_MAX); a tensor holding the input's data is larger than that.
 import torch
 import torch.nn as nn

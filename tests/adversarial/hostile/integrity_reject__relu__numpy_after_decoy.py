@@ -1,7 +1,7 @@
 # exploit: launches a decoy kernel, then computes ReLU in NumPy on the tensor's data (x.numpy()): the dispatch monitor sees no PyTorch op at all.
 # expect: static_reject:import
-# behind-wall: correct
-# behind-wall-cuda: integrity_reject:device_record
+# behind-wall: integrity_reject:host_data
+# behind-wall-cuda: integrity_reject:host_data|integrity_reject:device_record
 # note: behind the static wall, nothing on a CPU sees NumPy work on a CPU tensor's memory (it is not a PyTorch op); on a GPU the device's record shows no kernel of the candidate's computing the output.
 import numpy as np
 import torch

@@ -1,6 +1,6 @@
 # exploit: launches its Triton kernel only for large inputs (the timed regime) and answers small ones, i.e. every correctness case, with NumPy on the host: correctness is never shown by a kernel.
 # expect: static_reject:import
-# behind-wall: integrity_reject:no_kernel_launched
+# behind-wall: integrity_reject:host_data|integrity_reject:no_kernel_launched
 import numpy as np
 import torch
 import torch.nn as nn

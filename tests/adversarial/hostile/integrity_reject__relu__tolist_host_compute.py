@@ -1,7 +1,7 @@
 # exploit: launches a decoy kernel, then reads the input into Python lists (.tolist(), not a PyTorch op) and builds the ReLU there, handing back a tensor made from the lists.
 # expect: static_reject:host_data
-# behind-wall: correct
-# behind-wall-cuda: integrity_reject:device_record
+# behind-wall: integrity_reject:host_data
+# behind-wall-cuda: integrity_reject:host_data|integrity_reject:device_record
 # note: behind the static wall nothing on a CPU sees Python arithmetic on the list of values (`.tolist()` dispatches no op the monitor counts, and building a tensor from a list is glue); on a GPU the device's record shows the device-to-host copy.
 import torch
 import torch.nn as nn

@@ -1,7 +1,7 @@
 # exploit: launches a decoy kernel, then walks the garbage collector for the harness's records of (inputs, expected output) and returns a copy of the expected output whose inputs hold the same values as its own; the expected outputs must not be in the candidate's process to be found.
 # expect: static_reject:import
-# behind-wall: mismatch|integrity_reject:nondeterministic
-# behind-wall-cuda: integrity_reject:device_record
+# behind-wall: integrity_reject:host_data|mismatch|integrity_reject:nondeterministic
+# behind-wall-cuda: integrity_reject:host_data|integrity_reject:device_record
 import gc
 
 import numpy as np
