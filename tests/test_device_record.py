@@ -13,6 +13,7 @@ import pytest
 from kernelvault.toolchain.sandboxed.candidate import (
     DEVICE_SCALAR_COPIES,
     _copied_bytes,
+    kernel_names_in,
     unexplained_device_events,
 )
 
@@ -220,3 +221,52 @@ def test_without_a_link_the_launch_call_must_sit_in_a_harness_launch_and_in_no_p
         _Event("my_kernel", 5, start=210, end=215, gpu=True),
     ]
     assert unexplained_device_events(WINDOW + outside) == ["my_kernel"]
+
+
+def test_the_harness_launch_range_is_not_compute_and_the_same_range_outside_a_launch_is() -> None:
+    """On a GPU the harness opens `kv::launch` around each launch (a profiler range, which dispatches as an aten op)
+    while the dispatch monitor watches the forward: inside a launch it is the harness's own, outside it is not
+    glue (every honest candidate was refused for it on the H100, 2026-12-05, before the monitor knew)."""
+    from kernelvault.toolchain.sandboxed.candidate import DeviceRecord
+    from kernelvault.toolchain.sandboxed.integrity import TorchComputeMonitor, Violations
+
+    violations = Violations()
+    monitor = TorchComputeMonitor(violations)
+    monitor.start("forward")
+    with monitor:
+        with monitor.launching(), torch.profiler.record_function(DeviceRecord.LAUNCH):
+            pass
+        assert violations.found == []
+        with torch.profiler.record_function("candidate's own range"):
+            pass
+    monitor.stop()
+    assert any("_record_function" in entry for entry in violations.found), violations.found
+
+
+def test_without_any_launch_link_a_kernel_is_known_by_its_exact_unqualified_name_within_its_launch_count() -> (
+    None
+):
+    """Where the record holds no launch call for a kernel (the jailed worker on the H100, 2026-12-05: every honest
+    kernel was unlinked), its exact name decides: a Triton kernel the harness launched, at most as many events as
+    launches, or a `__global__` function of the candidate's HIP source. PyTorch's kernels carry a namespace, so a
+    decoy of the same short name whitelists none of them."""
+    unlinked = [
+        _Event("relu_kernel", 5, start=30, end=35, gpu=True),
+        _Event("relu_kernel", 6, start=40, end=45, gpu=True),
+    ]
+    assert unexplained_device_events(WINDOW + unlinked, {"relu_kernel": 2}) == []
+    assert unexplained_device_events(WINDOW + unlinked, {"relu_kernel": 1}) == [
+        "relu_kernel"
+    ]  # one launch, two runs
+    pytorch = LAUNCH_AND_PYTORCH[-1]
+    assert unexplained_device_events(WINDOW + [pytorch], {"vectorized_elementwise_kernel": 5}) == [
+        pytorch.name()
+    ]
+    softmax = _Event("void (anonymous namespace)::softmax_warp_forward<float, float, float, 5, false, false>(float*)",
+                     7, start=50, end=55, gpu=True)  # fmt: skip
+    assert unexplained_device_events(WINDOW + [softmax], {"softmax_warp_forward": None}) == [softmax.name()]
+    hip = _Event("relu_vec4_kernel(float4 const*, float4*, long)", 8, start=60, end=65, gpu=True)
+    assert unexplained_device_events(WINDOW + [hip, hip], {"relu_vec4_kernel": None}) == []
+    assert kernel_names_in("__global__ void __launch_bounds__(256) relu_vec4_kernel(const float4* x) {}") == {
+        "relu_vec4_kernel"
+    }

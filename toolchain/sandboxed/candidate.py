@@ -27,6 +27,7 @@ device's own record of which kernels ran.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import inspect
@@ -112,6 +113,7 @@ class LaunchRecorder:
         "enabled",
         "refused_argument",
         "device_scope",
+        "recorded_launches",
     )  # fields that change while it works (`PatchSnapshot`)
 
     def __init__(
@@ -131,6 +133,7 @@ class LaunchRecorder:
         # while a device record is kept: the range around each launch by which it knows the candidate's kernels
         self.device_scope: Callable[[], contextlib.AbstractContextManager[Any]] | None = None
         self.kernels: list[str] = []
+        self.recorded_launches: collections.Counter[str] = collections.Counter()  # Triton launches, by kernel
         self._seen: set[str] = set()
         self._replaced: tuple[Any, Any] | None = None
 
@@ -203,6 +206,8 @@ class LaunchRecorder:
         self._check_stream(name)
         if name not in self.kernels:
             self.kernels.append(name)
+        if self.device_scope is not None:  # one Triton launch is one kernel on the device's record
+            self.recorded_launches[name] += 1
         options = {key: kwargs[key] for key in _LAUNCH_OPTIONS if key in kwargs}
         kernel_kwargs = {key: value for key, value in kwargs.items() if key not in _LAUNCH_OPTIONS}
         try:
@@ -468,6 +473,15 @@ def check_output_values(output: Any, device: torch.device) -> None:
 # sequence (glue to the dispatch monitor too: a permutation's or gather's starting indices); its kernel is
 # named after the op, a PyTorch function no candidate kernel can carry as its own name (three real answers were
 # refused for it on the H200, 2026-12-03).
+_GLOBAL_FUNCTION = re.compile(r"__global__\s+(?:[\w:<>,*&\s]+?)\b(\w+)\s*\(")
+_ATTRIBUTES = re.compile(r"__launch_bounds__\s*\([^)]*\)|__attribute__\s*\(\([^)]*\)\)")
+
+
+def kernel_names_in(source: str) -> set[str]:
+    """The `__global__` functions a HIP/CUDA source defines: the candidate's own kernels on the device."""
+    return set(_GLOBAL_FUNCTION.findall(_ATTRIBUTES.sub(" ", source or "")))
+
+
 GLUE_KERNEL_MARKERS = (
     "FillFunctor", "direct_copy_kernel", "CatArrayBatchedCopy", "copy_kernel", "at::native::arange_cuda_out"
 )  # fmt: skip
@@ -523,8 +537,9 @@ class DeviceRecord:
     def launch_scope(self) -> contextlib.AbstractContextManager[Any]:
         return torch.profiler.record_function(self.LAUNCH)
 
-    def finish(self) -> list[str]:
-        """Stop recording; what ran in the candidate's windows that was neither its own nor glue."""
+    def finish(self, named: dict[str, int | None] | None = None) -> list[str]:
+        """Stop recording; what ran in the candidate's windows that was neither its own nor glue. `named`: the
+        candidate's kernels by name (`OwnKernelNames`)."""
         if self.stopped:
             return []
         self.stopped = True
@@ -533,10 +548,37 @@ class DeviceRecord:
         windows = (self.WINDOW, self.CONSTRUCTION_WINDOW)
         if self.windows and not any(event.name() in windows for event in events):
             return ["the device's record of the candidate's windows is missing (the profiler was stopped)"]
-        return unexplained_device_events(events)
+        return unexplained_device_events(events, named)
 
 
-def unexplained_device_events(events: list[Any]) -> list[str]:
+class OwnKernelNames:
+    """The second way the record knows a kernel as the candidate's, where the launch link is missing: its exact,
+    unqualified name is one the harness launched (a Triton kernel: at most as many events as launches it issued
+    under that name) or a `__global__` function of the candidate's own HIP/CUDA source. A name qualified by a
+    namespace (`at::native::...`, `(anonymous namespace)::softmax_warp_forward`) is never the candidate's: a
+    Triton kernel has none, and PyTorch's and the vendor libraries' kernels have one, so a decoy named
+    `vectorized_elementwise_kernel` whitelists nothing of PyTorch's."""
+
+    def __init__(self, named: dict[str, int | None]) -> None:
+        self.left = dict(named)
+
+    def __call__(self, name: str) -> bool:
+        plain = name.removeprefix("void ").strip()
+        for stop in ("(", "<"):
+            plain = plain.split(stop, 1)[0]
+        plain = plain.strip()
+        if not plain.isidentifier() or plain not in self.left:
+            return False
+        left = self.left[plain]
+        if left is None:
+            return True
+        if left <= 0:
+            return False
+        self.left[plain] = left - 1
+        return True
+
+
+def unexplained_device_events(events: list[Any], named: dict[str, int | None] | None = None) -> list[str]:
     """The names of what the device ran inside the candidate's windows that is neither its own kernels (issued
     inside a `DeviceRecord.LAUNCH` range: `LaunchedByHarness`) nor glue: PyTorch's fills and copies into device
     memory, up to `DEVICE_SCALAR_COPIES` scalar reads in each window, and in a construction window (import,
@@ -550,6 +592,7 @@ def unexplained_device_events(events: list[Any]) -> list[str]:
     scalar_reads: dict[int, int] = {}  # per window: a record holds every checked forward of a job
     issuers = _torch_ops_by_correlation(events)
     launched = LaunchedByHarness(events, issuers)
+    by_name = OwnKernelNames(named or {})
     for event in events:
         if event.device_type() == torch.autograd.DeviceType.CPU or event.name() in (
             *names,
@@ -561,7 +604,7 @@ def unexplained_device_events(events: list[Any]) -> list[str]:
         if inside is None:
             continue
         name = event.name()
-        if launched(event) or any(marker in name for marker in GLUE_KERNEL_MARKERS):
+        if launched(event) or by_name(name) or any(marker in name for marker in GLUE_KERNEL_MARKERS):
             continue
         if spans[inside][2] and _issued_by_initialisation(event, issuers):
             continue
@@ -729,6 +772,9 @@ class CandidateJob:
         self.threads = _thread_count()
         self.saved_tmp: tuple[str | None, str | None] = (None, None)
         self.record_problem: str | None = None
+        self.sources: list[
+            str
+        ] = []  # HIP/CUDA sources of the candidate's own kernels (native form, load_inline)
         self.staged: dict[str, StagedTiming] = {}  # the performance cases `StageTime` readied for `Time`
         self.kept: dict[str, dict[int, Any]] = {}  # per case, the timed outputs `Time` kept for `WriteKept`
 
@@ -808,6 +854,9 @@ class CandidateHost:
                 for statement in request.test_imports:
                     exec(statement, vars(module))  # noqa: S102
             job.guards.raise_if_violated()
+            hip_source = vars(module).get("HIP_SOURCE")  # the dict: a module `__getattr__` would run its code
+            if type(hip_source) is str:
+                job.sources.append(hip_source)
         except CandidateFailure as failure:
             return {"failure_kind": failure.kind, "failure_message": failure.message}
         except BaseException as error:  # noqa: BLE001 - sys.exit() at import is the candidate's failure
@@ -1025,8 +1074,11 @@ class CandidateHost:
         record = job.guards.record
         if record is None or record.stopped:
             return
-        job.guards.recorder.device_scope = None
-        foreign = record.finish()
+        recorder = job.guards.recorder
+        recorder.device_scope = None
+        named: dict[str, int | None] = dict(recorder.recorded_launches)
+        named.update({name: None for source in job.sources for name in kernel_names_in(source)})
+        foreign = record.finish(named)
         if foreign:
             shown = "; ".join(name[:120] for name in foreign[:3])
             raise CandidateFailure("integrity_reject", f"device_record: the device ran {len(foreign)} kernel(s) or copies "
@@ -1153,6 +1205,10 @@ def prepare_hip(request: Load, device: torch.device, job: CandidateJob) -> None:
         # The C++ that is compiled is the C++ the wall reads: sources built at run time (joined, formatted,
         # replaced) never met the static stage, which read only the module's string literals.
         texts = [arguments.get("cpp_sources") or [], arguments.get("cuda_sources") or []]
+        cuda_sources = texts[1]
+        job.sources.extend(
+            [cuda_sources] if isinstance(cuda_sources, str) else [str(text) for text in cuda_sources]
+        )
         for text in [
             item for group in texts for item in ([group] if isinstance(group, str) else list(group))
         ]:

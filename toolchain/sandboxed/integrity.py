@@ -101,6 +101,14 @@ class Violations:
         return self.found[0] if self.found else None
 
 
+# The profiler's range markers, which dispatch as aten ops: the harness opens one around each launch it issues on a
+# GPU (`kv::launch`, how the device record knows the candidate's kernels). Passed through inside a launch only: the
+# candidate cannot reach `torch.profiler` (the static wall), and outside a launch they are nobody's glue.
+RECORD_FUNCTION_OPS = frozenset(
+    {"_record_function_enter", "_record_function_enter_new", "_record_function_exit"}
+)
+
+
 class TorchComputeMonitor(TorchDispatchMode):
     """Records aten ops outside the allowance while candidate code runs (`start` ... `stop`)."""
 
@@ -198,6 +206,8 @@ class TorchComputeMonitor(TorchDispatchMode):
         if not self.active:
             return func(*args, **(kwargs or {}))
         name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
+        if self.in_launch and name in RECORD_FUNCTION_OPS:
+            return func(*args, **(kwargs or {}))  # the harness's own `kv::launch` range (`DeviceRecord`)
         host_made = False
         if self.constants:  # only then can an op's inputs all be host-made: no flattening on the common path
             tensors = [
