@@ -116,6 +116,14 @@ REFUSED = [
     ("namespace", "import torch.utils.cpp_extension", "native code"),
     ("namespace", "import kernelvault.hip as hip", "native code"),
     ("namespace", "f = torch.func.vmap", "functorch"),
+    # pattern matching reads attributes with no attribute node; torch re-exports its C module's dispatch controls
+    (
+        "reflection",
+        "def f(m):\n    match m:\n        case object(_C=c):\n            return c",
+        "class pattern",
+    ),
+    ("resolves", "g = torch.ExcludeDispatchKeyGuard", "C internals"),
+    ("resolves", "d = torch.DisableTorchFunction", "C internals"),
 ]
 
 
@@ -149,6 +157,7 @@ ALLOWED = [
     "n = torch.cuda.get_device_properties(0).multi_processor_count if torch.cuda.is_available() else 1",
     "s = 'shape {0} {1}'.format(1, 2) + f'{tl.float32}'",
     "v = torch.version.hip",
+    "def f(n):\n    match n:\n        case 1 | 2:\n            return torch.Size([n])\n        case _:\n            return torch.finfo(torch.float32).max",
     "def f(m, state, x):\n    return torch.func.functional_call(m, state, (x,))",  # a function task's entry
     "class M:\n    def f(self):\n        return self._cache._rows",  # its own private state, all the way
     # a function Triton is never given (undecorated, only called) may show code in its docstring

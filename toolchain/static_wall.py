@@ -264,6 +264,15 @@ class _Wall(ast.NodeVisitor):
         if isinstance(node.value, str) and ("/proc/" in node.value or "/dev/" in node.value):
             self.add("proc", node, "a /proc or /dev path")
 
+    def visit_MatchClass(self, node: ast.MatchClass) -> None:
+        # `case object(__globals__=g)`, `case object(_C=c)`: an attribute read by name with no attribute node
+        self.add("reflection", node, "a class pattern in `match` reads attributes by name")
+        self.generic_visit(node)
+
+    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
+        self.add("reflection", node, "a mapping pattern in `match` reads a mapping's entries by name")
+        self.generic_visit(node)
+
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if isinstance(func, ast.Name) and func.id in ("getattr", "hasattr") and self.is_builtin(func.id):

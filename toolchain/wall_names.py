@@ -63,6 +63,13 @@ TORCH_CUDA_ALLOWED = frozenset({
     "AcceleratorError", "DeferredCudaCallError", "has_half", "BFloat16Tensor", "BoolTensor", "ByteTensor",
     "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LongTensor", "ShortTensor",
 })  # fmt: skip
+# What `torch` re-exports from `torch._C` that host code may use: types, dtypes and devices, errors, settings read.
+TORCH_C_REEXPORTS_ALLOWED = frozenset({
+    "Generator", "Size", "FatalError", "OutOfMemoryError", "AcceleratorError", "dtype", "finfo", "iinfo", "layout",
+    "memory_format", "qscheme", "device", "get_num_threads", "get_default_dtype", "is_grad_enabled",
+    "is_inference_mode_enabled", "is_autocast_enabled", "get_autocast_dtype", "is_autocast_cpu_enabled",
+    "get_autocast_gpu_dtype", "is_anomaly_enabled", "default_generator",
+})  # fmt: skip
 # Objects refused wherever they are reached, with (rule, reason). `reflection`: strings become attributes or code.
 DENIED_PATHS = {
     "operator.attrgetter": ("reflection", "turns strings into attribute access"),
@@ -201,6 +208,22 @@ class DenySet:
                         value,
                         "resolves",
                         "the CUDA runtime's machinery (streams, events, graphs, the allocator)",
+                    )
+        if "torch" in loaded:
+            # `torch.ExcludeDispatchKeyGuard` is `torch._C.ExcludeDispatchKeyGuard`: what the C module defines is
+            # refused under its public names too, but for what host code needs (dtypes, devices, sizes, errors)
+            torch_module = sys.modules["torch"]
+            internals = {id(value) for value in vars(sys.modules["torch._C"]).values()}
+            for member, value in list(vars(torch_module).items()):
+                if (
+                    not member.startswith("_")
+                    and id(value) in internals
+                    and member not in TORCH_C_REEXPORTS_ALLOWED
+                ):
+                    deny(
+                        value,
+                        "resolves",
+                        "PyTorch's C internals re-exported (dispatch keys, modes, TorchScript)",
                     )
         for name in FORBIDDEN_BUILTINS:
             value = getattr(builtins, name, _MISSING)

@@ -71,6 +71,7 @@ from kernelvault.toolchain.sandboxed.integrity import (
     Violations,
     patch_targets,
 )
+from kernelvault.toolchain.sandboxed.kernel_globals import function_problem
 from kernelvault.toolchain.sandboxed.plain_output import output_type_problem, plain_leaves
 from kernelvault.toolchain.sandboxed.requests import (
     Build,
@@ -196,6 +197,8 @@ class LaunchRecorder:
         name = getattr(fn, "__name__", "?")
         refused = next((problem for value in [*args, *kwargs.values()] if (problem := launch_argument_problem(value))),
                        None)  # fmt: skip
+        if refused is None and (reached := function_problem(fn)) is not None:
+            refused = f"its body reaches host code: {reached}"
         if refused is not None:
             # Raised before the launch: under the interpreter a kernel body is Python, and an object it is handed
             # runs its own methods there. Kept too, so a candidate that catches the error is still refused.

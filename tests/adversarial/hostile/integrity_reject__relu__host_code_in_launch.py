@@ -1,7 +1,7 @@
 # exploit: the kernel body calls a Python helper; under the CPU interpreter a kernel body is plain Python, so the helper computes torch.relu on the input while the launch is running (where the interpreter's own data movement happens).
 # expect: static_reject:kernel_python
-# behind-wall: integrity_reject:torch_compute
-# behind-wall-cuda: compile_error
+# behind-wall: interface_error|integrity_reject:torch_compute
+# behind-wall-cuda: interface_error|compile_error
 import torch
 import torch.nn as nn
 import triton
