@@ -471,11 +471,6 @@ def check_output_values(output: Any, device: torch.device) -> None:
             raise CandidateFailure("interface_error", f"{where} is on {leaf.device}, expected {device}")
 
 
-# PyTorch's own kernels that only move or fill memory: a candidate's glue (`torch.empty_like` has no kernel,
-# `torch.zeros` launches a fill, `.contiguous()` a copy), never its computation. `torch.arange` writes an index
-# sequence (glue to the dispatch monitor too: a permutation's or gather's starting indices); its kernel is
-# named after the op, a PyTorch function no candidate kernel can carry as its own name (three real answers were
-# refused for it on the H200, 2026-12-03).
 _GLOBAL_FUNCTION = re.compile(r"__global__\s+(?:[\w:<>,*&\s]+?)\b(\w+)\s*\(")
 _ATTRIBUTES = re.compile(r"__launch_bounds__\s*\([^)]*\)|__attribute__\s*\(\([^)]*\)\)")
 
@@ -485,6 +480,11 @@ def kernel_names_in(source: str) -> set[str]:
     return set(_GLOBAL_FUNCTION.findall(_ATTRIBUTES.sub(" ", source or "")))
 
 
+# PyTorch's own kernels that only move or fill memory: a candidate's glue (`torch.empty_like` has no kernel,
+# `torch.zeros` launches a fill, `.contiguous()` a copy), never its computation. `torch.arange` writes an index
+# sequence (glue to the dispatch monitor too: a permutation's or gather's starting indices); its kernel is
+# named after the op, a PyTorch function no candidate kernel can carry as its own name (three real answers were
+# refused for it on the H200, 2026-12-03).
 GLUE_KERNEL_MARKERS = (
     "FillFunctor", "direct_copy_kernel", "CatArrayBatchedCopy", "copy_kernel", "at::native::arange_cuda_out"
 )  # fmt: skip

@@ -305,8 +305,8 @@ class TensorPrinting:
 class TensorValueMethods:
     """The methods of `torch.Tensor` that hand a tensor's values to Python without an aten op the monitor could see:
     `.tolist()`, `.numpy()`, `__array__`, and `apply_`/`map_`/`map2_` (a Python function called on every element,
-    in C++). Called while candidate code runs (outside a kernel launch: Triton's interpreter is the launcher's
-    business), each records a `host_data` violation, then does what it does. The static wall refuses these names;
+    in C++). Called while candidate code runs (a launch included: a grid callable is the candidate's code, and
+    Triton's interpreter calls none of them), each records a `host_data` violation, then does what it does. The static wall refuses these names;
     this is the tripwire behind it."""
 
     METHODS = ("tolist", "numpy", "__array__", "apply_", "map_", "map2_")
@@ -329,7 +329,7 @@ class TensorValueMethods:
 
             def watched(tensor: torch.Tensor, *args: Any, _name: str = name, _original: Any = original,
                         **kwargs: Any) -> Any:  # fmt: skip
-                if guard.monitor.active and not guard.monitor.in_launch:
+                if guard.monitor.active:
                     guard.violations.add("host_data", f"Tensor.{_name} handed a tensor's values to Python while "
                                          f"{guard.monitor.what}")  # fmt: skip
                 return _original(tensor, *args, **kwargs)
