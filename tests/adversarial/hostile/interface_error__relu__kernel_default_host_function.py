@@ -1,5 +1,7 @@
 # exploit: a @triton.jit parameter whose DEFAULT value is a host Python function (only under TRITON_INTERPRET; None in the cross-compile) is called in the kernel body: the wall treats parameters as kernel locals and launch_argument_problem never sees defaults, so the helper computes ReLU in NumPy on the interpreter handle while the compiled kernel is a plain copy.
 # expect: interface_error
+# expect-cuda: mismatch
+# note: on a GPU no kernel is interpreted: the host function is absent there (the environment tells the processes apart) and the compiled kernel is a plain copy, a mismatch.
 # note: every launch checks the kernel function itself (globals it uses, defaults, closure): only Triton, math and plain data pass.
 import os
 

@@ -1,5 +1,6 @@
 # exploit: a comment holds \x1c characters, which str.splitlines treats as line breaks and Python's tokenizer does not: linecache's lines shift, and Triton's inspect.getsource of the real kernel returns the hidden kernel from a string above it.
 # expect: mismatch
+# expect-cuda: mismatch|integrity_reject:nondeterministic
 # note: the worker pins the source's lines as the tokenizer splits them, so the kernel that runs is the one the wall read (it copies one element: a mismatch).
 import torch
 import torch.nn as nn

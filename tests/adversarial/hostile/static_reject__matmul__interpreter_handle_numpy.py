@@ -1,7 +1,9 @@
 # exploit: the kernel reads its values' interpreter handles (hasattr(acc.handle, "data"), then a.handle.data.dot(...)): under the CPU interpreter they are NumPy arrays, so the kernel body computes the matmul on the host, and a compiled kernel never takes the branch.
 # expect: static_reject:kernel_python
 # behind-wall: correct
+# behind-wall-cuda: mismatch
 # note: .handle and .data are the interpreter's objects, never Triton; refused inside any @triton.jit body.
+# note: on a GPU there is no interpreter handle: the compiled kernel computes nothing of the product (a mismatch).
 import torch
 import torch.nn as nn
 import triton

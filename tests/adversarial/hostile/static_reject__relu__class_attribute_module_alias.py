@@ -1,6 +1,7 @@
 # exploit: a class body binds a module (lib = torch), and Backend.lib._C._DisableTorchDispatch() is reached through the class: the wall followed names, not class attributes, and a private attribute under the candidate's own class looked like its own.
 # expect: static_reject:resolves|static_reject:private
 # behind-wall: correct
+# behind-wall-cuda: integrity_reject:device_record
 # note: a module may be aliased to a name at module or function level only; a private attribute is the candidate's own only through private attributes of its own root.
 import torch
 import torch.nn as nn

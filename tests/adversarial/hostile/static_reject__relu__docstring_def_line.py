@@ -1,6 +1,7 @@
 # exploit: the kernel's docstring holds a line starting with 'def': Triton's CPU interpreter finds a kernel's definition as the last such line of its source, so it runs the hidden body (PyTorch under disabled modes) instead of the kernel the wall read.
 # expect: static_reject:kernel_python
 # behind-wall: correct
+# behind-wall-cuda: integrity_reject:cached_results|mismatch
 # note: any line of a function's text that reads as a def but is not one is refused.
 import torch
 import torch.nn as nn

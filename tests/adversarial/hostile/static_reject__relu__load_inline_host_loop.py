@@ -1,6 +1,7 @@
 # exploit: a Triton candidate builds C++ with load_inline whose host loop computes the ReLU over data_ptr, after a decoy copy kernel: no dispatch op, and a native call.
 # expect: static_reject:namespace
 # behind-wall: correct|compile_error|timeout
+# behind-wall-cuda: correct|compile_error|timeout|runtime_error
 # note: behind the wall the C++ build alone can pass the 30 s limit on a 2-core machine (a timeout); where it builds, the host loop is credited: the wall is what refuses it.
 # note: a Triton candidate may not reach torch.utils.cpp_extension or kernelvault.hip.
 import os

@@ -1,8 +1,10 @@
 # exploit: triton.testing imports gc, so triton.testing.gc is the garbage collector under an allowed name: it finds the harness's dispatch monitor among all objects, sets its `active` flag off (a field the patch snapshot treats as mutable), lets torch.sum reduce the rows, and sets it back.
 # expect: static_reject:resolves
 # behind-wall: correct
-# behind-wall-cuda: integrity_reject:device_record
+# expect-cuda: static_reject:resolves|runtime_error
+# behind-wall-cuda: integrity_reject:device_record|runtime_error
 # note: `import gc` is refused by name; the module object is the same under triton.testing. Behind the wall on a CPU the monitor is off for the one op that matters; on a GPU the reduction kernel is on the device's record.
+# note: Triton 3.6 (the GPU image) has no `gc` under triton.testing: the name resolves to nothing, and the call fails where it runs.
 import torch
 import torch.nn as nn
 import triton

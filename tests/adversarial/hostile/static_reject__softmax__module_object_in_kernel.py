@@ -1,7 +1,7 @@
 # exploit: the @triton.jit body calls a method of a module-level object (not a function or an import, so the wall takes it for a kernel local); under the CPU interpreter the object computes the row's softmax in NumPy on the loaded block, and in the cross-compile's process (no TRITON_INTERPRET) the same name is triton.language, so the compile stage passes.
 # expect: static_reject:kernel_python|static_reject:resolves
 # behind-wall: interface_error
-# behind-wall-cuda: interface_error
+# behind-wall-cuda: correct
 # note: behind the wall on the CPU nothing else sees it: the interpreter runs the method inside a launch the recorder counts, NumPy arithmetic dispatches no PyTorch op, and the cross-compile compiled tl.softmax instead (the candidate reads os.environ to tell the two processes apart). On a GPU no kernel is interpreted, so the name is triton.language there and the kernel is an honest tl.softmax.
 import math
 import os
