@@ -34,8 +34,10 @@ import os
 import pwd
 import socket
 import sqlite3
+import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +50,7 @@ from kernelvault.corpus.shards import read_columns, run_shards
 from kernelvault.pipelines.candidates import Attempt, expected_options, outcome, outcome_matches
 from kernelvault.pipelines.corpus_job import RunSummary, run_corpus_job
 from kernelvault.pipelines.engine import EngineOptions
+from kernelvault.toolchain import worker_lane
 from kernelvault.toolchain.tasks import LoadedTasks, load_task_file
 from kernelvault.toolchain.verify import Verifier, VerifyConfig, resolve_isolation
 
@@ -222,6 +225,10 @@ def _tasks(candidates: Sequence[CandidateFile]) -> LoadedTasks:
     return LoadedTasks(tasks=[load_task_file(ROOT / "tasks" / f"{name}.py") for name in names])
 
 
+# What every worker process runs, and so every process a candidate forks from one (a fork keeps its command line).
+WORKER_MODULE = f"{worker_lane.__package__}.sandboxed.serve"
+
+
 def worker_processes() -> list[str]:
     """Command lines of processes on this machine that run a KernelVault worker (any uid, any namespace)."""
     found = []
@@ -232,7 +239,7 @@ def worker_processes() -> list[str]:
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if "kernelvault.toolchain.worker_lane" in command:
+        if WORKER_MODULE in command:
             found.append(f"{entry.name}: {command[:160]}")
     return found
 
@@ -459,6 +466,20 @@ def test_no_process_outlives_the_run(run_name: str, request: pytest.FixtureReque
     _require_jail()
     run: SuiteRun = request.getfixturevalue(run_name)
     assert run.workers_left == [], run.workers_left
+
+
+def test_the_process_search_sees_a_worker_and_its_forks() -> None:
+    """The check above is only as good as its search: a process that runs what workers run is found while it lives."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", WORKER_MODULE])
+    try:
+        deadline = time.monotonic() + 10  # until the child has exec'd (before, its command line is ours)
+        while not any(line.startswith(f"{process.pid}:") for line in worker_processes()):
+            assert time.monotonic() < deadline, "a live process running the worker module was not found"
+            time.sleep(0.05)
+    finally:
+        process.kill()
+        process.wait()
+    assert not any(line.startswith(f"{process.pid}:") for line in worker_processes())
 
 
 def test_the_hosts_loopback_is_never_reached(behind_wall_run: SuiteRun) -> None:
