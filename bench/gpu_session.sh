@@ -76,8 +76,9 @@ for bench in ${KV_BENCH:-timing hip_build}; do
                     | tee "$KV_RESULTS_DIR/small_case_spread.log" || status=1 ;;
     # Issue #24 item 1: can the parent map a jailed worker's device memory (an exported file descriptor)?
     device_share) python3 bench/device_share_probe.py 2>&1 | tee "$KV_RESULTS_DIR/device_share_probe.log" || status=1 ;;
-    # The device record's launch link inside the jail against a plain process (the same program, three ways).
-    record_jail) python3 bench/device_record_jail_probe.py 2>&1 | tee "$KV_RESULTS_DIR/device_record_jail.md" || status=1 ;;
+    # The device record's launch link inside the jail against a plain process (the same program, three ways;
+    # KV_PROBE_ARGS=--guarded: only the jailed run with the worker's guards installed).
+    record_jail) python3 bench/device_record_jail_probe.py ${KV_PROBE_ARGS:-} 2>&1 | tee "$KV_RESULTS_DIR/device_record_jail.md" || status=1 ;;
     probe) python3 bench/device_probe.py 2>&1 | tee "$KV_RESULTS_DIR/device_probe.md" || status=1 ;;
     # This tree against another version of it (KV_OLD_TREE, e.g. a git worktree carried with the call), on the
     # same candidate list, one after the other in this call: persistent lanes, KV_BENCH_EXTRA as above.

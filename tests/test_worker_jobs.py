@@ -125,6 +125,7 @@ if _os.environ.get("TRITON_INTERPRET") != "1":
 
 @pytest.mark.skipif(not ISOLATION.jailed, reason=f"no OS jail on this machine: {ISOLATION.detail}")
 @pytest.mark.parametrize("persistent", [True, False], ids=["lane", "fresh"])
+@pytest.mark.fresh_workers  # "fresh": the bare path's one-job workers, as they are
 def test_the_cross_compile_stage_runs_the_candidate_in_the_jail(persistent: bool) -> None:
     task = load_task_file(ROOT / "tasks" / "relu.py")
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60, static_wall=False))
@@ -143,3 +144,41 @@ def test_the_cross_compile_stage_runs_the_candidate_in_the_jail(persistent: bool
     assert "kv-probe uid=" in compile_log, compile_log
     uid = int(compile_log.split("kv-probe uid=")[1].split()[0].rstrip(")'\""))
     assert uid != os.getuid(), f"the cross-compiler ran the candidate as the pipeline's own user ({uid})"
+
+
+def test_a_lane_whose_worker_was_killed_between_jobs_gives_the_next_candidate_its_verdict() -> None:
+    """A worker killed from outside (the OOM killer, an operator) while idle: the lane starts a fresh worker and
+    the candidate gets its own verdict, not an infrastructure error, and so does every later one."""
+    task = load_task_file(ROOT / "tasks" / "relu.py")
+    candidate = Candidate(task.task_id, "triton", (ROOT / "examples/triton/relu.py").read_text(), "test:relu")
+    verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=120))
+    lane = WorkerLane(device="cpu")
+    try:
+        assert verifier.verify(task, candidate, runner=lane).correct
+        process = lane.workers["candidate"]._process
+        assert process is not None
+        os.killpg(process.pid, 9)
+        process.wait()
+        for _ in range(2):
+            verdict = verifier.verify(task, candidate, runner=lane)
+            assert (verdict.failure_kind, verdict.correct) == (None, True), verdict.failure_message
+    finally:
+        lane.close()
+
+
+def test_a_request_left_in_a_dead_workers_pipe_does_not_stop_the_pipe_closing() -> None:
+    """The case behind the lane's recovery: a request buffered for a worker that died, whose pipe has no reader
+    left. Closing the pipe fails to write it; the pipe must end closed and the failure must not escape (it once
+    left a lane's worker half-stopped, so every later candidate of the lane got `write to closed file`)."""
+    import subprocess
+
+    from kernelvault.toolchain.worker import close_request_pipe
+
+    process = subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.PIPE)
+    process.wait()
+    assert process.stdin is not None
+    process.stdin.write(b'{"id": 1}\n')  # buffered: no reader will ever take it
+    with pytest.raises(BrokenPipeError):
+        process.stdin.flush()
+    close_request_pipe(process.stdin)
+    assert process.stdin.closed

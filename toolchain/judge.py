@@ -38,13 +38,15 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 import torch
 
 from kernelvault.contracts import TaskCase
 from kernelvault.toolchain.compare import Comparison, compare_outputs
+from kernelvault.toolchain.device_gate import GateHold
 from kernelvault.toolchain.function_tasks import output_labels
+from kernelvault.toolchain.sandbox import SandboxResult
 from kernelvault.toolchain.sandboxed.requests import (
     Build,
     CandidateRequest,
@@ -64,12 +66,8 @@ from kernelvault.toolchain.sandboxed.requests import (
 from kernelvault.toolchain.sandboxed.tensor_files import TensorFileError, read_tensors
 from kernelvault.toolchain.sandboxed.timed_values import compare_checksums
 from kernelvault.toolchain.sandboxed.timing import KEPT_SAMPLES, calls_for
+from kernelvault.toolchain.worker import PersistentWorker
 from kernelvault.toolchain.worker_jobs import CheckJob
-
-if TYPE_CHECKING:
-    from kernelvault.toolchain.device_gate import GateHold
-    from kernelvault.toolchain.sandbox import SandboxResult
-    from kernelvault.toolchain.worker_lane import PersistentWorker
 
 
 @dataclass

@@ -1,0 +1,83 @@
+"""Worker lanes shared across the test session.
+
+A verdict needs worker processes (a cross-compile worker, a reference and a candidate worker), and a fresh one
+imports torch and Triton: seconds of CPU each, on a 2-core CI machine that runs the suite with both cores busy.
+A test that verifies a candidate without a lane of its own (`Verifier.verify(task, candidate)`) starts three of
+them per verdict. Here it gets persistent workers instead, from lanes kept for the whole session, one set per
+worker configuration (the interpreter, the environment, the limits other than the per-job timeout, the
+isolation, the work root and the read-only paths): what a corpus run does with its lanes, so the verdicts are
+the ones users get.
+
+Tests about how workers start, die or are limited per process say so with `@pytest.mark.fresh_workers` and keep
+the one-job workers the bare path starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kernelvault.toolchain.device_gate import DeviceGate
+from kernelvault.toolchain.sandbox import SandboxLimits
+from kernelvault.toolchain.verify import Verifier
+from kernelvault.toolchain.worker_jobs import WorkerJob
+from kernelvault.toolchain.worker_lane import WorkerLane
+
+
+class SharedLanes:
+    """Persistent CPU lanes by worker configuration; a lane serves one job at a time (tests that verify from
+    several threads get a lane each)."""
+
+    def __init__(self) -> None:
+        self.idle: dict[tuple[Any, ...], list[WorkerLane]] = {}
+        self.all: list[WorkerLane] = []
+        self.lock = threading.Lock()
+        self.gate = DeviceGate()  # one CPU: timings never overlap, as on the bare path's lanes
+
+    def run(self, python: str, job: WorkerJob, limits: SandboxLimits,
+            env: dict[str, str]) -> tuple[Any, dict[str, Any] | None]:  # fmt: skip
+        # The per-job timeout is each request's own; everything else shapes the worker processes themselves.
+        key = (python, job.setup, tuple(sorted(env.items())), dataclasses.replace(limits, timeout_s=0.0))
+        with self.lock:
+            free = self.idle.setdefault(key, [])
+            lane = free.pop() if free else None
+            if lane is None:
+                lane = WorkerLane(python, "cpu", gate=self.gate)
+                self.all.append(lane)
+        try:
+            return lane.run(job, limits, env)
+        finally:
+            with self.lock:
+                self.idle[key].append(lane)
+
+    def close(self) -> None:
+        for lane in self.all:
+            lane.close()
+
+
+@pytest.fixture(scope="session")
+def shared_lanes() -> Iterator[SharedLanes]:
+    lanes = SharedLanes()
+    yield lanes
+    lanes.close()
+
+
+@pytest.fixture(autouse=True)
+def _verify_on_shared_lanes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Route the bare path's one-job workers to the session's lanes, unless the test is about fresh workers."""
+    if request.node.get_closest_marker("fresh_workers") is not None:
+        return
+    lanes: SharedLanes = request.getfixturevalue("shared_lanes")
+    one_job = Verifier._run_worker
+
+    def run_worker(self: Verifier, job: WorkerJob, limits: SandboxLimits, env: dict[str, str],
+                   runner: Any = None) -> tuple[Any, dict[str, Any] | None]:  # fmt: skip
+        if runner is not None or self.choice.platform != "cpu":
+            return one_job(self, job, limits, env, runner)
+        return lanes.run(self.config.python, job, limits, env)
+
+    monkeypatch.setattr(Verifier, "_run_worker", run_worker)
