@@ -37,6 +37,7 @@ from kernelvault.contracts import (
     content_hash,
 )
 from kernelvault.hip import source_hash
+from kernelvault.toolchain.device_gate import DeviceGate
 from kernelvault.toolchain.extract import extract_code
 from kernelvault.toolchain.function_tasks import function_entries, test_imports
 from kernelvault.toolchain.hip_build import (
@@ -62,6 +63,7 @@ from kernelvault.toolchain.sandboxed.timing import DEFAULT_GPU_SAMPLE_MS, TIMING
 from kernelvault.toolchain.static_check import check_hip_candidate, check_triton_candidate
 from kernelvault.toolchain.static_wall import check_candidate
 from kernelvault.toolchain.worker_jobs import CheckJob, CompileJob, HipBuild, WorkerJob, WorkerSetup
+from kernelvault.toolchain.worker_lane import WorkerLane
 
 LOG_LIMIT = 4000  # characters of compiler/runtime log kept per stage (the agents' feedback reads it)
 
@@ -574,9 +576,6 @@ class Verifier:
         per-candidate way. Either way the reply is authenticated, and a check talks to its judge."""
         if runner is not None:
             return runner.run(job, limits, env)
-        from kernelvault.toolchain.device_gate import DeviceGate
-        from kernelvault.toolchain.worker_lane import WorkerLane
-
         lane = WorkerLane(
             self.config.python, "cpu", restart_every=1, gate=DeviceGate()
         )  # inherits the devices
