@@ -8,6 +8,7 @@ self-comparing object) an integrity reject; values outside
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -125,3 +126,25 @@ def compare_outputs(
                     worst_rel,
                 )
     return Comparison(None, "within tolerance", worst_abs, worst_rel)
+
+
+def output_labels(expected: Any, kernels: bool = False) -> list[str] | None:
+    """A name per tensor of a function task's judged result (`FunctionCall.forward`: per call, what it returned,
+    its tensor arguments after it and, when differentiated, their gradients), in the order the judge flattens
+    them, for its messages: "call 0 result", "call 1 argument 2 after the call", "call 0 gradient 0". None for
+    anything else."""
+    parts = ("result", "argument {} after the call", "gradient {}")
+    if not isinstance(expected, (tuple, list)):
+        return None
+    labels = []
+    for index, call in enumerate(expected):
+        if not isinstance(call, (tuple, list)) or not 2 <= len(call) <= 3:
+            return None
+        for part, value in enumerate(call):
+            count = len(flatten_outputs(value))
+            for number in range(count):
+                what = (
+                    parts[part].format(number) if part else ("result" if count == 1 else f"result {number}")
+                )
+                labels.append(f"{'launch' if kernels else 'call'} {index} {what}")
+    return labels

@@ -14,7 +14,7 @@ How such a task is checked, in the same protocol as a module task (`kernelvault.
   (`out=`, optimiser steps, `relu_`) are judged by what they leave in their arguments, against what the
   reference leaves; so changing an argument is not an integrity failure here, and an output that is an
   argument is not one either (the module form's `modified_inputs` / `output_aliases_input` stay off).
-- **`FunctionCall`** turns the functions into the module both workers already run: `forward(*calls)` makes
+- **`FunctionCall`** (`kernelvault.toolchain.task_calls`) turns the functions into the module both workers already run: `forward(*calls)` makes
   every call in order and returns one `(returned, arguments_after)` pair per call.
 - **Gradients.** A test that differentiates (`loss.backward()` on a call's output, then reads `x.grad`: 17 of
   TritonBench-G's operators are `torch.autograd.Function`s tested so) runs with autograd on while recorded. A
@@ -61,6 +61,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from kernelvault.toolchain.error_text import one_line_error
 from kernelvault.toolchain.static_check import is_triton_jit
 
 _SEPARATOR = re.compile(r"^#{20,}[ \t]*$", re.MULTILINE)
@@ -484,30 +485,6 @@ def judged_result(returned: Any, args: list[Any], kwargs: dict[str, Any]) -> tup
     return plain(returned), argument_leaves([args, kwargs])
 
 
-def output_labels(expected: Any, kernels: bool = False) -> list[str] | None:
-    """A name per tensor of a function task's judged result (`FunctionCall.forward`: per call, what it returned,
-    its tensor arguments after it and, when differentiated, their gradients), in the order the judge flattens
-    them, for its messages: "call 0 result", "call 1 argument 2 after the call", "call 0 gradient 0". None for
-    anything else."""
-    from kernelvault.toolchain.compare import flatten_outputs
-
-    parts = ("result", "argument {} after the call", "gradient {}")
-    if not isinstance(expected, (tuple, list)):
-        return None
-    labels = []
-    for index, call in enumerate(expected):
-        if not isinstance(call, (tuple, list)) or not 2 <= len(call) <= 3:
-            return None
-        for part, value in enumerate(call):
-            count = len(flatten_outputs(value))
-            for number in range(count):
-                what = (
-                    parts[part].format(number) if part else ("result" if count == 1 else f"result {number}")
-                )
-                labels.append(f"{'launch' if kernels else 'call'} {index} {what}")
-    return labels
-
-
 def same_values(first: Any, second: Any) -> bool:
     """Two nests with equal tensors (NaN equal to NaN) and equal plain values, in the same places."""
     import torch
@@ -550,66 +527,6 @@ def upstream_gradient(index: int, number: int, output: Any) -> Any:
     return torch.from_numpy(values).to(device=output.device, dtype=output.dtype)
 
 
-def function_module(functions: dict[str, Callable[..., Any]], device: Any) -> Any:
-    """The task's functions as a module whose forward makes every call of a case, each `[name, args,
-    kwargs]` (see the module docstring); on the CPU, under `device_redirect`."""
-    import torch
-
-    from kernelvault.toolchain.kernel_tasks import replay_grid
-
-    on_cpu = getattr(device, "type", device) == "cpu"
-
-    class FunctionCall(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.functions = dict(functions)
-            self.upstream_gradients: dict[tuple[Any, ...], Any] = {}
-
-        def forward(self, *calls: Any) -> tuple[Any, ...]:
-            results = []
-            with device_redirect(device) if on_cpu else contextlib.nullcontext():
-                for name, args, kwargs, *launch in calls:
-                    # a kernel launch is `[name, args, kwargs, grid]` (`kernelvault.toolchain.kernel_tasks`)
-                    if launch:
-                        self.functions[name][replay_grid(launch[0])](*args, **kwargs)
-                        returned = None  # a launch's handle is no result: its outputs are its arguments
-                        results.append(judged_result(returned, args, kwargs))
-                        continue
-                    differentiated = [leaf for leaf in tensor_leaves([args, kwargs]) if leaf.requires_grad]
-                    if not differentiated:
-                        results.append(judged_result(self.functions[name](*args, **kwargs), args, kwargs))
-                        continue
-                    with torch.enable_grad():
-                        returned = self.functions[name](*args, **kwargs)
-                        gradients = self.gradients(name, len(results), returned, differentiated)
-                    results.append((*judged_result(returned, args, kwargs), gradients))
-            return tuple(results)
-
-        def gradients(self, name: str, index: int, returned: Any, leaves: list[Any]) -> list[Any]:
-            """The gradients of a call's arguments that require one (see the module docstring)."""
-            outputs = [leaf for leaf in tensor_leaves(returned) if leaf.requires_grad]
-            if not outputs:
-                raise RuntimeError(f"the test differentiates call {index} of {name}, and none of its outputs "
-                                   "carries a gradient (no backward)")  # fmt: skip
-            upstream = [self.upstream(index, number, output) for number, output in enumerate(outputs)]
-            found = torch.autograd.grad(outputs, leaves, upstream, allow_unused=True)
-            # an argument the outputs do not depend on has a zero gradient (None from autograd)
-            return [
-                torch.zeros_like(leaf) if grad is None else grad
-                for grad, leaf in zip(found, leaves, strict=True)
-            ]
-
-        def upstream(self, index: int, number: int, output: Any) -> Any:
-            key = (index, number, tuple(output.shape), output.dtype, output.device)
-            if key not in self.upstream_gradients:  # drawn once: a timed call reuses it
-                self.upstream_gradients[key] = upstream_gradient(index, number, output)
-            # a copy per call: a backward may write into its incoming gradient (TritonBench-G's fast_layernorm
-            # computes dX in place in dY), and the next call must start from the same values
-            return self.upstream_gradients[key].clone()
-
-    return FunctionCall()
-
-
 class _RecordingClass:
     """A reference class in the test's scope whose entry methods record (`Cls.apply(...)`); every other
     attribute, and calling it, are the class's own."""
@@ -649,15 +566,10 @@ def record_calls(
 ) -> list[list[Any]]:
     """Run the test in a copy of the reference's `namespace` with the entries recorded; the calls it made,
     each `[name, args, kwargs]` as they were before the call. Raises FunctionTaskError when it makes none.
-    A kernel layout's pytest tests are run by `kernelvault.toolchain.kernel_tasks.record_launches` instead."""
+    A kernel layout's pytest tests are recorded by `kernelvault.toolchain.kernel_tasks.record_launches`."""
     import random
 
     import torch
-
-    if layout.kernels:
-        from kernelvault.toolchain.kernel_tasks import record_launches
-
-        return record_launches(layout, namespace, seed, device, which)
 
     calls: list[list[Any]] = []
     dropped: list[Exception] = []  # what the calls that raised raised, for the message when none is left
@@ -702,8 +614,6 @@ def record_calls(
             for name in layout.test_functions:
                 scope[name]()
     if not calls and dropped:  # the test caught them (`try: ... except Exception`): say why they failed
-        from kernelvault.toolchain.sandboxed.candidate import one_line_error  # it imports this module
-
         raise FunctionTaskError(
             f"every call the test made of {layout.entry} raised, inside the test's own try/except "
             f"({len(dropped)} call(s); the first: {one_line_error(dropped[0])})"

@@ -43,9 +43,8 @@ from typing import Any, NoReturn
 import torch
 
 from kernelvault.contracts import TaskCase
-from kernelvault.toolchain.compare import Comparison, compare_outputs
+from kernelvault.toolchain.compare import Comparison, compare_outputs, output_labels
 from kernelvault.toolchain.device_gate import GateHold
-from kernelvault.toolchain.function_tasks import output_labels
 from kernelvault.toolchain.sandbox import SandboxResult
 from kernelvault.toolchain.sandboxed.requests import (
     Build,

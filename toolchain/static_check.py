@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from kernelvault.toolchain.hip_interface import HipInterfaceError, parse_launch_functions
 from kernelvault.toolchain.source_tree import parse as parse_source
 
 
@@ -162,7 +163,6 @@ def _calls(tree: ast.Module, name: str) -> bool:
 
 def check_hip_candidate(code: str) -> HipStaticResult:
     """A HIP candidate: ModelNew plus either a literal HIP_SOURCE (native form) or a load_inline call."""
-    from kernelvault.hip import HipInterfaceError, parse_launch_functions
 
     try:
         tree = parse_source(code)

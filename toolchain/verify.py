@@ -36,7 +36,6 @@ from kernelvault.contracts import (
     Verdict,
     content_hash,
 )
-from kernelvault.hip import source_hash
 from kernelvault.toolchain.device_gate import DeviceGate
 from kernelvault.toolchain.extract import extract_code
 from kernelvault.toolchain.function_tasks import function_entries, test_imports
@@ -48,6 +47,7 @@ from kernelvault.toolchain.hip_build import (
     find_hip_compiler,
     portability_issues,
 )
+from kernelvault.toolchain.hip_interface import source_hash
 from kernelvault.toolchain.jail import ISOLATION_PROCESS, Isolation, probe_isolation
 from kernelvault.toolchain.judge import ProtocolCosts
 from kernelvault.toolchain.optimisation import (

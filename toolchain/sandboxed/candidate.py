@@ -48,13 +48,14 @@ from typing import Any
 
 import torch
 
+from kernelvault.toolchain import hip_runtime
+from kernelvault.toolchain.error_text import one_line_error
 from kernelvault.toolchain.function_tasks import (
     CallsNotUnderstood,
     argument_leaves,
     check_calls_bind,
     clone_value,
     device_redirect,
-    function_module,
     resolve_entry,
     tensor_leaves,
 )
@@ -87,9 +88,9 @@ from kernelvault.toolchain.sandboxed.source_text import load_module
 from kernelvault.toolchain.sandboxed.tensor_files import read_tensors, write_tensors
 from kernelvault.toolchain.sandboxed.timed_values import TimedCallViolation
 from kernelvault.toolchain.sandboxed.timing import RandomKeep, harness_replaced, prepare_device, time_staged
+from kernelvault.toolchain.task_calls import function_module
 
 _LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "waves_per_eu", "matrix_instr_nonkdim"}
-_MESSAGE_LIMIT = 2000  # characters of an exception's text kept in a failure message
 
 
 class CandidateFailure(Exception):
@@ -99,11 +100,6 @@ class CandidateFailure(Exception):
         super().__init__(message)
         self.kind = kind
         self.message = message
-
-
-def one_line_error(error: BaseException) -> str:
-    text = " ".join(f"{type(error).__name__}: {error}".split())
-    return text if len(text) <= _MESSAGE_LIMIT else text[:_MESSAGE_LIMIT] + " …"
 
 
 class LaunchRecorder:
@@ -387,10 +383,11 @@ class CandidateGuards:
                     "monitor": self.monitor, "recorder": self.recorder, "process_guards": self.process_guards,
                     "printing": self.printing, "value_methods": self.value_methods}  # fmt: skip
         if job.language == "hip":
-            import kernelvault.hip as hip
+            import kernelvault.hip as hip  # the module the candidate imports: its names are snapshotted too
 
-            hip.set_launch_observer(self.recorder.record_native)
-            targets |= {"kernelvault.hip": hip, "kernelvault.hip.LaunchFunction": hip.LaunchFunction}
+            hip_runtime.set_launch_observer(self.recorder.record_native)
+            targets |= {"kernelvault.hip": hip, "kernelvault.toolchain.hip_runtime": hip_runtime,
+                        "kernelvault.hip.LaunchFunction": hip_runtime.LaunchFunction}  # fmt: skip
         self.snapshot = PatchSnapshot(targets)
 
     def uninstall(self) -> None:
@@ -399,8 +396,7 @@ class CandidateGuards:
         self.printing.uninstall()
         self.value_methods.uninstall()
         self.recorder.uninstall()
-        if "kernelvault.hip" in sys.modules:
-            sys.modules["kernelvault.hip"].set_launch_observer(None)
+        hip_runtime.set_launch_observer(None)
 
     def raise_if_violated(self) -> None:
         # Through the functions as they were when this module loaded: a candidate that replaced
@@ -1185,11 +1181,9 @@ def clear_folder(folder: Path) -> None:
 
 def prepare_hip(request: Load, device: torch.device, job: CandidateJob) -> None:
     """Before the candidate exists: its prebuilt library (native form) or our load_inline (KernelBench form)."""
-    import kernelvault.hip as hip
-
     if request.hip_form == "native":
         assert request.hip_source_sha is not None and request.hip_library is not None
-        hip.register_prebuilt(request.hip_source_sha, request.hip_library)
+        hip_runtime.register_prebuilt(request.hip_source_sha, request.hip_library)
         return
     from torch.utils import cpp_extension
 
@@ -1266,14 +1260,13 @@ class CountingExtension:
         self._module = module
 
     def __getattr__(self, name: str) -> Any:
-        import kernelvault.hip as hip
-
         attribute = getattr(self._module, name)
         if not callable(attribute):
             return attribute
 
         def launch(*args: Any, **kwargs: Any) -> Any:
-            scope = hip._launch_observer(name) if hip._launch_observer is not None else None
+            observer = hip_runtime.launch_observer()
+            scope = observer(name) if observer is not None else None
             with scope if scope is not None else contextlib.nullcontext():
                 return attribute(*args, **kwargs)
 

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
+from kernelvault.toolchain.error_text import one_line_error
 from kernelvault.toolchain.function_tasks import (
     NOTHING_TO_JUDGE,
     PERFORMANCE_INPUTS_OVERRIDE,
@@ -34,16 +35,15 @@ from kernelvault.toolchain.function_tasks import (
     argument_leaves,
     clone_value,
     function_layout,
-    function_module,
     nothing_to_judge,
     record_calls,
     record_performance_calls,
     resolve_entry,
     same_values,
 )
-from kernelvault.toolchain.kernel_tasks import untimed_autotuning
+from kernelvault.toolchain.kernel_tasks import record_launches, untimed_autotuning
 from kernelvault.toolchain.sandboxed.bundles import BundleSender
-from kernelvault.toolchain.sandboxed.candidate import StagedTiming, one_line_error, sync_device
+from kernelvault.toolchain.sandboxed.candidate import StagedTiming, sync_device
 from kernelvault.toolchain.sandboxed.requests import (
     PilotReference,
     Prepare,
@@ -66,6 +66,7 @@ from kernelvault.toolchain.sandboxed.timing import (
     prepare_device,
     time_staged,
 )
+from kernelvault.toolchain.task_calls import function_module
 
 
 def to_device(value: Any, device: torch.device) -> Any:
@@ -153,7 +154,8 @@ class FunctionHarness:
     def inputs(self, seed: int) -> list[Any]:
         if self.performance_inputs:
             return record_performance_calls(self.layout, vars(self.task), seed, self.device)
-        return as_sent(record_calls(self.layout, vars(self.task), seed, self.device, self.which), self.device)
+        record = record_launches if self.layout.kernels else record_calls  # pytest tests, or a test's calls
+        return as_sent(record(self.layout, vars(self.task), seed, self.device, self.which), self.device)
 
 
 def as_sent(calls: list[Any], device: torch.device) -> list[Any]:
