@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -28,13 +29,34 @@ from kernelvault.toolchain.worker_jobs import WorkerJob
 from kernelvault.toolchain.worker_lane import WorkerLane
 
 
+class OwnedLane:
+    """A lane and the one thread that runs its jobs, alive for the session (`LanePool`'s lane threads, the same).
+
+    A sandboxed worker dies with the thread that started it (PR_SET_PDEATHSIG, `kernelvault.toolchain.sandbox`).
+    Run on its callers' threads, a lane first used from a short-lived one (asyncio's `to_thread` pool, a reward
+    service's workers, a ThreadPoolExecutor) had its workers killed when that thread ended, and the next test that
+    took it got `the reference worker failed: (no output)`."""
+
+    def __init__(self, lane: WorkerLane) -> None:
+        self.lane = lane
+        self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kv-test-lane")
+
+    def run(self, job: WorkerJob, limits: SandboxLimits,
+            env: dict[str, str]) -> tuple[Any, dict[str, Any] | None]:  # fmt: skip
+        return self.thread.submit(self.lane.run, job, limits, env).result()
+
+    def close(self) -> None:
+        self.thread.submit(self.lane.close).result()
+        self.thread.shutdown()
+
+
 class SharedLanes:
     """Persistent CPU lanes by worker configuration; a lane serves one job at a time (tests that verify from
     several threads get a lane each)."""
 
     def __init__(self) -> None:
-        self.idle: dict[tuple[Any, ...], list[WorkerLane]] = {}
-        self.all: list[WorkerLane] = []
+        self.idle: dict[tuple[Any, ...], list[OwnedLane]] = {}
+        self.all: list[OwnedLane] = []
         self.lock = threading.Lock()
         self.gate = DeviceGate()  # one CPU: timings never overlap, as on the bare path's lanes
 
@@ -46,7 +68,7 @@ class SharedLanes:
             free = self.idle.setdefault(key, [])
             lane = free.pop() if free else None
             if lane is None:
-                lane = WorkerLane(python, "cpu", gate=self.gate)
+                lane = OwnedLane(WorkerLane(python, "cpu", gate=self.gate))
                 self.all.append(lane)
         try:
             return lane.run(job, limits, env)

@@ -19,11 +19,6 @@ from kernelvault.rl.verifiers import verdict_source, verdict_source_from_env
 from kernelvault.toolchain.tasks import load_task_file
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
-# Run after the other file of the pair on the session's shared lanes, these verdicts came back
-# `the reference worker failed` (the shared reference worker was gone): not yet understood, so these tests keep
-# the one-job workers they had (tests/conftest.py).
-pytestmark = pytest.mark.fresh_workers
-
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "triton"
 RELU = load_task_file(ROOT / "tasks" / "relu.py")

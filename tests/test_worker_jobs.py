@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from kernelvault.contracts import Candidate
+from kernelvault.contracts import Candidate, Task, Verdict
 from kernelvault.toolchain.jail import probe_isolation
 from kernelvault.toolchain.sandboxed.requests import (
     OPERATIONS,
@@ -146,22 +148,87 @@ def test_the_cross_compile_stage_runs_the_candidate_in_the_jail(persistent: bool
     assert uid != os.getuid(), f"the cross-compiler ran the candidate as the pipeline's own user ({uid})"
 
 
-def test_a_lane_whose_worker_was_killed_between_jobs_gives_the_next_candidate_its_verdict() -> None:
-    """A worker killed from outside (the OOM killer, an operator) while idle: the lane starts a fresh worker and
-    the candidate gets its own verdict, not an infrastructure error, and so does every later one."""
+def _relu_job() -> tuple[Verifier, Task, Candidate]:
     task = load_task_file(ROOT / "tasks" / "relu.py")
     candidate = Candidate(task.task_id, "triton", (ROOT / "examples/triton/relu.py").read_text(), "test:relu")
-    verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=120))
+    return Verifier(VerifyConfig(platform="cpu", timeout_s=120)), task, candidate
+
+
+def _assert_correct(verdict: Verdict) -> None:
+    assert (verdict.failure_kind, verdict.correct) == (None, True), verdict.failure_message
+
+
+@pytest.mark.parametrize("kind", ["candidate", "reference"])
+def test_a_lane_whose_worker_was_killed_between_jobs_gives_the_next_candidate_its_verdict(kind: str) -> None:
+    """A worker killed from outside (the OOM killer, an operator) while idle: the lane starts a fresh worker and
+    the candidate gets its own verdict, not an infrastructure error, and so does every later one. The reference's
+    worker too (it once was not replaced: the next job's verdict was `the reference worker failed: (no output)`)."""
+    verifier, task, candidate = _relu_job()
     lane = WorkerLane(device="cpu")
     try:
-        assert verifier.verify(task, candidate, runner=lane).correct
-        process = lane.workers["candidate"]._process
+        _assert_correct(verifier.verify(task, candidate, runner=lane))
+        process = lane.workers[kind]._process
         assert process is not None
         os.killpg(process.pid, 9)
         process.wait()
         for _ in range(2):
-            verdict = verifier.verify(task, candidate, runner=lane)
-            assert (verdict.failure_kind, verdict.correct) == (None, True), verdict.failure_message
+            _assert_correct(verifier.verify(task, candidate, runner=lane))
+        assert lane.workers[kind].pid not in (None, process.pid)
+        assert lane.workers[kind].stats.restarts["exited"] == 1
+    finally:
+        lane.close()
+
+
+def test_a_lane_first_used_from_a_thread_that_has_exited_gives_the_next_candidate_its_verdict() -> None:
+    """Linux kills a sandboxed worker when the thread that started it exits (PR_SET_PDEATHSIG): a lane first used
+    from a short-lived thread (asyncio's `to_thread` pool, a reward service's worker) holds three dead workers once
+    that thread is gone. What the test suite's shared lanes met: the next job is checked on fresh ones."""
+    verifier, task, candidate = _relu_job()
+    lane = WorkerLane(device="cpu")
+    try:
+        verdicts: list[Verdict] = []
+
+        def verify_and_exit() -> None:
+            verdicts.append(verifier.verify(task, candidate, runner=lane))
+
+        thread = threading.Thread(target=verify_and_exit)
+        thread.start()
+        thread.join()
+        _assert_correct(verdicts[0])
+        killed = {kind: worker._process for kind, worker in lane.workers.items()}
+        assert set(killed) == {"candidate", "reference", "cross_compile"}
+        assert all(process is not None and process.wait(timeout=30) == -9 for process in killed.values())
+        _assert_correct(verifier.verify(task, candidate, runner=lane))
+        replaced = {kind: lane.workers[kind].stats.restarts["exited"] for kind in killed}
+        assert replaced == dict.fromkeys(killed, 1)
+    finally:
+        lane.close()
+
+
+def test_a_reference_worker_that_dies_during_a_job_is_replaced_and_the_job_retried_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reference's worker killed during a job (the candidate's worker has loaded it, the reference's next
+    request is not sent yet): the job is checked again on a fresh reference worker, as a candidate's is after its
+    worker's crash, instead of ending in an infrastructure error."""
+    verifier, task, candidate = _relu_job()
+    lane = WorkerLane(device="cpu")
+    try:
+        _assert_correct(verifier.verify(task, candidate, runner=lane))  # the lane's workers are started
+        reference = lane.workers["reference"]
+        victim = reference.pid
+        assert victim is not None
+        answer = reference.request
+
+        def killed_before_answering(request: Any, timeout_s: float) -> dict[str, Any] | None:
+            monkeypatch.setattr(reference, "request", answer)  # once: the fresh worker answers
+            os.killpg(victim, 9)
+            return answer(request, timeout_s)
+
+        monkeypatch.setattr(reference, "request", killed_before_answering)
+        _assert_correct(verifier.verify(task, candidate, runner=lane))
+        assert (reference.stats.retries, reference.stats.restarts["crash"]) == (1, 1)
+        assert reference.pid not in (None, victim)
     finally:
         lane.close()
 

@@ -273,10 +273,28 @@ class PersistentWorker:
         if self._process is not None:
             self._stop(timed_out=False, seconds=0.0)
         if self._spare is not None:
-            kill_group(self._spare.process)
-            self._release(self._spare.process, self._spare.replies, self._spare.home, self._spare.bundles)
-            self._spare = None
+            self._drop_spare()
         self._remove_stale_homes()
+
+    def _drop_spare(self) -> None:
+        assert self._spare is not None
+        kill_group(self._spare.process)
+        self._release(self._spare.process, self._spare.replies, self._spare.home, self._spare.bundles)
+        self._spare = None
+
+    def replace_if_exited(self) -> None:
+        """Between jobs: stop a process (and drop a spare) that has exited since its last job, so that the next
+        job starts a fresh one instead of sending its first request down a dead pipe. Nothing of ours ends a
+        worker while it waits (`retire` and hygiene stop it at a job's end), so such an exit came from outside:
+        the OOM killer, an operator, or the death signal Linux sends when the thread that started the process
+        exits (`kernelvault.toolchain.sandbox`). The next job is not charged for it: no retry is spent on it
+        and, for the reference's worker, no infrastructure_error."""
+        if self._process is not None and self._process.poll() is not None:
+            self.stats.restarts["exited"] += 1
+            self._stop(timed_out=False, seconds=0.0)
+            self._remove_stale_homes()  # no job is in hand: nothing is left to read in its home
+        if self._spare is not None and self._spare.process.poll() is not None:
+            self._drop_spare()  # adopted, it would fail its start: "the worker did not start"
 
     def restart(self, reason: str) -> None:
         """Stop the process now (the spare, or a fresh one, takes the next request)."""

@@ -23,7 +23,9 @@ that helps or hurts a later one (a patched function, an import hook, a file in i
 HMAC key is in the worker's memory for its whole life. The restart rules bound this. A candidate worker
 is replaced (process group killed, its jail gone with it, a fresh one started):
 (a) after a crash or a timeout; a crash is retried once on a fresh worker, so a worker killed from outside
-    (OOM killer, an operator) costs a retry, not a wrong verdict; a second crash is the candidate's;
+    (OOM killer, an operator) costs a retry, not a wrong verdict; a second crash is the candidate's. Any
+    worker of the lane (the reference's and the cross-compiler's too) found dead when a job starts is
+    replaced first, and a crash of the reference's worker is retried once as well;
 (b) after any candidate whose verdict is `integrity_reject`, that left a process running, or that left the
     process changed: a patched function (`kernelvault.toolchain.sandboxed.integrity.PatchSnapshot`, taken when the worker
     started), a thread, another working directory, changed environment, `sys.path`, import hooks,
@@ -70,7 +72,9 @@ class WorkerLane:
 
     Plugs into `Verifier.verify(..., runner=lane)` in place of a fresh process per worker run. A crash (not
     a timeout) of the candidate's worker is retried once on a fresh worker: a worker killed from outside
-    costs a retry, while a candidate that crashes its worker twice gets the crash as its verdict.
+    costs a retry, while a candidate that crashes its worker twice gets the crash as its verdict. So is a
+    crash of the reference's worker, whose second crash is an infrastructure_error. A worker found dead when
+    a job starts (killed while idle) is replaced before the job, at no retry's cost.
     """
 
     def __init__(self, python: str = sys.executable, device: str = "cpu", restart_every: int = 50,
@@ -119,13 +123,24 @@ class WorkerLane:
             return self._cross_compile(job, module_name, limits, env)
         candidate = self._worker("candidate", job.setup, limits, env)
         reference = self._worker("reference", job.setup, limits, env)
+        for worker in (candidate, reference):
+            worker.replace_if_exited()
         for attempt in range(2):
             waited = self.hold.check()  # host work (a worker's start) may wait here: it is the lane's wait
             starting = candidate.stats.start_seconds + reference.stats.start_seconds
+            crashes = reference.stats.restarts["crash"]
             try:
                 died, result = run_check(job, module_name, reference, candidate, self.hold, limits.timeout_s)
             finally:
                 self.hold.release()
+            if result is not None and attempt == 0 and reference.stats.restarts["crash"] > crashes:
+                # The reference's worker died during the job (the result: infrastructure_error, "the reference
+                # worker failed"), killed from outside or by the task's reference: retried once on a fresh worker,
+                # as a candidate's crash is. A second death is the verdict; never a pass, so a candidate that could
+                # reach that process (none can from its jail) gains nothing by killing it.
+                reference.stats.retries += 1
+                Path(job.launches_path).write_text("")  # the check writes them afresh
+                continue
             if result is not None:
                 result["protocol_costs"].gate_seconds += waited
                 started = candidate.stats.start_seconds + reference.stats.start_seconds - starting
@@ -141,6 +156,7 @@ class WorkerLane:
     def _cross_compile(self, job: CompileJob, module_name: str, limits: SandboxLimits,
                        env: dict[str, str]) -> tuple[SandboxResult, dict[str, Any] | None]:  # fmt: skip
         worker = self._worker("cross_compile", job.setup, limits, env)
+        worker.replace_if_exited()
         for attempt in range(2):
             number = worker.next_job_number()
             folder = worker.job_folder(number)
