@@ -14,6 +14,10 @@ TRITON_SPEC ?= triton==3.9.0
 # The versions CI tested (pip freeze of this .venv): a fresh machine installs the same ones.
 CONSTRAINTS ?= constraints/cpu.txt
 PYTEST_ARGS ?=
+# The suite runs in TEST_WORKERS processes (pytest-xdist), each test file whole in one of them so that a module's
+# shared fixtures are built once: alone, one process keeps a 2-core machine about half busy (its tests wait on
+# jailed workers, sleeps and timeouts). 0: one process.
+TEST_WORKERS ?= 2
 STAMP := $(VENV)/.kernelvault-installed
 # verl 0.9.1 pins transformers below what TRL 1.16 needs: its tests (marked verl) run in an environment of
 # their own, with verl's pins, built the same way from constraints/verl-cpu.txt.
@@ -66,7 +70,7 @@ $(TEST_TOOLS): $(STAMP)
 	touch $(TEST_TOOLS)
 
 test: $(STAMP) $(TEST_TOOLS) $(VERL_STAMP)
-	$(BIN)/python -m pytest -m "not gpu and not verl" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not gpu and not verl" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 	$(VERL_VENV)/bin/python -m pytest -m verl $(PYTEST_ARGS) tests/test_verl.py
 
 # On a machine with a CUDA or ROCm GPU (see bench/gpu_session.sh for the H200 run).

@@ -2,7 +2,7 @@
 # Everything that needs a GPU, in one call (the H200 lease is short and each start costs minutes):
 #   the GPU-marked tests (the main job over the bundled examples, on the device), then the timing
 #   benchmarks. Results (markdown tables, logs) go to $OUT, or to $KV_RESULTS_DIR, or /tmp/kv-results.
-# Wheels that the device image lacks (datasets, dill, multiprocess) travel in .whl/ (see README).
+# Wheels that the device image lacks (datasets, dill, multiprocess) travel in .whl/ (docs/gpu.md).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export KV_RESULTS_DIR="${OUT:-${KV_RESULTS_DIR:-/tmp/kv-results}}"

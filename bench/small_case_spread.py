@@ -180,7 +180,9 @@ def main() -> int:
         ]
         for name in args.tasks.split(","):
             rows = protocol_rows(name, device, args.sample_ms, args.repetitions, args.input_sets, args.rounds)
-            print("\n".join(rows), file=sys.stderr, flush=True)  # a run cut at the call's limit keeps what it measured
+            print(
+                "\n".join(rows), file=sys.stderr, flush=True
+            )  # a run cut at the call's limit keeps what it measured
             lines += rows
         target = f"fresh speedup within {TARGET_AGREEMENT:.0%} of rotate and spread ≤ {TARGET_SPREAD:.0%}"
         filename = "timing_protocols.md"

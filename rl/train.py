@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelvault.contracts import Task
-from kernelvault.corpus.dataset_ref import parse_dataset_ref, pin
+from kernelvault.dataset_ref import parse_dataset_ref, pin
 from kernelvault.rl.config import ConfigError, RLConfig
 from kernelvault.rl.rewards import ExecutionReward, TrajectoryReward
 from kernelvault.rl.rollout import RolloutConfig, prompt_key, trl_rollout_func

@@ -30,8 +30,8 @@ from typing import Any
 import datasets
 
 from kernelvault.contracts import TARGETS, Task
-from kernelvault.corpus.dataset_ref import parse_dataset_ref, pin
 from kernelvault.corpus.qa_schema import QA_CONFIG
+from kernelvault.dataset_ref import parse_dataset_ref, pin
 from kernelvault.sft.config import SFTRunConfig
 from kernelvault.toolchain.tasks import TaskFormatError, parse_task
 
@@ -52,7 +52,7 @@ class DatasetSource:
 
 def resolve_source(dataset: str, revision: str | None = None) -> DatasetSource:
     """A folder on disk, else a dataset repo on the hub `hub_from_env` picks, pinned to a version tag
-    (`kernelvault.corpus.dataset_ref`: `hub:ORG/NAME@vX.Y.Z`, or the older `ORG/NAME` with `--revision`)."""
+    (`kernelvault.dataset_ref`: `hub:ORG/NAME@vX.Y.Z`, or the older `ORG/NAME` with `--revision`)."""
     ref = pin(parse_dataset_ref(dataset, revision))
     if ref.repo is not None:
         kind = "local-hub" if ref.folder is not None else "hub"  # the Hub's default branch moves: say which

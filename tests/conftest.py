@@ -76,6 +76,12 @@ class SharedLanes:
             with self.lock:
                 self.idle[key].append(lane)
 
+    def worker_pids(self) -> set[int]:
+        """The processes the session's lanes hold now (their workers and spares): alive on purpose."""
+        with self.lock:
+            workers = [worker for owned in self.all for worker in owned.lane.workers.values()]
+        return {pid for worker in workers for pid in (worker.pid, worker.spare_pid) if pid is not None}
+
     def close(self) -> None:
         for lane in self.all:
             lane.close()

@@ -41,7 +41,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -53,6 +53,9 @@ from kernelvault.pipelines.engine import EngineOptions
 from kernelvault.toolchain import worker_lane
 from kernelvault.toolchain.tasks import LoadedTasks, load_task_file
 from kernelvault.toolchain.verify import Verifier, VerifyConfig, resolve_isolation
+
+if TYPE_CHECKING:
+    from conftest import SharedLanes
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "tests" / "adversarial"
@@ -229,18 +232,47 @@ def _tasks(candidates: Sequence[CandidateFile]) -> LoadedTasks:
 WORKER_MODULE = f"{worker_lane.__package__}.sandboxed.serve"
 
 
-def worker_processes() -> list[str]:
-    """Command lines of processes on this machine that run a KernelVault worker (any uid, any namespace)."""
-    found = []
+def _parents() -> dict[int, int]:
+    """Each process's parent, read from /proc (any uid, any namespace)."""
+    parents = {}
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+        try:
+            stat = (entry / "stat").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue
+        if stat:  # "pid (command) state ppid ...": the command may hold spaces and parentheses
+            parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
+    return parents
+
+
+def _descends(pid: int, roots: set[int], parents: dict[int, int]) -> bool:
+    while pid > 1:
+        if pid in roots:
+            return True
+        pid = parents.get(pid, 0)
+    return False
+
+
+def worker_processes(alive_on_purpose: frozenset[int] = frozenset()) -> list[str]:
+    """Command lines of processes on this machine that run a KernelVault worker (any uid, any namespace), except
+    `alive_on_purpose` and what they started, and the workers of other pytest processes of this run (xdist's
+    sibling workers: their own sessions' lanes). A worker left behind by a job is either still this process's
+    descendant or an orphan that init adopted; neither is excused."""
+    parents = _parents()
+    me = os.getpid()
+    siblings = {os.getppid()} if os.environ.get("PYTEST_XDIST_WORKER") else set()
+    found = []
+    for pid in parents:
+        if pid == me or _descends(pid, set(alive_on_purpose), parents):
+            continue
+        if siblings and _descends(pid, siblings, parents) and not _descends(pid, {me}, parents):
             continue
         try:
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
         if WORKER_MODULE in command:
-            found.append(f"{entry.name}: {command[:160]}")
+            found.append(f"{pid}: {command[:160]}")
     return found
 
 
@@ -257,7 +289,8 @@ def _results_table(run: SuiteRun, candidates: Sequence[CandidateFile], behind_wa
     return "\n".join(lines)
 
 
-def _run_suite(out: Path, candidates: Sequence[CandidateFile], static_wall: bool) -> SuiteRun:
+def _run_suite(out: Path, candidates: Sequence[CandidateFile], static_wall: bool,
+               alive_on_purpose: frozenset[int]) -> SuiteRun:  # fmt: skip
     _remove_written_files(WRITING_FILES)  # leftovers of an earlier run must not count
     try:
         listener: LoopbackListener | None = LoopbackListener(LOOPBACK_PORT)
@@ -288,7 +321,8 @@ def _run_suite(out: Path, candidates: Sequence[CandidateFile], static_wall: bool
                             "WHERE run_id = ? AND status = 'failed'", (summary.run_id,)).fetchall()  # fmt: skip
     deferred = {source.sample_of[(task_name, index)].origin: f"{kind}: {message}"
                 for task_name, index, kind, message in failed if (task_name, index) in source.sample_of}  # fmt: skip
-    run = SuiteRun(summary, rows, deferred, finished_at, written_outside, connections, worker_processes())
+    run = SuiteRun(summary, rows, deferred, finished_at, written_outside, connections,
+                   worker_processes(alive_on_purpose))  # fmt: skip
     label = "every layer" if static_wall else "behind the static wall"
     print(
         f"\nadversarial suite, {label}, {summary.seconds:.0f} s\n{_results_table(run, candidates, not static_wall)}"
@@ -306,15 +340,15 @@ def _require_jail() -> None:
 
 
 @pytest.fixture(scope="module")
-def suite_run(tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
-    return _run_suite(tmp_path_factory.mktemp("adversarial-corpus"), CANDIDATES, static_wall=True)
+def suite_run(tmp_path_factory: pytest.TempPathFactory, shared_lanes: SharedLanes) -> SuiteRun:
+    return _run_suite(tmp_path_factory.mktemp("adversarial-corpus"), CANDIDATES, static_wall=True,
+                      alive_on_purpose=frozenset(shared_lanes.worker_pids()))  # fmt: skip
 
 
 @pytest.fixture(scope="module")
-def behind_wall_run(tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
-    return _run_suite(
-        tmp_path_factory.mktemp("adversarial-behind-wall"), BEHIND_WALL_FILES, static_wall=False
-    )
+def behind_wall_run(tmp_path_factory: pytest.TempPathFactory, shared_lanes: SharedLanes) -> SuiteRun:
+    return _run_suite(tmp_path_factory.mktemp("adversarial-behind-wall"), BEHIND_WALL_FILES, static_wall=False,
+                      alive_on_purpose=frozenset(shared_lanes.worker_pids()))  # fmt: skip
 
 
 # -- the suite itself is well formed ---------------------------------------------------------------------------

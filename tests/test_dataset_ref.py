@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kernelvault.corpus.dataset_ref import DatasetRef, parse_dataset_ref
-from kernelvault.corpus.hub import LocalHub, publish
+from kernelvault.dataset_ref import DatasetRef, parse_dataset_ref
+from kernelvault.hub import LocalHub, publish
 
 REPO = "kv-org/prompts"
 

@@ -27,9 +27,9 @@ import pytest
 
 from kernelvault.contracts import Candidate, RewardBreakdown, RunEnvironment, Task, Verdict, content_hash
 from kernelvault.corpus.card import build_card
-from kernelvault.corpus.hub import LocalHub, PublishError, RemoteHub, hub_from_env, publish
 from kernelvault.corpus.schema import ATTEMPT_SCHEMA, attempt_row
 from kernelvault.corpus.stats import compute_stats
+from kernelvault.hub import LocalHub, PublishError, RemoteHub, hub_from_env, publish
 
 REPO = "kv-org/kernels"
 

@@ -11,8 +11,8 @@ import pytest
 from corpus_rows import example_code, row_for
 
 from kernelvault.cli import main
-from kernelvault.corpus.hub import LocalHub
 from kernelvault.corpus.shards import ShardWriter
+from kernelvault.hub import LocalHub
 
 
 def run_cli(*argv: str) -> tuple[int, str, str]:

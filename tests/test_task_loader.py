@@ -271,7 +271,7 @@ def test_a_task_dataset_on_the_hub_is_named_like_every_dataset_and_loads_by_vers
 ):
     """`hub:ORG/NAME@vX.Y.Z` names a version of a dataset of task programs as it names a corpus version in
     sft, rl and publish: on the local hub by default, each version its own rows; without @ the latest."""
-    from kernelvault.corpus.hub import LocalHub
+    from kernelvault.hub import LocalHub
 
     hub = LocalHub(tmp_path / "hub")
     monkeypatch.setenv("KV_HUB_DIR", str(hub.root))

@@ -7,8 +7,8 @@
     ... for each case, then the timed calls of each performance case, then `end`
 
 Why the check lives here and not in the candidate's process: whatever that process holds, a candidate that
-has read our source can find (the garbage collector, its frames, `/proc/self/mem`) or forge (a reply, a
-seal, a judgement). So it holds nothing worth finding:
+has read our source can find (the garbage collector, its frames, `/proc/self/mem`) or forge (a reply, its
+MAC, a judgement). So it holds nothing worth finding:
 - no expected outputs: the task's reference runs in another jailed process (`kernelvault.toolchain.sandboxed.reference`),
   which writes them to files only the parent reads;
 - no seeds: the parent draws a fresh seed for every input set of every job from `secrets`, and the
@@ -17,7 +17,7 @@ seal, a judgement). So it holds nothing worth finding:
   weights as the reference) says nothing about any input. The timing seed of a performance case (every timed
   call's fresh values, `kernelvault.toolchain.sandboxed.timed_values`) arrives with its timed request, which
   needs it; it says nothing about the checks' inputs;
-- no judge: nothing it sends is a judgement, a scope or a seal. Its replies are requests' answers; an
+- no judge: nothing it sends is a judgement, a scope or a MAC. Its replies are requests' answers; an
   output is a file the parent reads (safetensors, never unpickled) and compares with `compare_outputs`.
   Every comparison is made here, once: the timed calls' checksums too (against the reference's on the same
   values), and the full checks of two timed outputs, drawn here after both workers ran among the samples the
@@ -26,7 +26,7 @@ seal, a judgement). So it holds nothing worth finding:
 What the candidate's process still decides: its own timings (measured in-process with device events) and
 the tripwires' findings. A candidate that gets past the static wall and the tripwires could forge its own
 latency; `Verdict.audit` flags implausible speedups, and on GPUs the device's record of which kernels ran
-is checked (see the README's known limits).
+is checked (`docs/limits.md` says what that does not cover).
 """
 
 from __future__ import annotations

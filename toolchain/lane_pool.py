@@ -21,8 +21,8 @@ Three ways in, one path through:
 
 Consumers: the corpus job (its local executor's lanes submit prepared attempts to the job's pool; a Ray
 lane actor has a pool of its own), the agent job and `eval`, their Ray actors (a pool of one lane each), the
-RL reward (TRL's reward functions and rollout, verl's `compute_score`, through `kernelvault.rl.verifiers`)
-and `rl serve`. The fresh-process path (`Verifier.verify(task, candidate)` with no runner, or a pool with
+`verify` command (a pool of one lane), the RL reward (TRL's reward functions and rollout, verl's
+`compute_score`, through `kernelvault.rl.verifiers`) and `rl serve`. The fresh-process path (`Verifier.verify(task, candidate)` with no runner, or a pool with
 `restart_every=1`) stays for benchmarks that measure it.
 """
 

@@ -13,7 +13,7 @@ every process of the job killed with it. Around it, this module keeps what holds
   *_KEY, AWS_*: nothing outside the list), HOME in its own folder;
 - orphans: the child dies with the process that started it (PR_SET_PDEATHSIG), so a killed run leaves
   no candidate running;
-- forged results: the harness seals its replies with a secret passed through an inherited pipe.
+- forged results: the harness signs its replies with a key passed through an inherited pipe.
 
 Without a jail (`Isolation.level == "process"`) the child can read every file the user can read, write
 outside its folder by means below Python, see other processes in /proc and, as root, leave its network
@@ -145,7 +145,7 @@ def start_sandboxed(
     workdir: Path,
     limits: SandboxLimits,
     env_extra: Mapping[str, str] | None = None,
-    secret: bytes | None = None,
+    key: bytes | None = None,
     stdin: int | None = subprocess.DEVNULL,
     pass_fds: Sequence[int] = (),
     jail: JailSpec | None = None,
@@ -162,11 +162,11 @@ def start_sandboxed(
     command = jail_command(jail, list(argv)) if jail is not None else list(argv)
     fds = list(pass_fds)
     read_end = None
-    if secret is not None:
+    if key is not None:
         read_end, write_end = os.pipe()
-        os.write(write_end, secret)
+        os.write(write_end, key)
         os.close(write_end)
-        env["KV_SECRET_FD"] = str(read_end)
+        env["KV_KEY_FD"] = str(read_end)
         fds.append(read_end)
     try:
         with (workdir / "stdout.log").open("wb") as stdout, (workdir / "stderr.log").open("wb") as stderr:
@@ -244,17 +244,17 @@ def run_sandboxed(
     workdir: Path,
     limits: SandboxLimits,
     env_extra: Mapping[str, str] | None = None,
-    secret: bytes | None = None,
+    key: bytes | None = None,
     jail: JailSpec | None = None,
 ) -> SandboxResult:
     """Run argv in workdir under limits (in `jail` when given); never raises for anything the child does.
 
-    `secret` reaches the child through an inherited pipe (fd number in KV_SECRET_FD), not through a file
-    or the environment: the harness reads it before importing the candidate and seals its result with
-    it, so a candidate that writes a result file of its own cannot produce a valid one.
+    `key` (the request-signing key) reaches the child through an inherited pipe (fd number in KV_KEY_FD), not
+    through a file or the environment: the harness reads it before importing the candidate and signs its
+    replies with it, so a candidate that writes a reply of its own cannot produce a valid one.
     """
     started = time.monotonic()
-    process = start_sandboxed(argv, workdir, limits, env_extra, secret, jail=jail)
+    process = start_sandboxed(argv, workdir, limits, env_extra, key, jail=jail)
     timed_out = False
     try:
         process.wait(timeout=limits.timeout_s)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelvault.contracts import BASELINES_NAME, TARGETS, Task, TaskCase, content_hash
+from kernelvault.dataset_ref import parse_dataset_ref, pin
 from kernelvault.toolchain.function_tasks import (
     PERFORMANCE_INPUTS_OVERRIDE,
     FunctionTaskError,
@@ -367,11 +368,9 @@ def load_hub_dataset(repo: str, split: str | None = None, column: str | None = N
 
 def load_hub_tasks(spec: str) -> LoadedTasks:
     """`hub:ORG/NAME[@REVISION][:SPLIT][#COLUMN]`: a dataset of task programs named as every command names a
-    dataset (`kernelvault.corpus.dataset_ref`): on the hub `KV_HUB` picks (the local hub by default, read from
+    dataset (`kernelvault.dataset_ref`): on the hub `KV_HUB` picks (the local hub by default, read from
     the checkout of the version; the Hugging Face Hub with `KV_HUB=hf`), at `@REVISION` or the latest version
     tag; `:SPLIT` and `#COLUMN` pick the rows and the code column."""
-    from kernelvault.corpus.dataset_ref import parse_dataset_ref, pin
-
     name, _, column = spec.removeprefix("hub:").partition("#")
     name, _, split = name.partition(":")
     try:

@@ -84,16 +84,17 @@ class VerifyConfig:
     # the CPU one call per sample (its wall clock times the interpreter; batching would only slow CI down).
     sample_ms: float | None = None
     # Outputs and expected outputs as shared memory instead of files (`toolchain.sandboxed.bundles`): on a CUDA
-    # GPU the parent maps both and compares them on the device, with no copy to its CPU (#24 item 1); on the
+    # GPU the parent maps both and compares them on the device, with no copy to its CPU; on the
     # CPU, sealed memfds. None (the default): on a CUDA GPU whose driver exports device memory as a file
     # descriptor (`device_share.exportable`), files elsewhere: the CPU keeps files, and ROCm too (the export is
     # written against CUDA's driver). On the H200 both ways gave the same verdicts on every bundled example,
-    # and the comparing went from 0.3-2.3 s to 0.01-0.18 s a verification (2026-12-03).
+    # and the comparing went from 0.3-2.3 s to 0.01-0.18 s a verification
+    # (bench/results/2026-12-03-h200-suites-baseline-reward-path.md).
     shared_outputs: bool | None = None
     # Staged inputs (MB of their files) one turn alone on the device may time: a verification's performance
     # cases share one turn where they fit, since every turn first drains the other lanes' requests in flight
     # (`toolchain.device_gate`). Both sides hold their copy on the device until the turn ends, so a lane holds
-    # about twice this at most, beside the models. 0: one turn per performance case, as before 2026-12-03.
+    # about twice this at most, beside the models. 0: one turn per performance case.
     turn_staged_mb: float = 4096.0
     # The timing protocol (`toolchain.sandboxed.timing`): "fresh", every timed call on values never used before
     # in the run (written outside the timed span) and every timed output checksummed against the reference's;
@@ -212,6 +213,43 @@ def _crash_message(run: SandboxResult, what: str) -> tuple[str, str]:
         return "runtime_error", f"{what} was killed by {run.signal_name} {detail[0]}".strip()
     last = run.stderr_tail.strip().splitlines()[-1:] or ["(no output)"]
     return "runtime_error", f"{what} exited with code {run.returncode} before reporting: {last[0]}"
+
+
+@dataclass(frozen=True)
+class DeviceCheck:
+    """What the device stage learnt of a candidate from its check job: the worker's report, or how its worker
+    ended when it sent none (`failure_kind` then says timeout or runtime_error)."""
+
+    failure_kind: str | None
+    failure_message: str | None
+    checks: tuple[CaseCheck, ...] = ()
+    kernels: tuple[str, ...] = ()
+    compile_seconds: float | None = None
+    timings: tuple[CaseTiming, ...] = ()
+    traceback: str = ""
+    # set by the parent's lane (`worker_lane`), never read from the worker's own report
+    protocol_costs: ProtocolCosts | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.failure_kind is None
+
+    @classmethod
+    def from_worker(cls, run: SandboxResult, result: dict[str, Any] | None) -> DeviceCheck:
+        if result is None:
+            kind, message = _crash_message(run, "the candidate's worker process")
+            return cls(kind, message)
+        costs = result.get("protocol_costs")
+        return cls(
+            failure_kind=result.get("failure_kind"),
+            failure_message=result.get("failure_message"),
+            checks=tuple(CaseCheck(**check) for check in result.get("checks", ())),
+            kernels=tuple(result.get("kernels", ())),
+            compile_seconds=result.get("compile_seconds"),
+            timings=tuple(CaseTiming(**timing) for timing in result.get("timings", ())),
+            traceback=result.get("traceback", ""),
+            protocol_costs=costs if isinstance(costs, ProtocolCosts) else None,
+        )
 
 
 class WorkerRunner(Protocol):
@@ -599,44 +637,19 @@ class Verifier:
         on_cpu = self.choice.platform == "cpu"
         return SandboxLimits(self.config.timeout_s, (memory << 20) if (memory and on_cpu) else None)
 
-    def _check_verdict_fields(self, run: SandboxResult, result: dict[str, Any] | None) -> dict[str, Any]:
-        """Turn the check worker's report (or its absence) into Verdict fields."""
-        if result is None:
-            kind, message = _crash_message(run, "the candidate's worker process")
-            result = {"failure_kind": kind, "failure_message": message}
-        checks = tuple(CaseCheck(**check) for check in result.get("checks", ()))
-        return {
-            "failure_kind": result.get("failure_kind"),
-            "failure_message": result.get("failure_message"),
-            "checks": checks,
-            "kernels": tuple(result.get("kernels", ())),
-            "compile_seconds": result.get("compile_seconds"),
-            "timings": tuple(CaseTiming(**timing) for timing in result.get("timings", ())),
-            "traceback": result.get("traceback", ""),
-            # set by the parent's lane (worker_lane), never read from the worker's own report
-            "protocol_costs": costs
-            if isinstance(costs := result.get("protocol_costs"), ProtocolCosts)
-            else None,
-        }
-
     def _verify_on_cpu(self, stages: _Stages, task: Task, code: str, workdir: Path,
                        runner: WorkerRunner | None) -> Verdict:  # fmt: skip
         check_started = time.perf_counter()
         job = self._check_job(task, workdir, timed=self.config.time_on_cpu)
         run, result = self._run_worker(job, self._check_limits(), self._worker_env(interpret=True), runner)
         check_seconds = time.perf_counter() - check_started
-        check = self._check_verdict_fields(run, result)
-        if check["failure_kind"] == "infrastructure_error" or check["failure_kind"] in (
-            "compile_error",
-            "static_reject",
-        ):
+        check = DeviceCheck.from_worker(run, result)
+        if check.failure_kind in ("infrastructure_error", "compile_error", "static_reject"):
             # The candidate never ran (import failure) or the harness/reference failed: no cross-compile.
-            stage = "compile" if check["failure_kind"] == "compile_error" else "check"
-            stages.add(
-                stage, "failed", check_seconds, check["failure_message"] + "\n" + check.get("traceback", "")
-            )
-            return self._finish(stages, task, code, failure_kind=check["failure_kind"],
-                                failure_message=check["failure_message"], checks=check["checks"])  # fmt: skip
+            stage = "compile" if check.failure_kind == "compile_error" else "check"
+            stages.add(stage, "failed", check_seconds, f"{check.failure_message}\n{check.traceback}")
+            return self._finish(stages, task, code, failure_kind=check.failure_kind,
+                                failure_message=check.failure_message, checks=check.checks)  # fmt: skip
 
         compile_started = time.perf_counter()
         launches = (workdir / "launches.jsonl").read_text().strip()
@@ -672,16 +685,16 @@ class Verifier:
         compile_seconds = time.perf_counter() - compile_started
         stages.add("compile", "passed" if compiled else "failed", compile_seconds, compile_log)
 
-        if launches and not compiled and check["failure_kind"] != "integrity_reject":
+        if launches and not compiled and check.failure_kind != "integrity_reject":
             # Kernels ran under the interpreter but do not build for the GPU: that is the verdict (unless the
             # check caught the candidate cheating: the cause beats its symptom).
-            stages.add("check", "failed" if check["failure_kind"] else "passed", check_seconds,
-                       check["failure_message"] or "interpreter run finished")  # fmt: skip
+            stages.add("check", "passed" if check.passed else "failed", check_seconds,
+                       check.failure_message or "interpreter run finished")  # fmt: skip
             return self._finish(stages, task, code, failure_kind="compile_error",
                                 failure_message=f"does not compile for {self.choice.arch}: {trim(compile_log, 600)}",
-                                checks=check["checks"], kernels=check["kernels"], compile_log=trim(compile_log))  # fmt: skip
-        passed = check["failure_kind"] is None
-        timings = check["timings"]
+                                checks=check.checks, kernels=check.kernels, compile_log=trim(compile_log))  # fmt: skip
+        passed = check.passed
+        timings = check.timings
         timed_seconds = _add_check_stage(stages, check, check_seconds, jit_seconds=0.0)
         if timings and passed:  # time_on_cpu: the protocol ran; the interpreter's wall clock is no speedup
             batched = sorted({t.calls_per_sample for t in timings if t.calls_per_sample > 1})
@@ -692,8 +705,8 @@ class Verifier:
             stages.add("time", "skipped", 0.0, "no GPU: the cpu platform does not time kernels")
         return self._finish(
             stages, task, code, compiled=compiled, correct=passed,
-            failure_kind=check["failure_kind"], failure_message=check["failure_message"], checks=check["checks"],
-            kernels=check["kernels"], compile_log=trim(compile_log), speedup=None, timings=timings,
+            failure_kind=check.failure_kind, failure_message=check.failure_message, checks=check.checks,
+            kernels=check.kernels, compile_log=trim(compile_log), speedup=None, timings=timings,
         )  # fmt: skip
 
     def _verify_on_gpu(self, stages: _Stages, task: Task, code: str, workdir: Path, runner: WorkerRunner | None,
@@ -707,37 +720,32 @@ class Verifier:
             limits = SandboxLimits(limits.timeout_s + self.config.compile_timeout_s, limits.memory_bytes)
         run, result = self._run_worker(job, limits, self._worker_env(interpret=False), runner)
         seconds = time.perf_counter() - started
-        check = self._check_verdict_fields(run, result)
-        kind = check["failure_kind"]
+        check = DeviceCheck.from_worker(run, result)
+        kind = check.failure_kind
         launched = bool((workdir / "launches.jsonl").read_text().strip())
         compile_failed = kind in ("compile_error", "static_reject") or not launched
-        compile_seconds = check.get("compile_seconds") or 0.0
+        compile_seconds = check.compile_seconds or 0.0
         if hip and hip.form == "native":  # compiled before the worker started: that is the compile stage
             compile_failed = kind in ("compile_error", "static_reject")
             launched = launched or not compile_failed
         if kind == "infrastructure_error":
-            stages.add(
-                "check",
-                "failed",
-                seconds,
-                (check["failure_message"] or "") + "\n" + check.get("traceback", ""),
-            )
+            stages.add("check", "failed", seconds, f"{check.failure_message or ''}\n{check.traceback}")
             return self._finish(stages, task, code, target=target, failure_kind=kind,
-                                failure_message=check["failure_message"])  # fmt: skip
-        compile_log = check["failure_message"] if kind == "compile_error" else (
+                                failure_message=check.failure_message)  # fmt: skip
+        compile_log = check.failure_message if kind == "compile_error" else (
             f"JIT-compiled on {self.choice.device} ({self.choice.arch}) during the first forward"
             if launched else "no kernel was launched, so nothing was compiled"
         )  # fmt: skip
         if hip and hip.form == "native":
-            compile_log = check["failure_message"] if kind == "compile_error" else hip.compile_log
+            compile_log = check.failure_message if kind == "compile_error" else hip.compile_log
         else:
             stages.add(
                 "compile", "failed" if compile_failed else "passed", compile_seconds, compile_log or ""
             )
         if kind == "compile_error":
-            return self._finish(stages, task, code, target=target, failure_kind=kind, failure_message=check["failure_message"],
-                                compile_log=trim(compile_log or ""), kernels=check["kernels"])  # fmt: skip
-        timings = check["timings"]
+            return self._finish(stages, task, code, target=target, failure_kind=kind, failure_message=check.failure_message,
+                                compile_log=trim(compile_log or ""), kernels=check.kernels)  # fmt: skip
+        timings = check.timings
         # The worker's run holds the JIT compile of the first forward (its own stage above, except for a
         # native HIP library, built before the worker).
         jit_seconds = 0.0 if hip and hip.form == "native" else compile_seconds
@@ -755,8 +763,8 @@ class Verifier:
         return self._finish(
             stages, task, code, target=target, compiled=launched and not compile_failed, correct=kind is None,
             failure_kind=kind,
-            failure_message=check["failure_message"], checks=check["checks"], timings=timings, speedup=speedup,
-            kernels=check["kernels"], compile_log=trim(compile_log or ""),
+            failure_message=check.failure_message, checks=check.checks, timings=timings, speedup=speedup,
+            kernels=check.kernels, compile_log=trim(compile_log or ""),
         )  # fmt: skip
 
 
@@ -768,17 +776,15 @@ def _protocol(timings: tuple[CaseTiming, ...]) -> str:
     return "rotated fixed inputs (not the verifying protocol), two outputs a case spot-checked"
 
 
-def _add_check_stage(
-    stages: _Stages, check: dict[str, Any], worker_seconds: float, jit_seconds: float
-) -> float:
+def _add_check_stage(stages: _Stages, check: DeviceCheck, worker_seconds: float, jit_seconds: float) -> float:
     """Add the check stage: the worker's run less what other stages hold (the JIT compile of the first
     forward, the time stage) and less the lane's wait at its device's gate. Returns the time stage's
     seconds, as the parent saw them (0 when nothing was timed)."""
-    passed = check["failure_kind"] is None
-    costs: ProtocolCosts | None = check["protocol_costs"]
-    timed = costs.timed_seconds if costs is not None and passed and check["timings"] else 0.0
+    passed = check.passed
+    costs = check.protocol_costs
+    timed = costs.timed_seconds if costs is not None and passed and check.timings else 0.0
     waited = costs.gate_seconds if costs is not None else 0.0
-    log = f"{len(check['checks'])} case check(s) passed" if passed else check["failure_message"]
+    log = f"{len(check.checks)} case check(s) passed" if passed else (check.failure_message or "")
     stages.add("check", "passed" if passed else "failed", max(0.0, worker_seconds - timed - waited - jit_seconds),
                log + (f"\n{costs.summary()}" if costs is not None else ""))  # fmt: skip
     return timed

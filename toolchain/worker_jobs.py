@@ -1,4 +1,4 @@
-"""The jobs the verifier hands a lane (`kernelvault.toolchain.worker_lane.WorkerLane.run`), as typed records (issue #20).
+"""The jobs the verifier hands a lane (`kernelvault.toolchain.worker_lane.WorkerLane.run`), as typed records.
 
 A `CheckJob` checks one candidate and, on a GPU, times it; a `CompileJob` cross-compiles the kernels a CPU check
 launched. Each carries the `WorkerSetup` its workers start with, so no worker of either kind can be started

@@ -1,6 +1,6 @@
-"""Long-lived jailed workers, and the lane that runs a device's verification jobs through them.
+"""The lane: the persistent jailed workers that verify one candidate at a time on one device.
 
-    WorkerLane (one per device, parent side)
+    WorkerLane (parent side; a device may have several, sharing its gate)
       ├─ PersistentWorker "candidate"      the candidate's code: `kernelvault.toolchain.sandboxed.candidate`
       ├─ PersistentWorker "reference"      the task's reference: `kernelvault.toolchain.sandboxed.reference`
       └─ PersistentWorker "cross_compile"  (cpu) the recorded launches compiled for the AMD target
@@ -20,7 +20,7 @@ reply or a wrong MAC is a forged result (integrity_reject) and the worker is rep
 What sharing a process between candidates costs, and how it is bounded. A candidate runs in a process an
 earlier candidate ran in, and leaves it to the next one. So an earlier candidate could leave a change
 that helps or hurts a later one (a patched function, an import hook, a file in its folders), and the
-HMAC key is in the worker's memory for its whole life. The restart rules bound this. A candidate worker
+request-signing key is in the worker's memory for its whole life. The restart rules bound this. A candidate worker
 is replaced (process group killed, its jail gone with it, a fresh one started):
 (a) after a crash or a timeout; a crash is retried once on a fresh worker, so a worker killed from outside
     (OOM killer, an operator) costs a retry, not a wrong verdict; a second crash is the candidate's. Any

@@ -37,9 +37,9 @@ def cmd_publish(args: argparse.Namespace) -> int:
     import tempfile
 
     from kernelvault.corpus.card import build_card
-    from kernelvault.corpus.hub import PublishError, check_repo_id, check_version, hub_from_env, publish
     from kernelvault.corpus.qa_release import load_qa_release, qa_card_lines
     from kernelvault.corpus.stats import compute_stats, per_model_stats, write_plots
+    from kernelvault.hub import PublishError, check_repo_id, check_version, hub_from_env, publish
 
     repo, version = publish_target(args.to, args.repo, args.version)
     try:

@@ -1,4 +1,4 @@
-"""What runs beside the candidate: the code of the jailed worker processes (issue #20's trust boundary).
+"""What runs beside the candidate: the code of the jailed worker processes (the trust boundary).
 
 Everything in this subpackage executes inside a worker's jail, in a process that also runs untrusted code (the
 candidate's, or a task's reference) or is started for it: the serve loop and its side of the channel, the

@@ -1,5 +1,5 @@
-"""Values between a worker and the parent as shared memory instead of files: the transport #24 item 1 needs for
-the parent to judge outputs where they are (on the device) without copying them to its CPU.
+"""Values between a worker and the parent as shared memory instead of files: the transport that lets
+the parent judge outputs where they are (on the device) without copying them to its CPU.
 
 A bundle is one value (`tensor_files.encode_value`: a nest of tensors and scalars) whose tensors lie packed in
 one shared block. The worker (`BundleSender`) fills a block and sends, over a Unix socket of its own

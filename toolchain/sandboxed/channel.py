@@ -1,6 +1,6 @@
 """The channel between the parent and a worker: replies authenticated per request.
 
-The worker reads a key from an inherited pipe before any candidate code exists (`serve.read_seal`) and sends
+The worker reads a key from an inherited pipe before any candidate code exists (`serve.read_key`) and sends
 each reply as `{"id", "body", "mac"}` with `mac = HMAC-SHA256(key, id + "\\n" + body)` on a pipe of its own.
 The parent (`kernelvault.toolchain.worker_lane.PersistentWorker`) takes a reply for another request, a torn
 reply or a wrong MAC as a forged result. Both sides import this module.

@@ -5,7 +5,7 @@ exporting process by PID, and every worker lives in its own PID namespace (`kern
 driver refuses it there. The driver's virtual memory management API does not: an allocation made with
 `cuMemCreate` and exported with `cuMemExportToShareableHandle` as a POSIX file descriptor is a kernel object,
 which SCM_RIGHTS carries over a Unix socket like any other descriptor; the receiver imports and maps it. This
-is the path #24 item 1 needs for the parent to judge a worker's outputs on the device without copying them
+is the path that lets the parent judge a worker's outputs on the device without copying them
 to its CPU.
 
 What a hostile sender can do with it, and what the receiver checks:

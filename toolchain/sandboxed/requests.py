@@ -1,4 +1,4 @@
-"""What the parent asks of its workers: one typed record per operation of each worker kind (issue #20).
+"""What the parent asks of its workers: one typed record per operation of each worker kind.
 
 Both sides import this module: the parent (`kernelvault.toolchain.judge`, `kernelvault.toolchain.worker_lane`)
 writes a request with `to_wire`, a JSON object of its fields and `op`, sent on the authenticated channel

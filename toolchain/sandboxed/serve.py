@@ -1,6 +1,6 @@
 """A worker's side of the channel: `python -m kernelvault.toolchain.sandboxed.serve KIND`, inside its jail.
 
-Started by `kernelvault.toolchain.worker_lane.PersistentWorker`. Reads the parent's key before any candidate
+Started by `kernelvault.toolchain.worker.PersistentWorker`. Reads the parent's key before any candidate
 code exists, then answers one request at a time (`kernelvault.toolchain.sandboxed.requests`) with the host of
 its kind: the candidate's (`candidate`), the reference's (`reference`) or the cross-compiler's
 (`cross_compile`). Each reply is authenticated (`kernelvault.toolchain.sandboxed.channel`); after a job ends it
@@ -24,9 +24,9 @@ STICKY_DEVICE_ERRORS = (
 )  # fmt: skip
 
 
-def read_seal() -> str:
-    """The parent's secret, from an inherited pipe: read before any candidate code exists in this process."""
-    fd = os.environ.pop("KV_SECRET_FD", None)
+def read_key() -> str:
+    """The parent's request-signing key, from an inherited pipe: read before any candidate code exists in this process."""
+    fd = os.environ.pop("KV_KEY_FD", None)
     if fd is None:
         return ""
     try:
@@ -87,7 +87,7 @@ def _restart_reason(reply: dict[str, Any], snapshot: Any, baseline: dict[str, An
 
 
 def serve(kind: str) -> int:
-    key = read_seal().encode()  # before anything else: no candidate code exists yet
+    key = read_key().encode()  # before anything else: no candidate code exists yet
     replies = os.fdopen(int(os.environ.pop("KV_RESULT_FD")), "wb")
     bundle_fd = os.environ.pop("KV_BUNDLE_FD", None)  # outputs as shared memory (`bundles`), when asked
     import torch

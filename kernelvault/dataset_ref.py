@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelvault.corpus.hub import LocalHub, check_repo_id, hub_from_env
+from kernelvault.hub import LocalHub, check_repo_id, hub_from_env
 
 FORMS = "a folder, or hub:ORG/NAME[@vX.Y.Z]"
 
