@@ -75,8 +75,8 @@ def run(files: list[Path], static_wall: bool) -> dict[str, tuple[str, str]]:
     try:
         for path in files:
             task = load_task_file(ROOT / "tasks" / f"{path.stem.split('__')[1]}.py")
-            verdict = verifier.verify(
-                task, Candidate(task.task_id, "triton", path.read_text(), str(path)), runner=lane
+            verdict = verifier.complete(
+                verifier.prepare(task, Candidate(task.task_id, "triton", path.read_text(), str(path))), lane
             )
             found[path.name] = (
                 outcome(verdict.failure_kind, verdict.failure_message),

@@ -107,8 +107,8 @@ def verdicts() -> None:
         lane = lanes.setdefault(wall, WorkerLane(device="0"))
         task = load_task_file(ROOT / "tasks" / f"{task_name}.py")
         started = time.perf_counter()
-        verdict = verifier.verify(
-            task, Candidate(task.task_id, target, path.read_text(), str(path)), runner=lane
+        verdict = verifier.complete(
+            verifier.prepare(task, Candidate(task.task_id, target, path.read_text(), str(path))), lane
         )
         what = verdict.failure_kind or f"correct, speedup {verdict.speedup:.2f}"
         print(f"| {path.name} | {'on' if wall else 'off'} | {what}: {(verdict.failure_message or '')[:150]} | "

@@ -38,7 +38,9 @@ def main() -> None:
             task = tasks[name]
             gold = function_layout(task.source, task.entry).reference
             started = time.perf_counter()
-            verdict = verifier.verify(task, Candidate(task.task_id, "triton", gold, "gold"), runner=lane)
+            verdict = verifier.complete(
+                verifier.prepare(task, Candidate(task.task_id, "triton", gold, "gold")), lane
+            )
             outcome = "correct" if verdict.correct else f"{verdict.failure_kind}: {verdict.failure_message}"
             print(f"{name}: {outcome[:240]} ({time.perf_counter() - started:.0f} s)", flush=True)
     finally:

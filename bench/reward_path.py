@@ -4,7 +4,7 @@ Issue #20: `kernelvault rl serve` verified each request in a fresh worker proces
 bundled rms_norm on the H200, against about 2 s in the corpus job's persistent lanes). This runs the same
 requests through the same service code twice, one mode after the other on the same machine:
 
-- `fresh`: the service's verify is `Verifier.verify` with no runner (a fresh worker process per request,
+- `fresh`: the service's verify is `verify_once` (a pool of one in the fresh mode: a fresh worker process per request,
   what `rl serve` did before the lane pool);
 - `pool`: the service's verify is a `LanePool`'s (persistent lanes on every visible GPU, or `--devices`),
   what `rl serve` does now; `pool:N` gives it N lanes per GPU (`rl serve --lanes-per-gpu N`);
@@ -25,6 +25,7 @@ time goes in each mode: the median seconds of each stage the verdicts record, an
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import statistics
 import sys
@@ -40,7 +41,7 @@ from bench.verify_throughput import mode_options, option_settings, request_kinds
 from kernelvault.contracts import Candidate, Task, Verdict  # noqa: E402
 from kernelvault.pipelines.candidates import ExampleCandidates  # noqa: E402
 from kernelvault.rl.reward_service import RemoteVerifier, RewardService, ServiceConfig  # noqa: E402
-from kernelvault.toolchain.lane_pool import LanePool  # noqa: E402
+from kernelvault.toolchain.lane_pool import LanePool, verify_once  # noqa: E402
 from kernelvault.toolchain.tasks import load_tasks  # noqa: E402
 from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
 
@@ -72,7 +73,7 @@ def run_mode(mode: str, verifier: Verifier, work: list[tuple[Task, Candidate]], 
              devices: str | None) -> ModeResult:  # fmt: skip
     kind, _, lanes = mode_options(mode)[0].partition(":")
     pool = LanePool.for_verifier(verifier, devices, int(lanes or 1)) if kind == "pool" else None
-    verify = pool.verify if pool is not None else verifier.verify
+    verify = pool.verify if pool is not None else functools.partial(verify_once, verifier)
     service = RewardService(
         verify, {"platform": verifier.choice.platform}, ServiceConfig(port=0, workers=in_flight)
     )

@@ -4,7 +4,7 @@ For a few bundled examples, on each task's first performance case:
   - our median (`time_staged`, the verifier's protocol), measured 5 times: coefficient of variation (CV) of the
     medians;
   - `triton.testing.do_bench(..., return_mode="median")` on the same callable and inputs: the ratio;
-  - the end-to-end `Verifier.verify` task speedup over --verify-runs runs: min and max.
+  - the end-to-end `verify_once` task speedup over --verify-runs runs: min and max.
 Cases: the smallest and the largest performance case of each task. do_bench counts host launch time
 when the kernel is shorter than its launch; ours measures device time (see toolchain/sandboxed/timing.py), so
 the two agree only for kernels longer than their launch overhead.
@@ -30,6 +30,7 @@ import triton.testing  # noqa: E402
 
 from bench.bundled_cases import bundled_case, publish  # noqa: E402
 from kernelvault.contracts import Candidate  # noqa: E402
+from kernelvault.toolchain.lane_pool import verify_once  # noqa: E402
 from kernelvault.toolchain.sandboxed.timing import time_staged  # noqa: E402
 from kernelvault.toolchain.tasks import load_task_file  # noqa: E402
 from kernelvault.toolchain.verify import Verifier  # noqa: E402
@@ -67,7 +68,7 @@ def verify_speedups(name: str, verifier: Verifier, runs: int) -> str:
     source = (ROOT / "examples" / "triton" / f"{name}.py").read_text()
     speedups = []
     for _ in range(runs):
-        verdict = verifier.verify(task, Candidate(task.task_id, "triton", source, "bench"))
+        verdict = verify_once(verifier, task, Candidate(task.task_id, "triton", source, "bench"))
         speedups.append(verdict.speedup if verdict.speedup is not None else float("nan"))
     return f"| {name} | {len(task.performance_cases)} | {min(speedups):.3f} | {max(speedups):.3f} | {runs} |"
 

@@ -13,7 +13,7 @@
 Modes, run one after the other in the same invocation on the same candidates:
 - `fresh`: the way common harnesses do it: for each candidate, a new sandboxed process that imports
   torch, builds the reference and the candidate, checks and (on a GPU) times, one after another
-  (`Verifier.verify` with no runner);
+  (`verify_once`: a pool of one in the fresh mode);
 - `persistent`: the same verification through one `WorkerLane` per device (long-lived workers, reference
   outputs kept per task), fed by the executor (`run_corpus_job` with a compile pool);
 - `persistent@DEVICES`: the same on the GPUs named (`0+1`: two lanes, GPUs 0 and 1), for scaling;
@@ -70,6 +70,7 @@ from kernelvault.pipelines.candidates import (  # noqa: E402
     outcome_matches,
 )
 from kernelvault.pipelines.corpus_job import percentile  # noqa: E402
+from kernelvault.toolchain.lane_pool import verify_once  # noqa: E402
 from kernelvault.toolchain.tasks import LoadedTasks, load_task_file  # noqa: E402
 from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
 
@@ -318,7 +319,7 @@ def verdict_row(attempt: Attempt, platform: str, failure_kind: str | None, failu
 def run_fresh(verifier: Verifier, items: list[Attempt]) -> tuple[float, list[dict[str, Any]]]:
     started, rows = time.monotonic(), []
     for attempt in items:
-        verdict = verifier.verify(attempt.task, attempt.candidate)
+        verdict = verify_once(verifier, attempt.task, attempt.candidate)
         stages = [
             {"name": s.name, "outcome": s.outcome, "seconds": s.seconds, "log": s.log} for s in verdict.stages
         ]

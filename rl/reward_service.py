@@ -12,7 +12,7 @@ toolchain's `verify` (which runs the candidate in a sandboxed worker process, on
     GET  /v1/health                        → {"platform", "device", "arch", "workers", "queued", "running", "done",
                                               "lanes": {"DEVICE#INDEX": device stages finished}}
 
-`RemoteVerifier(url).verify(task, candidate)` is the client: the same signature as `Verifier.verify`, so
+`RemoteVerifier(url).verify(task, candidate)` is the client: the same signature as `LanePool.verify`, so
 the TRL reward functions, the rollouts and verl's `compute_score` take either. Transport failures are
 retried with backoff (tenacity, the one retry layer); a verdict is never invented on the client side.
 

@@ -1,6 +1,6 @@
 """TRL reward functions around the toolchain: a completion's reward is the verdict's graded reward.
 
-There is no reward arithmetic here. The toolchain's `verify` (local `Verifier.verify`, or
+There is no reward arithmetic here. The toolchain's `verify` (a local lane pool's `LanePool.verify`, or
 `kernelvault.rl.reward_service.RemoteVerifier.verify` on other machines) returns a `Verdict` whose `reward` was computed
 by `kernelvault.toolchain.reward.graded_reward`; the binary reward shown beside it is `kernelvault.toolchain.reward.binary_reward`.
 

@@ -1,15 +1,15 @@
 """Worker lanes shared across the test session.
 
 A verdict needs worker processes (a cross-compile worker, a reference and a candidate worker), and a fresh one
-imports torch and Triton: seconds of CPU each, on a 2-core CI machine that runs the suite with both cores busy.
-A test that verifies a candidate without a lane of its own (`Verifier.verify(task, candidate)`) starts three of
-them per verdict. Here it gets persistent workers instead, from lanes kept for the whole session, one set per
+imports torch and Triton: seconds of CPU each, on a 2-core CI machine. A test that verifies a candidate on a pool
+of one (`verify_once(verifier, task, candidate)`, `tasks check`) starts three of them per verdict. Here it gets
+persistent workers instead, from lanes kept for the whole session, one set per
 worker configuration (the interpreter, the environment, the limits other than the per-job timeout, the
 isolation, the work root and the read-only paths): what a corpus run does with its lanes, so the verdicts are
 the ones users get.
 
 Tests about how workers start, die or are limited per process say so with `@pytest.mark.fresh_workers` and keep
-the one-job workers the bare path starts.
+the fresh pool of one.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from typing import Any
 
 import pytest
 
+from kernelvault.contracts import Candidate, Task, Verdict
 from kernelvault.toolchain.device_gate import DeviceGate
+from kernelvault.toolchain.lane_pool import LanePool
 from kernelvault.toolchain.sandbox import SandboxLimits
 from kernelvault.toolchain.verify import Verifier
 from kernelvault.toolchain.worker_jobs import WorkerJob
@@ -94,18 +96,41 @@ def shared_lanes() -> Iterator[SharedLanes]:
     lanes.close()
 
 
+class SharedPoolOfOne:
+    """What `LanePool.once` gives a test: the device stage on the session's lanes instead of a fresh pool of one
+    (the same stages, `Verifier.prepare` then `Verifier.complete`, on persistent workers)."""
+
+    def __init__(self, lanes: SharedLanes, verifier: Verifier) -> None:
+        self.lanes = lanes
+        self.verifier = verifier
+
+    def run(self, job: WorkerJob, limits: SandboxLimits,
+            env: dict[str, str]) -> tuple[Any, dict[str, Any] | None]:  # fmt: skip
+        return self.lanes.run(self.verifier.config.python, job, limits, env)
+
+    def verify(self, task: Task, candidate: Candidate) -> Verdict:
+        return self.verifier.complete(self.verifier.prepare(task, candidate), self)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        pass  # the lanes stay for the session
+
+    def __enter__(self) -> SharedPoolOfOne:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 @pytest.fixture(autouse=True)
 def _verify_on_shared_lanes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Route the bare path's one-job workers to the session's lanes, unless the test is about fresh workers."""
+    """Give a pool of one (`verify_once`, `tasks check`) the session's lanes on the CPU, unless the test is about
+    fresh workers."""
     if request.node.get_closest_marker("fresh_workers") is not None:
         return
     lanes: SharedLanes = request.getfixturevalue("shared_lanes")
-    one_job = Verifier._run_worker
+    fresh = LanePool.once
 
-    def run_worker(self: Verifier, job: WorkerJob, limits: SandboxLimits, env: dict[str, str],
-                   runner: Any = None) -> tuple[Any, dict[str, Any] | None]:  # fmt: skip
-        if runner is not None or self.choice.platform != "cpu":
-            return one_job(self, job, limits, env, runner)
-        return lanes.run(self.config.python, job, limits, env)
+    def once(verifier: Verifier) -> Any:
+        return SharedPoolOfOne(lanes, verifier) if verifier.choice.platform == "cpu" else fresh(verifier)
 
-    monkeypatch.setattr(Verifier, "_run_worker", run_worker)
+    monkeypatch.setattr(LanePool, "once", staticmethod(once))

@@ -15,6 +15,7 @@ import pytest
 import small_tasks
 
 from kernelvault.contracts import Candidate
+from kernelvault.toolchain.lane_pool import verify_once
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +50,7 @@ def test_an_honest_kernel_is_timed_per_case_and_spot_checked_but_gets_no_speedup
     small_relu, verifier
 ) -> None:  # noqa: ANN001
     code = (ROOT / "examples" / "triton" / "relu.py").read_text()
-    verdict = verifier.verify(small_relu, Candidate(small_relu.task_id, "triton", code, "test"))
+    verdict = verify_once(verifier, small_relu, Candidate(small_relu.task_id, "triton", code, "test"))
     assert verdict.correct is True and verdict.failure_kind is None, verdict.failure_message
     assert [t.case for t in verdict.timings] == [case.name for case in small_relu.performance_cases]
     assert all(t.repetitions == 6 and t.candidate_ms > 0 and t.reference_ms > 0 for t in verdict.timings)
@@ -68,8 +69,8 @@ def test_an_honest_kernel_is_timed_per_case_and_spot_checked_but_gets_no_speedup
 
 
 def test_a_kernel_that_replays_results_while_timed_is_caught_by_the_checksums(small_relu, verifier) -> None:  # noqa: ANN001
-    verdict = verifier.verify(
-        small_relu, Candidate(small_relu.task_id, "triton", REPLAYS_WHILE_TIMED, "test")
+    verdict = verify_once(
+        verifier, small_relu, Candidate(small_relu.task_id, "triton", REPLAYS_WHILE_TIMED, "test")
     )
     assert verdict.failure_kind == "integrity_reject" and verdict.correct is False
     # its sixth call of the case's shape, the first timed one (the case's check ran it three times, its staging once,
@@ -131,7 +132,7 @@ def test_a_short_case_is_timed_several_calls_per_sample_the_same_way_for_every_c
     small_relu, batching_verifier
 ) -> None:  # noqa: ANN001
     code = (ROOT / "examples" / "triton" / "relu.py").read_text()
-    first = batching_verifier.verify(small_relu, Candidate(small_relu.task_id, "triton", code, "test"))
+    first = verify_once(batching_verifier, small_relu, Candidate(small_relu.task_id, "triton", code, "test"))
     assert first.correct is True, first.failure_message
     calls = [t.calls_per_sample for t in first.timings]
     assert all(1 < k <= 128 for k in calls), calls
@@ -140,22 +141,22 @@ def test_a_short_case_is_timed_several_calls_per_sample_the_same_way_for_every_c
     # A candidate that writes every result into one buffer is correct, and timed one call per sample (the reference
     # too): with several, only a sample's last output would be there to check, and a candidate that computes only
     # the last call (its input buffer says which it is) would be credited with a fraction of the work.
-    reusing = batching_verifier.verify(
-        small_relu, Candidate(small_relu.task_id, "triton", REUSES_ITS_OUTPUT, "test")
+    reusing = verify_once(
+        batching_verifier, small_relu, Candidate(small_relu.task_id, "triton", REUSES_ITS_OUTPUT, "test")
     )
     assert reusing.correct is True, reusing.failure_message
     assert [t.calls_per_sample for t in reusing.timings] == [1] * len(calls)
     assert all(t.checked_calls == t.repetitions for t in reusing.timings)
     # the next candidate is timed with the case's calls per sample again
-    again = batching_verifier.verify(small_relu, Candidate(small_relu.task_id, "triton", code, "again"))
+    again = verify_once(batching_verifier, small_relu, Candidate(small_relu.task_id, "triton", code, "again"))
     assert [t.calls_per_sample for t in again.timings] == calls
 
 
 def test_replaying_results_while_timed_is_caught_with_several_calls_per_sample(
     small_relu, batching_verifier
 ) -> None:  # noqa: ANN001
-    verdict = batching_verifier.verify(
-        small_relu, Candidate(small_relu.task_id, "triton", REPLAYS_WHILE_TIMED, "test")
+    verdict = verify_once(
+        batching_verifier, small_relu, Candidate(small_relu.task_id, "triton", REPLAYS_WHILE_TIMED, "test")
     )
     assert verdict.failure_kind == "integrity_reject" and verdict.correct is False
     assert verdict.failure_message.startswith("cached_results: timed call")
@@ -171,12 +172,12 @@ def test_with_shared_outputs_every_case_of_a_turn_is_checked_after_it(
     verifier = Verifier(VerifyConfig(platform="cpu", time_on_cpu=True, repetitions=6, warmup=1, input_sets=2,
                                      shared_outputs=True, hip_cache=caches / "hip"))  # fmt: skip
     code = (ROOT / "examples" / "triton" / "relu.py").read_text()
-    honest = verifier.verify(small_relu, Candidate(small_relu.task_id, "triton", code, "test"))
+    honest = verify_once(verifier, small_relu, Candidate(small_relu.task_id, "triton", code, "test"))
     assert honest.correct is True and len(honest.timings) == 2, honest.failure_message
     check = next(stage for stage in honest.stages if stage.name == "check")
     assert "MB shared" in check.log
-    replaying = verifier.verify(
-        small_relu, Candidate(small_relu.task_id, "triton", REPLAYS_WHILE_TIMED, "test")
+    replaying = verify_once(
+        verifier, small_relu, Candidate(small_relu.task_id, "triton", REPLAYS_WHILE_TIMED, "test")
     )
     assert replaying.failure_kind == "integrity_reject", replaying.failure_message
     assert replaying.failure_message.startswith("cached_results: timed call 0/0: output: checksum")

@@ -37,7 +37,9 @@ def _start(target, *args) -> tuple[threading.Thread, threading.Event]:  # noqa: 
 def _verify_relu_on(lane: WorkerLane, verifier: Verifier, task) -> Verdict:  # noqa: ANN001
     """The bundled relu example verified on `lane`, which is closed after."""
     try:
-        return verifier.verify(task, Candidate(task.task_id, "triton", RELU, "test"), runner=lane)
+        return verifier.complete(
+            verifier.prepare(task, Candidate(task.task_id, "triton", RELU, "test")), lane
+        )
     finally:
         lane.close()
 

@@ -171,9 +171,9 @@ def test_persistent_workers_serve_many_candidates_and_restart_after_a_patching_o
     )  # the tripwire behind it
     lane = WorkerLane(restart_every=50, spare=True)  # as on a GPU lane (on CPU lanes the default is no spare)
     try:
-        first = verifier.verify(relu_task, _candidate(relu_task, RELU), runner=lane)
+        first = verifier.complete(verifier.prepare(relu_task, _candidate(relu_task, RELU)), lane)
         pid, reference_pid = lane.workers["candidate"].pid, lane.workers["reference"].pid
-        second = verifier.verify(relu_task, _candidate(relu_task, RELU), runner=lane)
+        second = verifier.complete(verifier.prepare(relu_task, _candidate(relu_task, RELU)), lane)
         assert first.correct and second.correct
         stats = lane.workers["candidate"].stats
         spare = lane.workers["candidate"].spare_pid
@@ -182,12 +182,12 @@ def test_persistent_workers_serve_many_candidates_and_restart_after_a_patching_o
         assert reference_pid not in (None, pid), "the reference runs in a process of its own"
 
         hostile = (ROOT / "tests/adversarial/hostile/integrity_reject__relu__patch_timers.py").read_text()
-        verdict = verifier.verify(relu_task, _candidate(relu_task, hostile), runner=lane)
+        verdict = verifier.complete(verifier.prepare(relu_task, _candidate(relu_task, hostile)), lane)
         assert verdict.failure_kind == "integrity_reject" and "monkey_patch" in (
             verdict.failure_message or ""
         )
         assert lane.workers["candidate"].pid is None  # replaced: the next candidate gets another process
-        after = verifier.verify(relu_task, _candidate(relu_task, RELU), runner=lane)
+        after = verifier.complete(verifier.prepare(relu_task, _candidate(relu_task, RELU)), lane)
         assert after.correct and after.failure_kind is None
         # The spare, started before the hostile candidate ran and given no job until now, took over; the
         # next spare is started in its place.
@@ -218,9 +218,9 @@ def test_nothing_a_candidate_writes_in_its_worker_reaches_the_next_candidate(rel
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60, static_wall=False))
     lane = WorkerLane(restart_every=50)
     try:
-        planted = verifier.verify(relu_task, _candidate(relu_task, plant), runner=lane)
+        planted = verifier.complete(verifier.prepare(relu_task, _candidate(relu_task, plant)), lane)
         pid = lane.workers["candidate"].pid
-        looked = verifier.verify(relu_task, _candidate(relu_task, look), runner=lane)
+        looked = verifier.complete(verifier.prepare(relu_task, _candidate(relu_task, look)), lane)
         assert lane.workers["candidate"].pid == pid, "both candidates ran in the same process"
     finally:
         lane.close()
@@ -233,7 +233,10 @@ def test_every_job_draws_new_seeds_for_its_inputs(relu_task) -> None:  # noqa: A
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60))
     lane = WorkerLane(restart_every=50)
     try:
-        runs = [verifier.verify(relu_task, _candidate(relu_task, RELU), runner=lane) for _ in range(2)]
+        runs = [
+            verifier.complete(verifier.prepare(relu_task, _candidate(relu_task, RELU)), lane)
+            for _ in range(2)
+        ]
     finally:
         lane.close()
     seeds = [check.seed for verdict in runs for check in verdict.checks]
@@ -250,12 +253,14 @@ def test_a_worker_killed_mid_candidate_is_replaced_and_the_candidate_retried_onc
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60))
     lane = WorkerLane()
     try:
-        assert verifier.verify(relu_task, _candidate(relu_task, RELU), runner=lane).correct  # a warm worker
+        assert verifier.complete(
+            verifier.prepare(relu_task, _candidate(relu_task, RELU)), lane
+        ).correct  # a warm worker
         victim = lane.workers["candidate"].pid
         assert victim is not None
         killer = threading.Timer(1.0, os.kill, (victim, signal.SIGKILL))
         killer.start()
-        verdict = verifier.verify(relu_task, _candidate(relu_task, slow), runner=lane)
+        verdict = verifier.complete(verifier.prepare(relu_task, _candidate(relu_task, slow)), lane)
         killer.join()
         stats = lane.workers["candidate"].stats
         assert stats.retries == 1 and stats.restarts["crash"] == 1

@@ -101,7 +101,7 @@ def verifier() -> Verifier:
 
 
 def _verify(verifier: Verifier, task: Task, code: str, lane: WorkerLane) -> Verdict:
-    return verifier.verify(task, Candidate(task.task_id, "triton", code, "test"), runner=lane)
+    return verifier.complete(verifier.prepare(task, Candidate(task.task_id, "triton", code, "test")), lane)
 
 
 def test_a_binding_to_an_autograd_function_is_the_task_s_entry(task: Task) -> None:

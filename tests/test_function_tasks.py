@@ -19,6 +19,7 @@ from safetensors.torch import save_file
 
 from kernelvault.contracts import Candidate, Task
 from kernelvault.toolchain.function_tasks import FunctionTaskError, function_layout
+from kernelvault.toolchain.lane_pool import verify_once
 from kernelvault.toolchain.reference_check import check_tasks
 from kernelvault.toolchain.sandboxed.tensor_files import TensorFileError, read_tensors, write_tensors
 from kernelvault.toolchain.tasks import load_tasks, parse_task
@@ -84,7 +85,7 @@ def test_real_answers_get_the_verdicts_their_code_earns(tasks: dict[str, Task], 
     launch, and one that does not compile (the fixture JSONL, in TritonBench's answer layout)."""
     task = tasks["scaled_add"]
     good, torch_wrapper, broken = (
-        verifier.verify(task, Candidate(task.task_id, "triton", answer, "model:fixture-model"))
+        verify_once(verifier, task, Candidate(task.task_id, "triton", answer, "model:fixture-model"))
         for answer in _answers()
     )
     assert good.correct is True and good.reward.total == pytest.approx(1.4), good.failure_message
@@ -104,7 +105,7 @@ def test_a_call_that_writes_its_out_argument_is_judged_by_it(
     lazy = good.replace("    if out is None:\n        out = torch.empty_like(input)\n",
                         "    out = torch.empty_like(input)\n")  # fmt: skip
     assert lazy != good
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", lazy, "test"))
+    verdict = verify_once(verifier, task, Candidate(task.task_id, "triton", lazy, "test"))
     assert (verdict.failure_kind, verdict.correct) == ("mismatch", False), verdict.failure_message
 
 
@@ -113,7 +114,7 @@ def test_a_candidate_without_the_entry_function_is_a_static_reject(
 ) -> None:
     task = tasks["scaled_add"]
     renamed = _answers()[0].replace("def scaled_add(", "def my_add(")
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", renamed, "test"))
+    verdict = verify_once(verifier, task, Candidate(task.task_id, "triton", renamed, "test"))
     assert verdict.failure_kind == "static_reject"
     assert "no module-level function scaled_add" in (verdict.failure_message or "")
 
@@ -123,7 +124,7 @@ def test_a_reference_that_is_not_deterministic_is_named_not_judged(
 ) -> None:
     task = tasks["noisy_scale"]
     candidate = _answers()[0].replace("scaled_add", "noisy_scale")
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", candidate, "test"))
+    verdict = verify_once(verifier, task, Candidate(task.task_id, "triton", candidate, "test"))
     assert verdict.failure_kind == "infrastructure_error" and verdict.reward.total == 0.0
     assert "not deterministic" in (verdict.failure_message or "")
     reports = {report.task: report for report in check_tasks(list(load_tasks(TASKS).tasks))}
@@ -159,7 +160,7 @@ HALVE_FUNCTION = HALVE.split("# Example usage")[0]  # without the lines that run
 
 
 def _assert_correct(verifier: Verifier, task: Task, code: str) -> None:
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", code, "model:fixture"))
+    verdict = verify_once(verifier, task, Candidate(task.task_id, "triton", code, "model:fixture"))
     assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
 
 
@@ -170,8 +171,8 @@ def test_a_test_that_imports_its_own_file_and_an_answer_that_runs_itself_at_impo
     the file under the entry's name); the answer's example usage launches on `cuda` at import, which on
     this CPU machine is the CPU for the check and a no-op for the cross-compile (it has no driver)."""
     task = tasks["halve"]
-    verdict = verifier.verify(
-        task, Candidate(task.task_id, "triton", f"```python\n{HALVE}```", "model:fixture")
+    verdict = verify_once(
+        verifier, task, Candidate(task.task_id, "triton", f"```python\n{HALVE}```", "model:fixture")
     )
     assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
 
@@ -208,7 +209,7 @@ def test_a_test_that_calls_several_reference_functions_asks_for_all_of_them(
     both += "\n\n" + both.split("\n\n\n", 1)[1].replace("double", "negate").replace("* 2.0", "* -1.0")
     _assert_correct(verifier, task, both)
     only_one = both.split("@triton.jit\ndef negate_kernel")[0]
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", only_one, "model:fixture"))
+    verdict = verify_once(verifier, task, Candidate(task.task_id, "triton", only_one, "model:fixture"))
     assert verdict.failure_kind == "static_reject" and "function negate" in (verdict.failure_message or "")
 
 
@@ -304,12 +305,12 @@ def test_a_checkout_s_perf_program_gives_the_task_larger_inputs_checked_before_t
     assert [case.name for case in task.correctness_cases] == ["c0:test calls", "c1:performance inputs"]
     assert [case.name for case in task.performance_cases] == ["p0:performance inputs"]
 
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", NEGATE, "test"))
+    verdict = verify_once(verifier, task, Candidate(task.task_id, "triton", NEGATE, "test"))
     assert verdict.correct, verdict.failure_message
     assert {check.case for check in verdict.checks} == {"c0:test calls", "c1:performance inputs"}
 
     one_block = NEGATE.replace("(triton.cdiv(input.numel(), 1024),)", "(1,)")
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", one_block, "test"))
+    verdict = verify_once(verifier, task, Candidate(task.task_id, "triton", one_block, "test"))
     assert verdict.failure_kind == "mismatch"
     assert "c1:performance inputs" in verdict.failure_message
 
@@ -318,7 +319,7 @@ def test_a_checkout_s_perf_program_gives_the_task_larger_inputs_checked_before_t
         "    out = torch.empty_like(input)",
         '    if input.numel() > 1024:\n        raise ValueError("one block only")\n    out = torch.empty_like(input)',
     )
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", small_only, "test"))
+    verdict = verify_once(verifier, task, Candidate(task.task_id, "triton", small_only, "test"))
     assert verdict.failure_kind == "runtime_error"
     assert verdict.failure_message.startswith(
         "case c1:performance inputs, the earlier checks passed: forward raised ValueError: one block only"
@@ -363,7 +364,7 @@ def test_a_perf_program_that_calls_the_entry_to_size_its_inputs_records_only_its
     [task] = load_tasks(checkout / "data" / "TritonBench_T_v1").tasks
     (report,) = check_tasks([task])
     assert report.ok, report.problems
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", NEGATE, "test"))
+    verdict = verify_once(verifier, task, Candidate(task.task_id, "triton", NEGATE, "test"))
     assert verdict.correct, verdict.failure_message
 
 
@@ -405,7 +406,7 @@ def test_a_launch_inside_torch_cuda_device_runs_on_the_cpu_path(verifier: Verifi
     lane = WorkerLane()
     try:
         right, wrong = (
-            verifier.verify(task, Candidate(task.task_id, "triton", code, "test"), runner=lane)
+            verifier.complete(verifier.prepare(task, Candidate(task.task_id, "triton", code, "test")), lane)
             for code in (answer, answer.replace("* 2.0", "* 3.0"))
         )
         assert right.correct is True, (right.failure_kind, right.failure_message)
@@ -430,7 +431,7 @@ def test_a_launch_inside_the_private_device_guard_or_a_device_index_runs_on_the_
     (report,) = check_tasks([task])
     assert report.ok, report.problems
     answer = reference.split("#" * 20)[0].replace("torch.cuda._DeviceGuard(0)", "torch.cuda.device(0)")
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", answer, "test"))
+    verdict = verify_once(verifier, task, Candidate(task.task_id, "triton", answer, "test"))
     assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
 
 
@@ -492,7 +493,7 @@ def test_complex_values_and_a_call_the_test_expects_to_fail(verifier: Verifier, 
     (report,) = check_tasks([task])
     assert report.ok, report.problems
     right, only_real_part = (
-        verifier.verify(task, Candidate(task.task_id, "triton", code, "test"))
+        verify_once(verifier, task, Candidate(task.task_id, "triton", code, "test"))
         for code in (
             COMPLEX_ANSWER,
             COMPLEX_ANSWER.replace("value * factor", "tl.where(offs % 2 == 0, value * factor, value)"),
@@ -563,7 +564,7 @@ def test_a_test_whose_calls_leave_nothing_to_judge_is_refused_not_credited(verif
     task = parse_task(SELF_CHECKING_REFERENCE.replace("SIZES", "[64, 100]"), "self_check", "test")
     (report,) = check_tasks([task])
     assert not report.ok and "nothing to judge" in report.problems[0], report.problems
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", DO_NOTHING_LAUNCH, "test"))
+    verdict = verify_once(verifier, task, Candidate(task.task_id, "triton", DO_NOTHING_LAUNCH, "test"))
     assert verdict.correct is not True and verdict.reward.total == 0.0
     assert verdict.failure_kind == "infrastructure_error" and "nothing to judge" in (
         verdict.failure_message or ""
@@ -625,7 +626,7 @@ def test_a_triton_dtype_argument_travels_to_the_candidate(verifier: Verifier, tm
     _assert_correct(verifier, task, answer)
     # the dtype reaches the candidate as the same Triton dtype: an answer that ignores it is wrong
     ignores = answer.replace("OUT=dtypes,", "OUT=tl.float16,")
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", ignores, "model:fixture"))
+    verdict = verify_once(verifier, task, Candidate(task.task_id, "triton", ignores, "model:fixture"))
     assert verdict.failure_kind in {"mismatch", "interface_error"}, verdict.failure_message
 
 
@@ -677,5 +678,5 @@ def test_a_pytorch_helper_of_a_triton_gold_is_the_test_s_preparation_not_an_entr
         "    unpack_scale_kernel[(triton.cdiv(q.numel(), 128),)](q, scale, y, q.numel(), BLOCK=128)\n",
         "    unpack_scale_kernel[(1,)](q, scale, y, 0, BLOCK=128)\n    y = q.to(torch.float32) * scale\n",
     )
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", in_torch, "model:fixture"))
+    verdict = verify_once(verifier, task, Candidate(task.task_id, "triton", in_torch, "model:fixture"))
     assert verdict.failure_kind == "integrity_reject" and "torch_compute" in verdict.failure_message

@@ -16,6 +16,7 @@ from kernelvault.toolchain.functionalize import (
     rename_names,
     wrap_module_candidate,
 )
+from kernelvault.toolchain.lane_pool import verify_once
 from kernelvault.toolchain.tasks import load_task_file, load_tasks, parse_task
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
@@ -155,16 +156,18 @@ def test_a_rewritten_task_verifies_like_the_module_form(tmp_path: Path) -> None:
 
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=120))
     example = (ROOT / "examples" / "triton" / "relu.py").read_text()
-    module_verdict = verifier.verify(module_task, Candidate(module_task.task_id, "triton", example, "test"))
+    module_verdict = verify_once(
+        verifier, module_task, Candidate(module_task.task_id, "triton", example, "test")
+    )
     right = FUNCTION_RELU.replace("SCALE", "0.0")  # x > 0 ? x : 0
-    function_verdict = verifier.verify(
-        function_task, Candidate(function_task.task_id, "triton", right, "test")
+    function_verdict = verify_once(
+        verifier, function_task, Candidate(function_task.task_id, "triton", right, "test")
     )
     assert module_verdict.correct and function_verdict.correct, (
         module_verdict.failure_message, function_verdict.failure_message
     )  # fmt: skip
     leaky = FUNCTION_RELU.replace("SCALE", "0.1")  # a leaky ReLU is not what the module computes
-    wrong = verifier.verify(function_task, Candidate(function_task.task_id, "triton", leaky, "test"))
+    wrong = verify_once(verifier, function_task, Candidate(function_task.task_id, "triton", leaky, "test"))
     assert (wrong.correct, wrong.failure_kind) == (False, "mismatch"), wrong.failure_message
 
 
@@ -179,9 +182,11 @@ def test_a_bundled_example_gets_the_same_verdict_on_the_rewritten_task(name: str
     function_task = load_task_file(tmp_path / f"{name}.py")
     example = (ROOT / "examples" / "triton" / f"{name}.py").read_text()
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=120))
-    on_module = verifier.verify(module_task, Candidate(module_task.task_id, "triton", example, "test"))
+    on_module = verify_once(verifier, module_task, Candidate(module_task.task_id, "triton", example, "test"))
     wrapped = wrap_module_candidate(example, conversion)
-    on_function = verifier.verify(function_task, Candidate(function_task.task_id, "triton", wrapped, "test"))
+    on_function = verify_once(
+        verifier, function_task, Candidate(function_task.task_id, "triton", wrapped, "test")
+    )
     assert (on_module.correct, on_module.failure_kind) == (True, None), on_module.failure_message
     assert (on_function.correct, on_function.failure_kind) == (True, None), on_function.failure_message
     assert on_function.kernels  # its own Triton kernels ran

@@ -18,6 +18,7 @@ import torch
 from kernelvault.contracts import Candidate
 from kernelvault.hip import HipInterfaceError, HipKernels, parse_launch_functions
 from kernelvault.toolchain.hip_build import HipBuildCache, compile_hip, find_hip_compiler, portability_issues
+from kernelvault.toolchain.lane_pool import verify_once
 from kernelvault.toolchain.static_check import check_hip_candidate
 from kernelvault.toolchain.tasks import parse_task
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
@@ -178,8 +179,8 @@ def test_verdicts_for_hip_candidates_on_cpu(tmp_path: Path) -> None:
     verifier = Verifier(VerifyConfig(hip_cache=tmp_path / "cache"))
     task = task_named("vector_add")
 
-    honest = verifier.verify(
-        task, Candidate(task.task_id, "hip", (EXAMPLES / "vector_add.py").read_text(), "t")
+    honest = verify_once(
+        verifier, task, Candidate(task.task_id, "hip", (EXAMPLES / "vector_add.py").read_text(), "t")
     )
     assert (honest.compiled, honest.correct, honest.failure_kind) == (True, None, None)
     assert honest.reward is not None and honest.reward.total == pytest.approx(0.4)
@@ -189,16 +190,18 @@ def test_verdicts_for_hip_candidates_on_cpu(tmp_path: Path) -> None:
     honest_code = (EXAMPLES / "vector_add.py").read_text()
     broken = honest_code.replace("c[i] = a[i] + b[i];", "c[i] = a[i] + b[i]")
     assert broken != honest_code
-    failed = verifier.verify(task, Candidate(task.task_id, "hip", broken, "t"))
+    failed = verify_once(verifier, task, Candidate(task.task_id, "hip", broken, "t"))
     assert failed.failure_kind == "compile_error" and "gfx90a" in failed.failure_message
     assert failed.reward is not None and failed.reward.total == 0.0
 
     dynamic = honest_code.replace('HIP_SOURCE = r"""', 'HIP_SOURCE = "" + r"""', 1)
-    refused = verifier.verify(task, Candidate(task.task_id, "hip", dynamic, "t"))
+    refused = verify_once(verifier, task, Candidate(task.task_id, "hip", dynamic, "t"))
     assert refused.failure_kind == "static_reject" and "string literal" in refused.failure_message
 
-    inline = verifier.verify(
-        task, Candidate(task.task_id, "hip", (EXAMPLES / "load_inline" / "vector_add.py").read_text(), "t")
+    inline = verify_once(
+        verifier,
+        task,
+        Candidate(task.task_id, "hip", (EXAMPLES / "load_inline" / "vector_add.py").read_text(), "t"),
     )
     assert inline.failure_kind == "infrastructure_error" and "load_inline form" in inline.failure_message
 
@@ -213,8 +216,10 @@ def test_the_hip_few_shot_example_compiles_for_amd_and_nvidia(tmp_path: Path) ->
     assert example is not None
     reference, answer = example
     task = parse_task(reference, "row_sq_dist", "fewshot")
-    verdict = Verifier(VerifyConfig(hip_cache=tmp_path / "cache")).verify(
-        task, Candidate(task.task_id, "hip", answer, "fewshot")
+    verdict = verify_once(
+        Verifier(VerifyConfig(hip_cache=tmp_path / "cache")),
+        task,
+        Candidate(task.task_id, "hip", answer, "fewshot"),
     )
     assert verdict.compiled and verdict.failure_kind is None, verdict.failure_message
     code = extract_code(answer).code

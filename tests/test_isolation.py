@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from kernelvault.contracts import Candidate
+from kernelvault.toolchain.lane_pool import verify_once
 from kernelvault.toolchain.tasks import load_task_file
-from kernelvault.toolchain.verify import VerifyConfig, verify
+from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,12 +39,13 @@ class ModelNew(torch.nn.Module):
 """
 
 
+@pytest.mark.fresh_workers  # workers started after the credentials are set: a session's lanes predate them
 def test_worker_environment_has_no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in ("OPENAI_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.setenv(key, "secret-value")
     task = load_task_file(ROOT / "tasks" / "relu.py")
-    verdict = verify(
-        task, Candidate(task.task_id, "triton", SNOOPING_RELU, "test"), VerifyConfig(platform="cpu")
+    verdict = verify_once(
+        Verifier(VerifyConfig(platform="cpu")), task, Candidate(task.task_id, "triton", SNOOPING_RELU, "test")
     )
     assert verdict.failure_message is None
     assert verdict.correct is True

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from kernelvault.contracts import Candidate
+from kernelvault.toolchain.lane_pool import verify_once
 from kernelvault.toolchain.sandbox import SandboxLimits
 from kernelvault.toolchain.sandboxed.channel import mac
 from kernelvault.toolchain.sandboxed.tensor_files import TensorFileError, read_tensors, write_tensors
@@ -89,8 +90,8 @@ def test_the_candidates_process_holds_no_reference_and_the_parent_judges_its_fil
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60, static_wall=False))
     lane = WorkerLane()
     try:
-        verdict = verifier.verify(
-            small_relu, Candidate(small_relu.task_id, "triton", probe, "test"), runner=lane
+        verdict = verifier.complete(
+            verifier.prepare(small_relu, Candidate(small_relu.task_id, "triton", probe, "test")), lane
         )
         assert lane.workers["candidate"].pid != lane.workers["reference"].pid
     finally:
@@ -117,8 +118,8 @@ def test_a_candidate_that_writes_no_output_is_an_interface_error_never_a_pass(
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60))
     lane = WorkerLane()
     try:
-        verdict = verifier.verify(
-            small_relu, Candidate(small_relu.task_id, "triton", RELU, "test"), runner=lane
+        verdict = verifier.complete(
+            verifier.prepare(small_relu, Candidate(small_relu.task_id, "triton", RELU, "test")), lane
         )
     finally:
         lane.close()
@@ -128,7 +129,9 @@ def test_a_candidate_that_writes_no_output_is_an_interface_error_never_a_pass(
 
 def test_a_verdict_records_where_the_candidate_ran(small_relu) -> None:  # noqa: ANN001
     verifier = Verifier(VerifyConfig(platform="cpu", isolation="process"))
-    verdict = verifier.verify(small_relu, Candidate(small_relu.task_id, "triton", "no code here", "test"))
+    verdict = verify_once(
+        verifier, small_relu, Candidate(small_relu.task_id, "triton", "no code here", "test")
+    )
     assert verdict.environment is not None and verdict.environment.isolation == "process"
 
 
@@ -151,7 +154,7 @@ def test_shared_outputs_give_the_verdicts_of_files_without_the_parent_reading_an
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60, shared_outputs=True))
     lane = WorkerLane()
     try:
-        verdicts = [verifier.verify(small_relu, Candidate(small_relu.task_id, "triton", code, "test"), runner=lane)
+        verdicts = [verifier.complete(verifier.prepare(small_relu, Candidate(small_relu.task_id, "triton", code, "test")), lane)
                     for code in (RELU, wrong, wrong_shape)]  # fmt: skip
     finally:
         lane.close()
@@ -171,8 +174,10 @@ def test_a_scalar_output_judged_in_shared_memory_is_counted_as_such() -> None:
 
     task = load_task_file(ROOT / "tasks" / "mse_loss.py")
     code = (ROOT / "examples" / "triton" / "mse_loss.py").read_text()
-    verdict = Verifier(VerifyConfig(platform="cpu", timeout_s=120, shared_outputs=True)).verify(
-        task, Candidate(task.task_id, "triton", code, "test")
+    verdict = verify_once(
+        Verifier(VerifyConfig(platform="cpu", timeout_s=120, shared_outputs=True)),
+        task,
+        Candidate(task.task_id, "triton", code, "test"),
     )
     assert verdict.correct is True, verdict.failure_message
     check = next(stage for stage in verdict.stages if stage.name == "check")
@@ -221,12 +226,12 @@ def test_a_reference_that_breaks_its_device_does_not_refuse_the_next_task(small_
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60, static_wall=False))
     lane = WorkerLane()
     try:
-        refused = verifier.verify(
-            poisoning, Candidate(poisoning.task_id, "triton", RELU, "test"), runner=lane
+        refused = verifier.complete(
+            verifier.prepare(poisoning, Candidate(poisoning.task_id, "triton", RELU, "test")), lane
         )
         first_reference = lane.workers["reference"].pid
-        judged = verifier.verify(
-            small_relu, Candidate(small_relu.task_id, "triton", RELU, "test"), runner=lane
+        judged = verifier.complete(
+            verifier.prepare(small_relu, Candidate(small_relu.task_id, "triton", RELU, "test")), lane
         )
         reference = lane.workers["reference"]
         replaced = (reference.pid != first_reference, reference.stats.restarts["device_error"])

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kernelvault.contracts import Candidate, Task
-from kernelvault.toolchain.lane_pool import LanePool, pool_lanes, visible_gpus
+from kernelvault.toolchain.lane_pool import LanePool, pool_lanes, verify_once, visible_gpus
 from kernelvault.toolchain.tasks import load_task_file
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
@@ -45,6 +45,35 @@ def test_callers_on_any_thread_share_one_long_lived_worker(relu_task: Task, veri
         stats.jobs == 2 and not stats.restarts and stats.starts == 1
     )  # one process served both (no spare on CPU)
     assert len(pool.timeline) == 2  # two device stages, one lane
+
+
+@pytest.mark.fresh_workers  # about the pool of one itself, not the session's lanes that stand in for it
+def test_a_single_verdict_comes_from_a_pool_of_one_in_the_fresh_mode(
+    relu_task: Task, verifier: Verifier
+) -> None:
+    """`verify_once`: the same lanes as every consumer's, one of them, a worker per job, nothing left running."""
+    once = LanePool.once(verifier)
+    try:
+        assert once.devices == ("cpu",) and once.restart_every == 1
+    finally:
+        once.close()
+    opened: list[LanePool] = []
+    real_once = LanePool.once
+
+    def watched(verifier: Verifier) -> LanePool:
+        opened.append(real_once(verifier))
+        return opened[-1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(LanePool, "once", staticmethod(watched))
+        verdict = verify_once(verifier, relu_task, _candidate(relu_task, RELU))
+    assert verdict.correct is True, verdict.failure_message
+    (pool,) = opened
+    (lane,) = pool.lanes
+    assert pool.lane_jobs() == {"cpu#0": 1}
+    assert (
+        lane.workers["candidate"].pid is None and lane.workers["reference"].pid is None
+    )  # closed with the pool
 
 
 def test_submit_collect_and_averify_give_the_same_verdicts_in_order(
@@ -139,7 +168,9 @@ def test_the_rl_reward_functions_spread_over_the_named_gpus(relu_task: Task) -> 
         spread = _spread(source.pool.lane_jobs())
     finally:
         source.pool.close()
-    bare = Verifier(VerifyConfig(platform="cpu", timeout_s=60)).verify(relu_task, _candidate(relu_task, RELU))
+    bare = verify_once(
+        Verifier(VerifyConfig(platform="cpu", timeout_s=60)), relu_task, _candidate(relu_task, RELU)
+    )
     assert {(v.correct, v.reward.total if v.reward else None) for v in verdicts} == {
         (bare.correct, bare.reward.total if bare.reward else None)
     }

@@ -12,7 +12,7 @@ import pytest
 from kernelvault.cli import main
 from kernelvault.contracts import Candidate, CaseTiming, StageRecord, Verdict, content_hash
 from kernelvault.toolchain.extract import extract_code
-from kernelvault.toolchain.lane_pool import LanePool
+from kernelvault.toolchain.lane_pool import LanePool, verify_once
 from kernelvault.toolchain.optimisation import against_baseline
 from kernelvault.toolchain.reference_check import check_tasks
 from kernelvault.toolchain.reward import speed_bonus
@@ -111,7 +111,7 @@ def test_a_correct_candidate_is_judged_with_the_baseline_verified_first(
     verifier: Verifier, good: Path
 ) -> None:
     task = _only_task(good)
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", RELU_EXAMPLE, "file:relu"))
+    verdict = verify_once(verifier, task, Candidate(task.task_id, "triton", RELU_EXAMPLE, "file:relu"))
     assert verdict.correct is True and verdict.failure_kind is None
     assert verdict.baseline is not None
     assert verdict.baseline.code_hash == content_hash(extract_code(task.baselines["triton"]).code or "")
@@ -124,13 +124,13 @@ def test_a_baseline_that_is_not_correct_fails_the_task_not_the_candidate(
     verifier: Verifier, broken: Path
 ) -> None:
     task = _only_task(broken)
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", RELU_EXAMPLE, "file:relu"))
+    verdict = verify_once(verifier, task, Candidate(task.task_id, "triton", RELU_EXAMPLE, "file:relu"))
     assert (
         verdict.failure_kind == "infrastructure_error"
     )  # never a verdict on the candidate: retried on resume
     assert "the task's triton baseline does not pass (mismatch" in (verdict.failure_message or "")
     # A candidate that fails its own CPU stages is judged as it is: the baseline is not needed for that.
-    unparsable = verifier.verify(task, Candidate(task.task_id, "triton", "no code here", "file:prose"))
+    unparsable = verify_once(verifier, task, Candidate(task.task_id, "triton", "no code here", "file:prose"))
     assert unparsable.failure_kind == "parse_error" and unparsable.baseline is None
 
 

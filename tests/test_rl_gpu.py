@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import time
 from pathlib import Path
 
 import pytest
+
+from kernelvault.toolchain.lane_pool import verify_once
 
 torch = pytest.importorskip("torch")
 
@@ -54,7 +57,7 @@ def test_grpo_steps_with_verification_on_the_gpu(tmp_path: Path) -> None:
     broken = {1: "broken/compile_error__relu.py", 5: "broken/mismatch__matmul.py"}
     tasks = [load_task_file(ROOT / "tasks" / f"{name}.py") for name in names]
     texts = [(EXAMPLES / broken.get(i, f"{name}.py")).read_text() for i, name in enumerate(names)]
-    reward = ExecutionReward(verifier.verify, concurrency=1)
+    reward = ExecutionReward(functools.partial(verify_once, verifier), concurrency=1)
     started = time.perf_counter()
     rewards = asyncio.run(reward(prompts=[None] * 8, completions=texts, task_source=[t.source for t in tasks],
                                  task_name=names))  # fmt: skip

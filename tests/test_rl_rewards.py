@@ -15,6 +15,7 @@ from kernelvault.contracts import Candidate, Task, Verdict
 from kernelvault.rl import verl_score
 from kernelvault.rl.rewards import ExecutionReward, TrajectoryReward
 from kernelvault.rl.verifiers import verdict_source_from_env
+from kernelvault.toolchain.lane_pool import verify_once
 from kernelvault.toolchain.tasks import load_task_file
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
@@ -55,7 +56,7 @@ class CountingVerifier:
             self.running += 1
             self.most = max(self.most, self.running)
         try:
-            return self.verifier.verify(task, candidate)
+            return verify_once(self.verifier, task, candidate)
         finally:
             with self.lock:
                 self.running -= 1
@@ -96,7 +97,7 @@ def test_execution_reward_runs_verifications_concurrently() -> None:
     def slow_verify(task: Task, candidate: Candidate) -> Verdict:
         started.append(time.monotonic())
         time.sleep(0.5)
-        return Verifier(VerifyConfig(platform="cpu")).verify(task, candidate)  # a parse error: instant
+        return verify_once(Verifier(VerifyConfig(platform="cpu")), task, candidate)  # a parse error: instant
 
     reward = ExecutionReward(slow_verify, concurrency=4)
     begin = time.monotonic()

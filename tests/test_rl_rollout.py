@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import sys
 import types
@@ -13,6 +14,7 @@ import pytest
 
 from kernelvault.rl.rollout import ChatTokens, GeneratedTokens, RolloutConfig, rollout_fields, run_rollout
 from kernelvault.rl.tiny_model import build_tiny_policy
+from kernelvault.toolchain.lane_pool import verify_once
 from kernelvault.toolchain.tasks import load_task_file
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
@@ -69,7 +71,9 @@ def test_a_two_turn_trajectory_is_verified_per_turn_and_masks_its_feedback(chat:
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=120))
     config = RolloutConfig(platform="cpu", max_turns=3, turn_max_tokens=4096, max_completion_tokens=16384)
     result = asyncio.run(
-        run_rollout([RELU], chat, scripted(chat, answer_for, calls), verifier.verify, config)
+        run_rollout(
+            [RELU], chat, scripted(chat, answer_for, calls), functools.partial(verify_once, verifier), config
+        )
     )
     (trajectory,) = result.trajectories
     kinds = [turn.verdict.failure_kind for turn in trajectory.trajectory.turns]
@@ -100,7 +104,9 @@ def test_a_group_generates_in_lock_step_and_closes_cut_off_answers(chat: ChatTok
     verifier = Verifier(VerifyConfig(platform="cpu"))
     config = RolloutConfig(platform="cpu", max_turns=3, turn_max_tokens=64, max_completion_tokens=16384)
     generate = scripted(chat, lambda context: ("def kernel(", False), calls)  # always cut off: parse errors
-    result = asyncio.run(run_rollout([RELU] * 3, chat, generate, verifier.verify, config))
+    result = asyncio.run(
+        run_rollout([RELU] * 3, chat, generate, functools.partial(verify_once, verifier), config)
+    )
     assert [len(batch) for batch in calls] == [3, 3, 3]  # turn k of the whole group in one generate call
     for trajectory in result.trajectories:
         assert trajectory.turn_rewards == [0.0, 0.0, 0.0]

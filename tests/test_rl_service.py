@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -16,6 +17,7 @@ from kernelvault.contracts import Candidate, Task, Verdict
 from kernelvault.rl import verl_score
 from kernelvault.rl.reward_service import RemoteVerifier, RewardService, ServiceConfig
 from kernelvault.rl.verifiers import verdict_source, verdict_source_from_env
+from kernelvault.toolchain.lane_pool import verify_once
 from kernelvault.toolchain.tasks import load_task_file
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
@@ -29,7 +31,9 @@ SILU = load_task_file(ROOT / "tasks" / "silu.py")
 def service() -> Iterator[tuple[str, RewardService]]:
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=120))
     environment = {"platform": "cpu", "device": verifier.choice.device, "arch": verifier.choice.arch}
-    running = RewardService(verifier.verify, environment, ServiceConfig(port=0, workers=2))
+    running = RewardService(
+        functools.partial(verify_once, verifier), environment, ServiceConfig(port=0, workers=2)
+    )
     url = running.start()
     yield url, running
     running.stop()
@@ -101,7 +105,7 @@ def test_token_is_required_when_set() -> None:
 
     def verify(task: Task, candidate: Candidate) -> Verdict:
         calls.append(candidate.text)
-        return Verifier(VerifyConfig(platform="cpu")).verify(task, candidate)
+        return verify_once(Verifier(VerifyConfig(platform="cpu")), task, candidate)
 
     guarded = RewardService(verify, {"platform": "cpu"}, ServiceConfig(port=0, workers=1, token="s3cret"))
     url = guarded.start()

@@ -18,6 +18,7 @@ import torch
 from kernelvault.contracts import Candidate, Task
 from kernelvault.toolchain.function_tasks import FunctionTaskError, function_layout
 from kernelvault.toolchain.kernel_tasks import evaluate_grid_entry, parameter_sets, symbolic_grid
+from kernelvault.toolchain.lane_pool import verify_once
 from kernelvault.toolchain.reference_check import check_tasks
 from kernelvault.toolchain.tasks import load_tasks, parse_task
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
@@ -41,8 +42,8 @@ def verifier() -> Verifier:
 
 
 def _verify(verifier: Verifier, task: Task, candidate: str) -> tuple[str | None, bool | None, str]:
-    verdict = verifier.verify(
-        task, Candidate(task.task_id, "triton", (CANDIDATES / candidate).read_text(), "test")
+    verdict = verify_once(
+        verifier, task, Candidate(task.task_id, "triton", (CANDIDATES / candidate).read_text(), "test")
     )
     return verdict.failure_kind, verdict.correct, verdict.failure_message or ""
 

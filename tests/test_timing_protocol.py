@@ -102,9 +102,9 @@ def verdicts(tasks: dict[str, Task], lane: WorkerLane) -> dict[str, Verdict]:
     for path in HOSTILE + HONEST:
         task = tasks[_task_of(path)]
         candidate = Candidate(task.task_id, "triton", path.read_text(), f"timing:{path.name}")
-        found[path.name] = verifier.verify(task, candidate, runner=lane)
+        found[path.name] = verifier.complete(verifier.prepare(task, candidate), lane)
         if path in HOSTILE and any(o.startswith("static_reject") for o in expected_options(path)):
-            found[f"behind-wall:{path.name}"] = behind.verify(task, candidate, runner=lane)
+            found[f"behind-wall:{path.name}"] = behind.complete(behind.prepare(task, candidate), lane)
     return found
 
 
@@ -168,8 +168,9 @@ def test_the_rotating_protocol_credits_a_memo_that_the_fresh_one_catches(
     """The legacy switch (`timing_inputs="rotate"`, for fidelity benchmarks) is today's hole, kept measurable."""
     path = FOLDER / "integrity_reject__relu__memo_by_pointer.py"
     task = tasks["relu"]
-    rotating = Verifier(_config(timing_inputs="rotate")).verify(
-        task, Candidate(task.task_id, "triton", path.read_text(), "rotate"), runner=lane
+    verifier = Verifier(_config(timing_inputs="rotate"))
+    rotating = verifier.complete(
+        verifier.prepare(task, Candidate(task.task_id, "triton", path.read_text(), "rotate")), lane
     )
     assert rotating.correct is True, rotating.failure_message
     assert all(t.inputs == "rotate" and t.checked_calls == 0 for t in rotating.timings)
@@ -184,8 +185,9 @@ def test_a_patched_timing_harness_retires_the_worker_before_the_next_candidate(
     process where nothing is patched."""
     task = tasks["relu"]
     path = FOLDER / "integrity_reject__relu__patch_event_clock.py"
-    patched = Verifier(_config(static_wall=False)).verify(
-        task, Candidate(task.task_id, "triton", path.read_text(), "patch"), runner=lane
+    behind_wall = Verifier(_config(static_wall=False))
+    patched = behind_wall.complete(
+        behind_wall.prepare(task, Candidate(task.task_id, "triton", path.read_text(), "patch")), lane
     )
     assert _got(patched) == "integrity_reject:monkey_patch", patched.failure_message
     assert "the timing harness was replaced (torch.cuda.Event.elapsed_time)" in (
@@ -194,8 +196,9 @@ def test_a_patched_timing_harness_retires_the_worker_before_the_next_candidate(
     worker = lane.workers["candidate"]
     assert worker.last_restart == "integrity_reject" and worker.pid is None  # replaced when its job ended
     example = (ROOT / "examples" / "triton" / "relu.py").read_text()
-    honest = Verifier(_config()).verify(
-        task, Candidate(task.task_id, "triton", example, "after"), runner=lane
+    verifier = Verifier(_config())
+    honest = verifier.complete(
+        verifier.prepare(task, Candidate(task.task_id, "triton", example, "after")), lane
     )
     assert honest.correct is True, honest.failure_message
 

@@ -8,6 +8,7 @@ from kernelvault.contracts import Candidate
 from kernelvault.pipelines.candidates import Attempt
 from kernelvault.pipelines.corpus_job import run_corpus_job
 from kernelvault.pipelines.engine import EngineOptions
+from kernelvault.toolchain.lane_pool import verify_once
 from kernelvault.toolchain.tasks import LoadedTasks, load_task_file, parse_task
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
@@ -36,7 +37,7 @@ def test_a_worker_that_cannot_start_is_an_infrastructure_error(tmp_path: Path) -
     # The run went on after the first failure; both attempts are left for a resume, not written as rows.
     assert len(summary.retry_later) == 2 and "no-such-python" in summary.retry_later[0]
     assert summary.attempts == 0 and not summary.shards
-    verdict = verifier.verify(task, candidate)
+    verdict = verify_once(verifier, task, candidate)
     assert verdict.failure_kind == "infrastructure_error" and verdict.reward is not None
     assert verdict.reward.total == 0.0
     assert "no-such-python" in (verdict.failure_message or "")
@@ -48,6 +49,6 @@ def test_a_reference_that_raises_is_blamed_on_the_task_not_the_candidate() -> No
     candidate = Candidate(
         task.task_id, "triton", (ROOT / "examples" / "triton" / "relu.py").read_text(), "test"
     )
-    verdict = Verifier(VerifyConfig(platform="cpu")).verify(task, candidate)
+    verdict = verify_once(Verifier(VerifyConfig(platform="cpu")), task, candidate)
     assert verdict.failure_kind == "infrastructure_error"
     assert "reference failed" in (verdict.failure_message or "")

@@ -25,6 +25,7 @@ import pytest
 
 from kernelvault.contracts import Candidate, Task
 from kernelvault.pipelines.candidates import outcome, outcome_matches
+from kernelvault.toolchain.lane_pool import verify_once
 from kernelvault.toolchain.tasks import load_tasks
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
@@ -210,7 +211,9 @@ def test_a_function_task_route_past_the_wall_gets_no_credit(
     tasks: dict[str, Task], verifier: Verifier, task_name: str, code: str, expected: list[str]
 ) -> None:
     task = tasks[task_name]
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", code, "adversarial:wall_identity"))
+    verdict = verify_once(
+        verifier, task, Candidate(task.task_id, "triton", code, "adversarial:wall_identity")
+    )
     got = outcome(verdict.failure_kind, verdict.failure_message)
     assert verdict.correct is not True, f"credited as correct ({got})"
     assert verdict.reward.total <= 0.4, (got, verdict.failure_message)
@@ -224,6 +227,8 @@ def test_its_honest_twin_stays_correct(
     tasks: dict[str, Task], verifier: Verifier, task_name: str, code: str
 ) -> None:
     task = tasks[task_name]
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", code, "adversarial:wall_identity"))
+    verdict = verify_once(
+        verifier, task, Candidate(task.task_id, "triton", code, "adversarial:wall_identity")
+    )
     assert verdict.failure_kind is None, (verdict.failure_kind, verdict.failure_message)
     assert verdict.correct is True and verdict.reward.total == pytest.approx(1.4)

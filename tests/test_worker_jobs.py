@@ -133,8 +133,8 @@ def test_the_cross_compile_stage_runs_the_candidate_in_the_jail(persistent: bool
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60, static_wall=False))
     lane = WorkerLane(device="cpu") if persistent else None
     try:
-        verdict = verifier.verify(
-            task, Candidate(task.task_id, "triton", REPORTS_ITS_UID, "test:uid"), runner=lane
+        verdict = verifier.complete(
+            verifier.prepare(task, Candidate(task.task_id, "triton", REPORTS_ITS_UID, "test:uid")), lane
         )
         if lane is not None:
             assert {kind: worker.jailed for kind, worker in lane.workers.items()} == {
@@ -166,13 +166,13 @@ def test_a_lane_whose_worker_was_killed_between_jobs_gives_the_next_candidate_it
     verifier, task, candidate = _relu_job()
     lane = WorkerLane(device="cpu")
     try:
-        _assert_correct(verifier.verify(task, candidate, runner=lane))
+        _assert_correct(verifier.complete(verifier.prepare(task, candidate), lane))
         process = lane.workers[kind]._process
         assert process is not None
         os.killpg(process.pid, 9)
         process.wait()
         for _ in range(2):
-            _assert_correct(verifier.verify(task, candidate, runner=lane))
+            _assert_correct(verifier.complete(verifier.prepare(task, candidate), lane))
         assert lane.workers[kind].pid not in (None, process.pid)
         assert lane.workers[kind].stats.restarts["exited"] == 1
     finally:
@@ -189,7 +189,7 @@ def test_a_lane_first_used_from_a_thread_that_has_exited_gives_the_next_candidat
         verdicts: list[Verdict] = []
 
         def verify_and_exit() -> None:
-            verdicts.append(verifier.verify(task, candidate, runner=lane))
+            verdicts.append(verifier.complete(verifier.prepare(task, candidate), lane))
 
         thread = threading.Thread(target=verify_and_exit)
         thread.start()
@@ -198,7 +198,7 @@ def test_a_lane_first_used_from_a_thread_that_has_exited_gives_the_next_candidat
         killed = {kind: worker._process for kind, worker in lane.workers.items()}
         assert set(killed) == {"candidate", "reference", "cross_compile"}
         assert all(process is not None and process.wait(timeout=30) == -9 for process in killed.values())
-        _assert_correct(verifier.verify(task, candidate, runner=lane))
+        _assert_correct(verifier.complete(verifier.prepare(task, candidate), lane))
         replaced = {kind: lane.workers[kind].stats.restarts["exited"] for kind in killed}
         assert replaced == dict.fromkeys(killed, 1)
     finally:
@@ -214,7 +214,9 @@ def test_a_reference_worker_that_dies_during_a_job_is_replaced_and_the_job_retri
     verifier, task, candidate = _relu_job()
     lane = WorkerLane(device="cpu")
     try:
-        _assert_correct(verifier.verify(task, candidate, runner=lane))  # the lane's workers are started
+        _assert_correct(
+            verifier.complete(verifier.prepare(task, candidate), lane)
+        )  # the lane's workers are started
         reference = lane.workers["reference"]
         victim = reference.pid
         assert victim is not None
@@ -226,7 +228,7 @@ def test_a_reference_worker_that_dies_during_a_job_is_replaced_and_the_job_retri
             return answer(request, timeout_s)
 
         monkeypatch.setattr(reference, "request", killed_before_answering)
-        _assert_correct(verifier.verify(task, candidate, runner=lane))
+        _assert_correct(verifier.complete(verifier.prepare(task, candidate), lane))
         assert (reference.stats.retries, reference.stats.restarts["crash"]) == (1, 1)
         assert reference.pid not in (None, victim)
     finally:

@@ -22,8 +22,9 @@ Three ways in, one path through:
 Consumers: the corpus job (its local executor's lanes submit prepared attempts to the job's pool; a Ray
 lane actor has a pool of its own), the agent job and `eval`, their Ray actors (a pool of one lane each), the
 `verify` command (a pool of one lane), the RL reward (TRL's reward functions and rollout, verl's
-`compute_score`, through `kernelvault.rl.verifiers`) and `rl serve`. The fresh-process path (`Verifier.verify(task, candidate)` with no runner, or a pool with
-`restart_every=1`) stays for benchmarks that measure it.
+`compute_score`, through `kernelvault.rl.verifiers`) and `rl serve`. A single candidate (`verify_once`) and
+`tasks check` run on a pool of one. `restart_every=1` is the fresh mode (a new worker per job), a setting of
+the same lanes rather than another path.
 """
 
 from __future__ import annotations
@@ -120,26 +121,6 @@ def pool_lanes(platform: str, devices: str | None = None, lanes_per_gpu: int = 1
     return parse_devices(devices, cpu_lanes, lanes_per_gpu)
 
 
-class VerificationLane:
-    """One lane: the device stage of prepared candidates, in the persistent workers of one device.
-
-    The only thing that runs a prepared candidate: each of a `LanePool`'s lane threads holds one. It must stay
-    on the thread that opened it (its workers die with that thread). `restart_every=1` is the fresh-process
-    mode (a new worker per candidate), kept for benchmarks that measure it.
-    """
-
-    def __init__(self, verifier: Verifier, device: str, restart_every: int = 50) -> None:
-        self.verifier = verifier
-        self.device = device
-        self.workers = WorkerLane(verifier.config.python, device, restart_every)
-
-    def __call__(self, prepared: Prepared) -> Verdict:
-        return self.verifier.complete(prepared, self.workers)
-
-    def close(self) -> None:
-        self.workers.close()
-
-
 class LanePool:
     """`verify`, `averify` and `submit` over persistent lanes, one thread and one `WorkerLane` each."""
 
@@ -173,6 +154,12 @@ class LanePool:
         return 2 * len(self.devices)
 
     @classmethod
+    def once(cls, verifier: Verifier) -> LanePool:
+        """A pool of one lane on the verifier's first device, in the fresh mode (a new worker per job): the way to
+        a single verdict (`verify_once`), and to the few of `tasks check`."""
+        return cls(verifier, pool_lanes(verifier.choice.platform, cpu_lanes=1)[:1], restart_every=1)
+
+    @classmethod
     def for_verifier(cls, verifier: Verifier, devices: str | None = None, lanes_per_gpu: int = 1,
                      cpu_lanes: int = CPU_LANES, restart_every: int = 50) -> LanePool:  # fmt: skip
         """Lanes on the verifier's platform: every visible GPU (or `devices`), `lanes_per_gpu` each."""
@@ -180,8 +167,9 @@ class LanePool:
         return cls(verifier, lanes, restart_every)
 
     def _serve(self, index: int, device: str) -> None:
-        lane = VerificationLane(self.verifier, device, self.restart_every)
-        self.lanes.append(lane.workers)
+        # made on this thread, which its workers die with (`kernelvault.toolchain.sandbox`)
+        lane = WorkerLane(self.verifier.config.python, device, self.restart_every)
+        self.lanes.append(lane)
         try:
             while (job := self._jobs.get()) is not None:
                 prepared, future, queued = job
@@ -190,7 +178,7 @@ class LanePool:
                     continue
                 started = time.monotonic()
                 try:
-                    future.set_result(lane(prepared))
+                    future.set_result(self.verifier.complete(prepared, lane))
                 except BaseException as error:  # noqa: BLE001 - the caller gets it, the lane goes on
                     future.set_exception(error)
                 self.timeline.append(DeviceJob(index, queued, started, time.monotonic()))
@@ -271,3 +259,10 @@ class LanePool:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:  # fmt: skip
         self.close()
+
+
+def verify_once(verifier: Verifier, task: Task, candidate: Candidate) -> Verdict:
+    """One candidate's verdict through a pool of one (`LanePool.once`), closed after: fresh workers, started and
+    stopped for it. Many candidates belong on one pool instead."""
+    with LanePool.once(verifier) as pool:
+        return pool.verify(task, candidate)

@@ -77,8 +77,8 @@ class BaselineVerifier(Protocol):
 
 
 def check_baselines(task: Task, verifier: BaselineVerifier) -> tuple[list[str], list[str]]:
-    """`tasks check` of an optimisation task's baselines, each verified as a candidate of the task on the
-    verifier's platform: (problems, notes), one line each."""
+    """`tasks check` of an optimisation task's baselines, each verified as a candidate of the task by `verifier`
+    (a lane pool: `kernelvault.toolchain.reference_check`): (problems, notes), one line each."""
     problems, notes = [], []
     for target in sorted(task.baselines):
         baseline = baseline_candidate(task, target)

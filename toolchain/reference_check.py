@@ -26,7 +26,12 @@ from pathlib import Path
 
 import kernelvault
 from kernelvault.contracts import Task
+from kernelvault.toolchain.jail import gpu_device_nodes
+from kernelvault.toolchain.lane_pool import LanePool
+from kernelvault.toolchain.optimisation import check_baselines
+from kernelvault.toolchain.sandbox import SandboxLimits, folder_jail, run_sandboxed
 from kernelvault.toolchain.sandboxed.requests import CheckTask, to_wire
+from kernelvault.toolchain.verify import Verifier, VerifyConfig, resolve_isolation
 
 _MAX_ISSUES_PER_TASK = 6
 
@@ -45,11 +50,6 @@ class TaskReport:
 
 def check_task(task: Task, include_performance: bool, timeout_s: float, python: str = sys.executable,
                platform: str = "cpu") -> TaskReport:  # fmt: skip
-    from kernelvault.toolchain.jail import gpu_device_nodes
-    from kernelvault.toolchain.optimisation import check_baselines
-    from kernelvault.toolchain.sandbox import SandboxLimits, folder_jail, run_sandboxed
-    from kernelvault.toolchain.verify import Verifier, VerifyConfig, resolve_isolation
-
     workdir = Path(tempfile.mkdtemp(prefix="kv-taskcheck-"))
     try:
         cases = list(task.correctness_cases) + (list(task.performance_cases) if include_performance else [])
@@ -80,9 +80,9 @@ def check_task(task: Task, include_performance: bool, timeout_s: float, python: 
         report = TaskReport(task.name, result["cases_run"], problems)
         if task.baselines and not problems:  # an optimisation task: its baselines must pass as candidates
             # on the check's own time limit: a baseline is slow by design, and under the interpreter on a loaded
-            # 2-core machine a serial one took longer than a candidate's 60 s (CI, 2026-12-03)
-            verifier = Verifier(VerifyConfig(platform=platform, timeout_s=timeout_s))
-            report.problems, report.notes = check_baselines(task, verifier)
+            # 2-core machine a serial one can take longer than a candidate's 60 s
+            with LanePool.once(Verifier(VerifyConfig(platform=platform, timeout_s=timeout_s))) as pool:
+                report.problems, report.notes = check_baselines(task, pool)
         return report
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

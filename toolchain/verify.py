@@ -1,9 +1,10 @@
-"""verify(): parse → static → compile → check → time → reward, for one candidate (Triton or HIP) of one task
-(module, function or kernel form).
+"""The stages of a verdict: parse → static → compile → check → time → reward, for one candidate (Triton or HIP)
+of one task (module, function or kernel form).
 
-This is the one public entry point of the toolchain: the pipeline, the agents and the RL reward
-adapters all call it. It never raises for anything the candidate does; every outcome is a `Verdict`.
-Candidate code runs only in sandboxed worker processes (`kernelvault.toolchain.sandbox`):
+`Verifier.prepare` runs the CPU stages, `Verifier.complete` the device stage on a lane's workers
+(`kernelvault.toolchain.worker_lane`); the lane pool (`kernelvault.toolchain.lane_pool`) is what calls them,
+for every consumer. Neither raises for anything the candidate does; every outcome is a `Verdict`. Candidate
+code runs only in sandboxed worker processes (`kernelvault.toolchain.sandbox`):
 
 - `cpu`: the check worker runs kernels under the Triton interpreter and records each launch; a
   second worker cross-compiles the recorded launches for the AMD target. Nothing is timed, so the
@@ -23,7 +24,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import kernelvault
 from kernelvault.contracts import (
@@ -36,7 +37,6 @@ from kernelvault.contracts import (
     Verdict,
     content_hash,
 )
-from kernelvault.toolchain.device_gate import DeviceGate
 from kernelvault.toolchain.extract import extract_code
 from kernelvault.toolchain.function_tasks import function_entries, test_imports
 from kernelvault.toolchain.hip_build import (
@@ -62,7 +62,7 @@ from kernelvault.toolchain.sandbox import SandboxLimits, SandboxResult
 from kernelvault.toolchain.sandboxed.timing import DEFAULT_GPU_SAMPLE_MS, TIMING_INPUTS
 from kernelvault.toolchain.static_check import check_hip_candidate, check_triton_candidate
 from kernelvault.toolchain.static_wall import check_candidate
-from kernelvault.toolchain.worker_jobs import CheckJob, CompileJob, HipBuild, WorkerJob, WorkerSetup
+from kernelvault.toolchain.worker_jobs import CheckJob, CompileJob, HipBuild, WorkerSetup
 from kernelvault.toolchain.worker_lane import WorkerLane
 
 LOG_LIMIT = 4000  # characters of compiler/runtime log kept per stage (the agents' feedback reads it)
@@ -252,13 +252,6 @@ class DeviceCheck:
         )
 
 
-class WorkerRunner(Protocol):
-    """Runs one worker job somewhere else than a fresh process (`kernelvault.toolchain.worker_lane.WorkerLane`)."""
-
-    def run(self, job: WorkerJob, limits: SandboxLimits,
-            env: dict[str, str]) -> tuple[SandboxResult, dict[str, Any] | None]: ...  # fmt: skip
-
-
 @dataclass(frozen=True)
 class Prepared:
     """A candidate after the CPU stages (parse, static, HIP compile): a final verdict, or work for a device.
@@ -288,8 +281,9 @@ class Prepared:
 class Verifier:
     """Verifies candidates on one platform; cheap to build, safe to share across threads.
 
-    `verify` does everything; `prepare` (CPU only, any process) and `complete` (the device stage, with an
-    optional runner of persistent workers) are the same work split for a pipeline.
+    Two stages: `prepare` (the CPU stages, in any process) and `complete` (the device stage, on a lane's
+    workers). What runs them is the lane pool (`kernelvault.toolchain.lane_pool`): a job's, a service's, or a
+    pool of one for a single candidate (`lane_pool.verify_once`).
     """
 
     def __init__(self, config: VerifyConfig | None = None) -> None:
@@ -301,9 +295,6 @@ class Verifier:
         self.isolation: Isolation = resolve_isolation(self.config.isolation, self.config.python)
         self.environment: RunEnvironment = dataclasses.replace(run_environment(self.choice),
                                                                isolation=self.isolation.level)  # fmt: skip
-
-    def verify(self, task: Task, candidate: Candidate, runner: WorkerRunner | None = None) -> Verdict:
-        return self.complete(self.prepare(task, candidate), runner)
 
     def prepare(self, task: Task, candidate: Candidate) -> Prepared:
         """Parse, static checks and (HIP native) compile; stops where a worker would start. On an optimisation
@@ -337,19 +328,19 @@ class Verifier:
             shutil.rmtree(workdir, ignore_errors=True)
         return prepared
 
-    def complete(self, prepared: Prepared, runner: WorkerRunner | None = None) -> Verdict:
+    def complete(self, prepared: Prepared, lane: WorkerLane) -> Verdict:
         """Finish a prepared candidate on this platform's device (or the interpreter on cpu); an optimisation
-        task's baseline first, on the same runner."""
+        task's baseline first, on the same lane."""
         if prepared.baseline is None:
-            return self._complete_one(prepared, runner)
-        baseline = self._complete_one(prepared.baseline, runner)
+            return self._complete_one(prepared, lane)
+        baseline = self._complete_one(prepared.baseline, lane)
         problem = baseline_failure(baseline)
         if problem:
             self.discard(prepared)
             return self.lost(prepared.task, prepared.target, problem)
-        return against_baseline(self._complete_one(prepared, runner), baseline, self.config.reward)
+        return against_baseline(self._complete_one(prepared, lane), baseline, self.config.reward)
 
-    def _complete_one(self, prepared: Prepared, runner: WorkerRunner | None) -> Verdict:
+    def _complete_one(self, prepared: Prepared, lane: WorkerLane) -> Verdict:
         if prepared.verdict is not None:
             return prepared.verdict
         workdir = Path(prepared.workdir)
@@ -357,8 +348,8 @@ class Verifier:
             stages = _Stages()
             stages.records = list(prepared.stages)
             if prepared.route == "cpu":
-                return self._verify_on_cpu(stages, prepared.task, prepared.code, workdir, runner)
-            return self._verify_on_gpu(stages, prepared.task, prepared.code, workdir, runner, prepared.hip)
+                return self._verify_on_cpu(stages, prepared.task, prepared.code, workdir, lane)
+            return self._verify_on_gpu(stages, prepared.task, prepared.code, workdir, lane, prepared.hip)
         except Exception as error:  # noqa: BLE001 - a harness bug fails this attempt, never the whole run
             return self._harness_error(prepared.task, prepared.target, error)
         finally:
@@ -608,20 +599,6 @@ class Verifier:
 
         return exportable(0) is None  # the parent's first GPU stands for all: one driver, one kind of GPU
 
-    def _run_worker(self, job: WorkerJob, limits: SandboxLimits, env: dict[str, str],
-                    runner: WorkerRunner | None) -> tuple[SandboxResult, dict[str, Any] | None]:  # fmt: skip
-        """Run a worker job on `runner` (a lane's persistent workers), else on a one-job worker: the
-        per-candidate way. Either way the reply is authenticated, and a check talks to its judge."""
-        if runner is not None:
-            return runner.run(job, limits, env)
-        lane = WorkerLane(
-            self.config.python, "cpu", restart_every=1, gate=DeviceGate()
-        )  # inherits the devices
-        try:
-            return lane.run(job, limits, env)
-        finally:
-            lane.close()
-
     def _worker_env(self, interpret: bool) -> dict[str, str]:
         project_root = str(Path(kernelvault.__file__).resolve().parents[1])  # the folder holding the package
         python_path = os.pathsep.join(filter(None, [project_root, os.environ.get("PYTHONPATH")]))
@@ -638,10 +615,10 @@ class Verifier:
         return SandboxLimits(self.config.timeout_s, (memory << 20) if (memory and on_cpu) else None)
 
     def _verify_on_cpu(self, stages: _Stages, task: Task, code: str, workdir: Path,
-                       runner: WorkerRunner | None) -> Verdict:  # fmt: skip
+                       lane: WorkerLane) -> Verdict:  # fmt: skip
         check_started = time.perf_counter()
         job = self._check_job(task, workdir, timed=self.config.time_on_cpu)
-        run, result = self._run_worker(job, self._check_limits(), self._worker_env(interpret=True), runner)
+        run, result = lane.run(job, self._check_limits(), self._worker_env(interpret=True))
         check_seconds = time.perf_counter() - check_started
         check = DeviceCheck.from_worker(run, result)
         if check.failure_kind in ("infrastructure_error", "compile_error", "static_reject"):
@@ -658,9 +635,7 @@ class Verifier:
             compile_job = CompileJob(self._setup(), str(workdir / "candidate.py"), str(workdir / "launches.jsonl"),
                                      "hip", self.choice.arch, AMD_WAVEFRONT, tuple(self.config.allowed_ops))  # fmt: skip
             limits = SandboxLimits(self.config.compile_timeout_s, None)
-            compile_run, compile_result = self._run_worker(
-                compile_job, limits, self._worker_env(interpret=False), runner
-            )
+            compile_run, compile_result = lane.run(compile_job, limits, self._worker_env(interpret=False))
             if compile_result is None:
                 kind, compile_log = _crash_message(compile_run, "the cross-compiler")
             elif compile_result.get("failure_kind") == "integrity_reject":
@@ -709,7 +684,7 @@ class Verifier:
             kernels=check.kernels, compile_log=trim(compile_log), speedup=None, timings=timings,
         )  # fmt: skip
 
-    def _verify_on_gpu(self, stages: _Stages, task: Task, code: str, workdir: Path, runner: WorkerRunner | None,
+    def _verify_on_gpu(self, stages: _Stages, task: Task, code: str, workdir: Path, lane: WorkerLane,
                        hip: HipBuild | None = None) -> Verdict:  # fmt: skip
         """Check and time on the device. `hip`: the HIP build (form, library, compile log) when not Triton."""
         target = "hip" if hip else "triton"
@@ -718,7 +693,7 @@ class Verifier:
         limits = self._check_limits()
         if hip and hip.form == "load_inline":  # the extension is built inside the worker (slow path)
             limits = SandboxLimits(limits.timeout_s + self.config.compile_timeout_s, limits.memory_bytes)
-        run, result = self._run_worker(job, limits, self._worker_env(interpret=False), runner)
+        run, result = lane.run(job, limits, self._worker_env(interpret=False))
         seconds = time.perf_counter() - started
         check = DeviceCheck.from_worker(run, result)
         kind = check.failure_kind
@@ -788,9 +763,3 @@ def _add_check_stage(stages: _Stages, check: DeviceCheck, worker_seconds: float,
     stages.add("check", "passed" if passed else "failed", max(0.0, worker_seconds - timed - waited - jit_seconds),
                log + (f"\n{costs.summary()}" if costs is not None else ""))  # fmt: skip
     return timed
-
-
-def verify(task: Task, candidate: Candidate, config: VerifyConfig | None = None) -> Verdict:
-    """Verify one candidate against its task in fresh worker processes: the bare path, kept for benchmarks
-    and tests that measure or need it; everything else runs candidates through `kernelvault.toolchain.lane_pool`."""
-    return Verifier(config).verify(task, candidate)

@@ -70,7 +70,7 @@ REFERENCE_FILE_BYTES = 16 << 30
 class WorkerLane:
     """The persistent workers of one device: a candidate's, a reference's, and on cpu a cross-compiler.
 
-    Plugs into `Verifier.verify(..., runner=lane)` in place of a fresh process per worker run. A crash (not
+    The device stage (`Verifier.complete`) runs its worker jobs here; a lane pool's thread owns it. A crash (not
     a timeout) of the candidate's worker is retried once on a fresh worker: a worker killed from outside
     costs a retry, while a candidate that crashes its worker twice gets the crash as its verdict. So is a
     crash of the reference's worker, whose second crash is an infrastructure_error. A worker found dead when
@@ -116,7 +116,7 @@ class WorkerLane:
 
     def run(self, job: WorkerJob, limits: SandboxLimits,
             env: dict[str, str]) -> tuple[SandboxResult, dict[str, Any] | None]:  # fmt: skip
-        """Run one job on this lane's workers (`kernelvault.toolchain.verify.WorkerRunner`)."""
+        """Run one job on this lane's workers: (how the worker ended when it did not answer, its report)."""
         self._jobs += 1
         module_name = f"kv_candidate_{os.getpid()}_{id(self)}_{self._jobs}"  # unique per job in a worker
         if isinstance(job, CompileJob):

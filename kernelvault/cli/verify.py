@@ -20,7 +20,7 @@ def read_file(path: Path, what: str) -> str:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from kernelvault.toolchain.lane_pool import LanePool, pool_lanes
+    from kernelvault.toolchain.lane_pool import verify_once
     from kernelvault.toolchain.tasks import TaskFormatError, parse_task
 
     task_path, candidate_path = Path(args.task), Path(args.candidate)
@@ -31,11 +31,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     except TaskFormatError as error:
         raise UsageError(f"invalid task {task_path}: {error}") from None
     verifier = build_verifier(args)
-    # One lane of the lane pool, the way every consumer runs candidates (on a GPU, the first visible one).
-    with LanePool(verifier, pool_lanes(verifier.choice.platform, cpu_lanes=1)[:1]) as pool:
-        verdict = pool.verify(
-            task, Candidate(task.task_id, args.target, candidate_text, f"file:{candidate_path}")
-        )
+    # A pool of one lane, the way every consumer runs candidates (on a GPU, the first visible one).
+    candidate = Candidate(task.task_id, args.target, candidate_text, f"file:{candidate_path}")
+    verdict = verify_once(verifier, task, candidate)
     environment = verdict.environment
     if args.json:
         summary = {

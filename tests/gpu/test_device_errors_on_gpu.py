@@ -83,7 +83,9 @@ def test_a_device_fault_costs_only_its_own_task_or_candidate(tmp_path: Path) -> 
     try:
 
         def verify(task, code: str):  # noqa: ANN001, ANN202
-            return verifier.verify(task, Candidate(task.task_id, "triton", code, "test"), runner=lane)
+            return verifier.complete(
+                verifier.prepare(task, Candidate(task.task_id, "triton", code, "test")), lane
+            )
 
         refused = verify(faulting, relu)
         after_reference_fault = verify(relu_task, relu)

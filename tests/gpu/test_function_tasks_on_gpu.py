@@ -17,6 +17,7 @@ pytestmark = [
 ]
 
 from kernelvault.contracts import Candidate  # noqa: E402
+from kernelvault.toolchain.lane_pool import verify_once  # noqa: E402
 from kernelvault.toolchain.tasks import load_tasks  # noqa: E402
 from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
 from tests.test_function_tasks import (  # noqa: E402
@@ -36,7 +37,7 @@ def verifier() -> Verifier:
 def test_real_answers_get_the_same_verdicts_on_the_device(verifier: Verifier) -> None:
     task = next(task for task in load_tasks(TASKS).tasks if task.name == "scaled_add")
     good, torch_wrapper, broken = (
-        verifier.verify(task, Candidate(task.task_id, "triton", answer, "model:fixture-model"))
+        verify_once(verifier, task, Candidate(task.task_id, "triton", answer, "model:fixture-model"))
         for answer in _answers()
     )
     assert good.correct is True, good.failure_message
@@ -49,17 +50,17 @@ def test_a_scalar_argument_read_with_item_is_allowed_by_the_device_record(verifi
     # scale_by's test makes 9 calls: 9 reads per forward, more than 16 over a job's forwards (the allowance
     # counts per forward: logspace's false reject on the H200)
     task = next(task for task in load_tasks(TASKS).tasks if task.name == "scale_by")
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", SCALE_BY, "model:fixture"))
+    verdict = verify_once(verifier, task, Candidate(task.task_id, "triton", SCALE_BY, "model:fixture"))
     assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
 
 
 def test_perf_inputs_are_the_largest_set_and_are_timed(verifier: Verifier) -> None:
     task = load_tasks(PERF_CHECKOUT / "data" / "TritonBench_T_v1").tasks[0]
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", NEGATE, "test"))
+    verdict = verify_once(verifier, task, Candidate(task.task_id, "triton", NEGATE, "test"))
     assert verdict.correct is True, verdict.failure_message
     assert [timing.case for timing in verdict.timings] == ["p0:performance inputs"]
     one_block = NEGATE.replace("(triton.cdiv(input.numel(), 1024),)", "(1,)")
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", one_block, "test"))
+    verdict = verify_once(verifier, task, Candidate(task.task_id, "triton", one_block, "test"))
     assert verdict.failure_kind == "mismatch" and "c1:performance inputs" in (verdict.failure_message or "")
 
 
@@ -74,10 +75,12 @@ def test_an_answers_example_usage_with_random_inputs_at_import_is_not_a_device_r
     example = (
         "\n\nexample = torch.randn(4, 5, device='cuda')\nresult = scale_by(example, torch.tensor(2.0))\n"
     )
-    verdict = verifier.verify(task, Candidate(task.task_id, "triton", SCALE_BY + example, "model:fixture"))
+    verdict = verify_once(
+        verifier, task, Candidate(task.task_id, "triton", SCALE_BY + example, "model:fixture")
+    )
     assert verdict.correct is True, (verdict.failure_kind, verdict.failure_message)
-    printed = verifier.verify(
-        task, Candidate(task.task_id, "triton", SCALE_BY + example + "print(result)\n", "m")
+    printed = verify_once(
+        verifier, task, Candidate(task.task_id, "triton", SCALE_BY + example + "print(result)\n", "m")
     )
     assert printed.failure_kind == "integrity_reject", (
         printed.failure_message
@@ -96,7 +99,7 @@ def test_differentiated_calls_are_judged_and_timed_with_their_backward_on_the_de
 
     task = parse_task(TRIPLE + TEST, "triple", "test")
     gold, ignoring, torch_backward = (
-        verifier.verify(task, Candidate(task.task_id, "triton", code, "test"))
+        verify_once(verifier, task, Candidate(task.task_id, "triton", code, "test"))
         for code in (TRIPLE, IGNORES_ITS_INCOMING_GRADIENT, TORCH_BACKWARD)
     )
     assert gold.correct is True, (gold.failure_kind, gold.failure_message)

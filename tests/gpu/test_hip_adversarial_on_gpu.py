@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from kernelvault.pipelines.candidates import expected_options, outcome
+from kernelvault.toolchain.lane_pool import verify_once
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")]
@@ -32,8 +33,8 @@ def test_hostile_hip_candidates_are_caught_with_their_reason(tmp_path: Path) -> 
     failures = []
     for path in sorted(SUITE.glob("*.py")):
         task = load_task_file(ROOT / "tasks" / f"{path.stem.split('__')[1]}.py")
-        verdict = verifier.verify(
-            task, Candidate(task.task_id, "hip", path.read_text(), f"suite:{path.name}")
+        verdict = verify_once(
+            verifier, task, Candidate(task.task_id, "hip", path.read_text(), f"suite:{path.name}")
         )
         got = outcome(verdict.failure_kind, verdict.failure_message)
         reward = verdict.reward.total if verdict.reward else 0.0

@@ -23,6 +23,7 @@ pytestmark = [
 ]
 
 from kernelvault.contracts import Candidate  # noqa: E402
+from kernelvault.toolchain.lane_pool import verify_once  # noqa: E402
 from kernelvault.toolchain.tasks import load_task_file  # noqa: E402
 from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
 from kernelvault.toolchain.worker_lane import WorkerLane  # noqa: E402
@@ -74,7 +75,9 @@ def test_shared_outputs_give_the_verdicts_of_files_on_the_device() -> None:
             for shared in (False, True):
                 verifier = Verifier(VerifyConfig(platform="cuda", timeout_s=120, shared_outputs=shared))
                 verdicts.append(
-                    verifier.verify(task, Candidate(task.task_id, "triton", code, "test"), runner=lane)
+                    verifier.complete(
+                        verifier.prepare(task, Candidate(task.task_id, "triton", code, "test")), lane
+                    )
                 )
             by_files, by_sharing = verdicts
             assert (by_sharing.correct, by_sharing.failure_kind) == (by_files.correct, by_files.failure_kind), (
@@ -100,8 +103,10 @@ def test_the_default_on_a_gpu_judges_on_the_device() -> None:
     """No setting: a CUDA verifier's workers share their outputs (`VerifyConfig.shared_outputs` None)."""
     task = load_task_file(ROOT / "tasks" / "relu.py")
     code = (ROOT / "examples" / "triton" / "relu.py").read_text()
-    verdict = Verifier(VerifyConfig(platform="cuda", timeout_s=120)).verify(
-        task, Candidate(task.task_id, "triton", code, "test")
+    verdict = verify_once(
+        Verifier(VerifyConfig(platform="cuda", timeout_s=120)),
+        task,
+        Candidate(task.task_id, "triton", code, "test"),
     )
     assert verdict.correct is True, verdict.failure_message
     assert _costs(verdict).shared_values > 0

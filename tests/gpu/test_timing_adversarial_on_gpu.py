@@ -47,8 +47,9 @@ def _got(verdict: Verdict) -> str:
 
 def _verify(verifier: Verifier, path: Path, lane: WorkerLane) -> Verdict:
     task = load_task_file(ROOT / "tasks" / f"{_task_of(path)}.py")
-    return verifier.verify(
-        task, Candidate(task.task_id, "triton", path.read_text(), f"timing:{path.name}"), lane
+    return verifier.complete(
+        verifier.prepare(task, Candidate(task.task_id, "triton", path.read_text(), f"timing:{path.name}")),
+        lane,
     )
 
 
@@ -129,9 +130,13 @@ def test_the_next_candidate_after_a_patched_clock_is_timed_as_before_it(lane: Wo
         Verifier(VerifyConfig(timeout_s=120, static_wall=False)),
     )
     task = load_task_file(ROOT / "tasks" / "relu.py")
-    before = every_layer.verify(task, Candidate(task.task_id, "triton", relu.read_text(), "before"), lane)
+    before = every_layer.complete(
+        every_layer.prepare(task, Candidate(task.task_id, "triton", relu.read_text(), "before")), lane
+    )
     patched = _verify(behind, FOLDER / "integrity_reject__relu__patch_event_clock.py", lane)
-    after = every_layer.verify(task, Candidate(task.task_id, "triton", relu.read_text(), "after"), lane)
+    after = every_layer.complete(
+        every_layer.prepare(task, Candidate(task.task_id, "triton", relu.read_text(), "after")), lane
+    )
     assert _got(patched) == "integrity_reject:monkey_patch", patched.failure_message
     assert before.speedup is not None and after.speedup is not None
     assert 0.8 < after.speedup / before.speedup < 1.25, (before.speedup, after.speedup)
