@@ -122,7 +122,13 @@ def test_a_spent_token_budget_ends_the_trajectorys_credit(chat: ChatTokens) -> N
     config = RolloutConfig(platform="cpu", max_turns=3, turn_max_tokens=64, max_completion_tokens=80)
     generate = scripted(chat, lambda context: ("no code", True), calls)
     result = asyncio.run(
-        run_rollout([RELU], chat, generate, Verifier(VerifyConfig(platform="cpu")).verify, config)
+        run_rollout(
+            [RELU],
+            chat,
+            generate,
+            functools.partial(verify_once, Verifier(VerifyConfig(platform="cpu"))),
+            config,
+        )
     )
     (trajectory,) = result.trajectories
     assert len(calls) == 1 and trajectory.env_mask == [1] * len(

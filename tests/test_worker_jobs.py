@@ -18,6 +18,7 @@ import pytest
 
 from kernelvault.contracts import Candidate, Task, Verdict
 from kernelvault.toolchain.jail import probe_isolation
+from kernelvault.toolchain.lane_pool import verify_once
 from kernelvault.toolchain.sandboxed.requests import (
     OPERATIONS,
     Build,
@@ -127,21 +128,21 @@ if _os.environ.get("TRITON_INTERPRET") != "1":
 
 @pytest.mark.skipif(not ISOLATION.jailed, reason=f"no OS jail on this machine: {ISOLATION.detail}")
 @pytest.mark.parametrize("persistent", [True, False], ids=["lane", "fresh"])
-@pytest.mark.fresh_workers  # "fresh": the bare path's one-job workers, as they are
+@pytest.mark.fresh_workers  # "fresh": the pool of one's fresh workers, as they are
 def test_the_cross_compile_stage_runs_the_candidate_in_the_jail(persistent: bool) -> None:
     task = load_task_file(ROOT / "tasks" / "relu.py")
     verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60, static_wall=False))
-    lane = WorkerLane(device="cpu") if persistent else None
-    try:
-        verdict = verifier.complete(
-            verifier.prepare(task, Candidate(task.task_id, "triton", REPORTS_ITS_UID, "test:uid")), lane
-        )
-        if lane is not None:
+    candidate = Candidate(task.task_id, "triton", REPORTS_ITS_UID, "test:uid")
+    if persistent:
+        lane = WorkerLane(device="cpu")
+        try:
+            verdict = verifier.complete(verifier.prepare(task, candidate), lane)
             assert {kind: worker.jailed for kind, worker in lane.workers.items()} == {
                 "candidate": True, "reference": True, "cross_compile": True}  # fmt: skip
-    finally:
-        if lane is not None:
+        finally:
             lane.close()
+    else:
+        verdict = verify_once(verifier, task, candidate)
     compile_log = next(stage.log for stage in verdict.stages if stage.name == "compile")
     assert "kv-probe uid=" in compile_log, compile_log
     uid = int(compile_log.split("kv-probe uid=")[1].split()[0].rstrip(")'\""))
