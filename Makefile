@@ -48,7 +48,7 @@ $(STAMP): pyproject.toml Makefile $(CONSTRAINTS)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS) -e ".[dev,train,agents,dist]"
 	touch $(STAMP)
 
-$(VERL_STAMP): pyproject.toml Makefile $(VERL_CONSTRAINTS) | $(STAMP)
+$(VERL_STAMP): pyproject.toml Makefile $(VERL_CONSTRAINTS)
 	test -x $(VERL_VENV)/bin/python || $(PYTHON) -m venv $(VERL_VENV)
 	$(VERL_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -c $(VERL_CONSTRAINTS) "$(TORCH_SPEC)" numpy "$(TRITON_SPEC)"
 	$(VERL_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -c $(VERL_CONSTRAINTS) -e ".[dev,verl]"
@@ -69,7 +69,9 @@ $(TEST_TOOLS): $(STAMP)
 	fi
 	touch $(TEST_TOOLS)
 
-test: $(STAMP) $(TEST_TOOLS) $(VERL_STAMP)
+# The two environments build side by side (each pip install keeps one core busy, and neither needs the other).
+test:
+	$(MAKE) -j2 $(STAMP) $(TEST_TOOLS) $(VERL_STAMP)
 	$(BIN)/python -m pytest -m "not gpu and not verl" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 	$(VERL_VENV)/bin/python -m pytest -m verl $(PYTEST_ARGS) tests/test_verl.py
 
