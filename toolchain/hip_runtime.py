@@ -1,23 +1,8 @@
-"""The loader native HIP candidates call (`kernelvault.hip`, which re-exports it): call the `extern "C"` launch functions of a native-form HIP candidate from Python.
+"""The HIP loader behind `kernelvault.hip` (whose docstring gives the calling convention candidates use).
 
-A native HIP candidate is a Python module with a module-level string `HIP_SOURCE` and a `ModelNew`
-that launches its kernels through `kernels = load_hip(HIP_SOURCE)`:
-
-    extern "C" hipError_t launch_add(const float* a, const float* b, float* c, long long n,
-                                     hipStream_t stream) { ... return hipGetLastError(); }
-
-    kernels.launch_add(a, b, c, a.numel())   # tensors for pointers, the current stream added
-
-Calling convention, checked on every call: a pointer parameter takes a device tensor (its data
-pointer) or None; integer parameters take Python ints, `float`/`double` take numbers; a final
-`hipStream_t` parameter is omitted by the caller and filled with PyTorch's current stream, so the
-launch lands on the stream that is being timed. A `hipError_t` return that is not success raises
-RuntimeError with the runtime's message; `void` functions return None.
-
-Inside the verification worker, the library was built by the compile stage (`kernelvault.toolchain.hip_build`)
-and registered here (`register_prebuilt`) before the candidate was imported; the worker refuses to compile anything else.
-Outside it (a notebook, a user's own script), `load_hip` compiles for the local GPU through the same
-build cache.
+Holds what the worker sets before a candidate is imported: the libraries the compile stage built
+(`register_prebuilt`; with `only`, nothing else may be loaded) and the launch observer (`set_launch_observer`).
+Outside the worker, `load_hip` compiles for the local GPU through the HIP build cache.
 """
 
 from __future__ import annotations
