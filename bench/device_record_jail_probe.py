@@ -71,7 +71,7 @@ import json, os, sys, threading, types
 from pathlib import Path
 import torch, triton, triton.language as tl
 from kernelvault.toolchain.sandboxed.candidate import (CandidateGuards, DeviceRecord, LaunchedByHarness,
-    _torch_ops_by_correlation, unwritten_memory_filled)
+    OwnKernelNames, _torch_ops_by_correlation, unwritten_memory_filled)
 
 @triton.jit
 def probe_relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
@@ -93,9 +93,9 @@ for number in range(2):  # two jobs of a persistent worker
             y = torch.empty_like(x)
             probe_relu_kernel[(4,)](x, y, x.numel(), BLOCK=1024)  # through the recorder's wrapped launcher
     guards.recorder.device_scope = None
-    named = dict(guards.recorder.recorded_launches)
+    launches = sum(guards.recorder.recorded_launches.values())
     guards.recorder.recorded_launches.clear()
-    foreign.append([*guards.record.finish(), "| with names:", *guards.record.finish(named)])
+    foreign.append([*guards.record.finish(), "| with names:", *guards.record.finish(OwnKernelNames(launches))])
     events = list(guards.record.profile.profiler.kineto_results.events())
     launched = LaunchedByHarness(events, _torch_ops_by_correlation(events))
     for event in events:

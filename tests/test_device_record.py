@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
+from kernelvault.toolchain.own_kernels import OWN_KERNEL_PREFIX
 from kernelvault.toolchain.sandboxed.candidate import (
     DEVICE_SCALAR_COPIES,
+    OwnKernelNames,
     _copied_bytes,
-    kernel_names_in,
     unexplained_device_events,
 )
 
@@ -243,30 +244,22 @@ def test_the_harness_launch_range_is_not_compute_and_the_same_range_outside_a_la
     assert any("_record_function" in entry for entry in violations.found), violations.found
 
 
-def test_without_any_launch_link_a_kernel_is_known_by_its_exact_unqualified_name_within_its_launch_count() -> (
-    None
-):
-    """Where the record holds no launch call for a kernel (the jailed worker on the H100, 2026-12-05: every honest
-    kernel was unlinked), its exact name decides: a Triton kernel the harness launched, at most as many events as
-    launches, or a `__global__` function of the candidate's HIP source. PyTorch's kernels carry a namespace, so a
-    decoy of the same short name whitelists none of them."""
-    unlinked = [
-        _Event("relu_kernel", 5, start=30, end=35, gpu=True),
-        _Event("relu_kernel", 6, start=40, end=45, gpu=True),
-    ]
-    assert unexplained_device_events(WINDOW + unlinked, {"relu_kernel": 2}) == []
-    assert unexplained_device_events(WINDOW + unlinked, {"relu_kernel": 1}) == [
-        "relu_kernel"
-    ]  # one launch, two runs
-    pytorch = LAUNCH_AND_PYTORCH[-1]
-    assert unexplained_device_events(WINDOW + [pytorch], {"vectorized_elementwise_kernel": 5}) == [
-        pytorch.name()
-    ]
-    softmax = _Event("void (anonymous namespace)::softmax_warp_forward<float, float, float, 5, false, false>(float*)",
-                     7, start=50, end=55, gpu=True)  # fmt: skip
-    assert unexplained_device_events(WINDOW + [softmax], {"softmax_warp_forward": None}) == [softmax.name()]
-    hip = _Event("relu_vec4_kernel(float4 const*, float4*, long)", 8, start=60, end=65, gpu=True)
-    assert unexplained_device_events(WINDOW + [hip, hip], {"relu_vec4_kernel": None}) == []
-    assert kernel_names_in("__global__ void __launch_bounds__(256) relu_vec4_kernel(const float4* x) {}") == {
-        "relu_vec4_kernel"
-    }
+def test_without_any_launch_link_a_kernel_is_known_by_the_harness_prefix_within_its_launch_count() -> None:
+    """Where the record holds no launch call for a kernel (every honest Triton and HIP example in the jailed workers
+    on the H100, 2026-12-07), the prefix the harness gives every kernel it compiles decides, within the Triton
+    launches it issued (a HIP job's launch functions: any number). The candidate's own name counts for nothing:
+    cuBLAS's kernels are unqualified C names, so a decoy named after one would otherwise make it the candidate's."""
+    relu = f"{OWN_KERNEL_PREFIX}relu_kernel"
+    unlinked = [_Event(relu, 5, start=30, end=35, gpu=True), _Event(relu, 6, start=40, end=45, gpu=True)]
+    assert unexplained_device_events(WINDOW + unlinked, OwnKernelNames(2)) == []
+    assert unexplained_device_events(WINDOW + unlinked, OwnKernelNames(1)) == [relu]  # one launch, two runs
+    gemm = _Event("nvjet_tst_128x64_64x8_2x1_v_bz_TNT", 7, start=50, end=55, gpu=True)  # cuBLAS on the H100
+    assert unexplained_device_events(WINDOW + [gemm], OwnKernelNames(5)) == [gemm.name()]
+    assert unexplained_device_events(WINDOW + [gemm], OwnKernelNames(None)) == [gemm.name()]
+    softmax = _Event(f"void (anonymous namespace)::{OWN_KERNEL_PREFIX}softmax_warp_forward<float, 5>(float*)",
+                     8, start=60, end=65, gpu=True)  # fmt: skip
+    assert unexplained_device_events(WINDOW + [softmax], OwnKernelNames(None)) == [softmax.name()]
+    hip = _Event(
+        f"{OWN_KERNEL_PREFIX}relu_vec4_kernel(float4 const*, float4*, long)", 9, start=70, end=75, gpu=True
+    )
+    assert unexplained_device_events(WINDOW + [hip, hip, hip], OwnKernelNames(None)) == []

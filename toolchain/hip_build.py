@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelvault.toolchain.jail import Isolation
+from kernelvault.toolchain.own_kernels import prefixed_kernel_source
 from kernelvault.toolchain.sandbox import SandboxLimits, folder_jail, run_sandboxed
 
 HIP_INCLUDE_DIR = Path(__file__).resolve().parent / "hip_include"
@@ -250,7 +251,9 @@ def compile_hip(
     isolation: Isolation | None = None,
 ) -> HipBuild:
     """Compile a native-form HIP source to a shared library (or return the cached result); in a jail where
-    `isolation` has one."""
+    `isolation` has one. Its `__global__` functions are built under the harness's prefix (`own_kernels`), the
+    names the device record knows the candidate's kernels by."""
+    source = prefixed_kernel_source(source)
     key = cache.key(source, compiler)
     command = " ".join([Path(compiler.path).name, *compiler.flags(), "candidate.hip", "-o", "candidate.so"])
     library, failure_log = cache.lookup(key)

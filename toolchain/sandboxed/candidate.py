@@ -60,6 +60,7 @@ from kernelvault.toolchain.function_tasks import (
     tensor_leaves,
 )
 from kernelvault.toolchain.kernel_tasks import require_kernels, untimed_autotuning
+from kernelvault.toolchain.own_kernels import is_own_kernel_name, prefixed_kernel_name, prefixed_kernel_source
 from kernelvault.toolchain.sandboxed import integrity, requests, tensor_files, timing
 from kernelvault.toolchain.sandboxed.bundles import BundleSender
 from kernelvault.toolchain.sandboxed.integrity import (
@@ -133,6 +134,7 @@ class LaunchRecorder:
         self.recorded_launches: collections.Counter[str] = collections.Counter()  # Triton launches, by kernel
         self._seen: set[str] = set()
         self._replaced: tuple[Any, Any] | None = None
+        self._renamed: tuple[Any, Any] | None = None
 
     def install(self, interpreted: bool) -> None:
         if interpreted:
@@ -142,6 +144,14 @@ class LaunchRecorder:
         original = launcher.run
         recorder = self
         self._replaced = (launcher, original)
+        if not interpreted:  # the device's name of every kernel compiled here carries the harness's prefix
+            naming = launcher.repr
+            self._renamed = (launcher, naming)
+
+            def prefixed_repr(kernel: Any, specialization: Any) -> str:
+                return prefixed_kernel_name(str(naming(kernel, specialization)))
+
+            launcher.repr = prefixed_repr  # type: ignore[method-assign]
 
         def recording_run(kernel: Any, *args: Any, **kwargs: Any) -> Any:
             # run(self, *args, grid, warmup, **kwargs) in Triton 3.x; grid and warmup pass through untouched.
@@ -158,6 +168,9 @@ class LaunchRecorder:
         if self._replaced is not None:
             self._replaced[0].run = self._replaced[1]
             self._replaced = None
+        if self._renamed is not None:
+            self._renamed[0].repr = self._renamed[1]
+            self._renamed = None
 
     def _check_stream(self, name: str) -> None:
         if torch.cuda.is_available() and torch.cuda.is_initialized():
@@ -467,15 +480,6 @@ def check_output_values(output: Any, device: torch.device) -> None:
             raise CandidateFailure("interface_error", f"{where} is on {leaf.device}, expected {device}")
 
 
-_GLOBAL_FUNCTION = re.compile(r"__global__\s+(?:[\w:<>,*&\s]+?)\b(\w+)\s*\(")
-_ATTRIBUTES = re.compile(r"__launch_bounds__\s*\([^)]*\)|__attribute__\s*\(\([^)]*\)\)")
-
-
-def kernel_names_in(source: str) -> set[str]:
-    """The `__global__` functions a HIP/CUDA source defines: the candidate's own kernels on the device."""
-    return set(_GLOBAL_FUNCTION.findall(_ATTRIBUTES.sub(" ", source or "")))
-
-
 # PyTorch's own kernels that only move or fill memory: a candidate's glue (`torch.empty_like` has no kernel,
 # `torch.zeros` launches a fill, `.contiguous()` a copy), never its computation. `torch.arange` writes an index
 # sequence (glue to the dispatch monitor too: a permutation's or gather's starting indices); its kernel is
@@ -536,9 +540,9 @@ class DeviceRecord:
     def launch_scope(self) -> contextlib.AbstractContextManager[Any]:
         return torch.profiler.record_function(self.LAUNCH)
 
-    def finish(self, named: dict[str, int | None] | None = None) -> list[str]:
-        """Stop recording; what ran in the candidate's windows that was neither its own nor glue. `named`: the
-        candidate's kernels by name (`OwnKernelNames`)."""
+    def finish(self, by_name: OwnKernelNames | None = None) -> list[str]:
+        """Stop recording; what ran in the candidate's windows that was neither its own nor glue. `by_name`: the
+        candidate's kernels by their prefixed names, where the record lost their launch (`OwnKernelNames`)."""
         if self.stopped:
             return []
         self.stopped = True
@@ -547,37 +551,32 @@ class DeviceRecord:
         windows = (self.WINDOW, self.CONSTRUCTION_WINDOW)
         if self.windows and not any(event.name() in windows for event in events):
             return ["the device's record of the candidate's windows is missing (the profiler was stopped)"]
-        return unexplained_device_events(events, named)
+        return unexplained_device_events(events, by_name)
 
 
 class OwnKernelNames:
-    """The second way the record knows a kernel as the candidate's, where the launch link is missing: its exact,
-    unqualified name is one the harness launched (a Triton kernel: at most as many events as launches it issued
-    under that name) or a `__global__` function of the candidate's own HIP/CUDA source. A name qualified by a
-    namespace (`at::native::...`, `(anonymous namespace)::softmax_warp_forward`) is never the candidate's: a
-    Triton kernel has none, and PyTorch's and the vendor libraries' kernels have one, so a decoy named
-    `vectorized_elementwise_kernel` whitelists nothing of PyTorch's."""
+    """The second way the record knows a kernel as the candidate's, where the launch link is missing: its name is
+    unqualified and carries the prefix the harness gives every kernel it builds or compiles for the candidate
+    (`kernelvault.toolchain.own_kernels`), within `budget` events (a Triton job: the launches the harness issued;
+    None, a HIP job: any number). The candidate's own choice of name counts for nothing: a decoy named
+    `nvjet_tst_...` or `vectorized_elementwise_kernel` is `kvcand_nvjet_tst_...` on the device, and cuBLAS's and
+    PyTorch's kernels of the plain name stay theirs."""
 
-    def __init__(self, named: dict[str, int | None]) -> None:
-        self.left = dict(named)
+    def __init__(self, budget: int | None) -> None:
+        self.left = budget
 
     def __call__(self, name: str) -> bool:
-        plain = name.removeprefix("void ").strip()
-        for stop in ("(", "<"):
-            plain = plain.split(stop, 1)[0]
-        plain = plain.strip()
-        if not plain.isidentifier() or plain not in self.left:
+        if not is_own_kernel_name(name):
             return False
-        left = self.left[plain]
-        if left is None:
+        if self.left is None:
             return True
-        if left <= 0:
+        if self.left <= 0:
             return False
-        self.left[plain] = left - 1
+        self.left -= 1
         return True
 
 
-def unexplained_device_events(events: list[Any], named: dict[str, int | None] | None = None) -> list[str]:
+def unexplained_device_events(events: list[Any], by_name: OwnKernelNames | None = None) -> list[str]:
     """The names of what the device ran inside the candidate's windows that is neither its own kernels (issued
     inside a `DeviceRecord.LAUNCH` range: `LaunchedByHarness`) nor glue: PyTorch's fills and copies into device
     memory, up to `DEVICE_SCALAR_COPIES` scalar reads in each window, and in a construction window (import,
@@ -591,7 +590,7 @@ def unexplained_device_events(events: list[Any], named: dict[str, int | None] | 
     scalar_reads: dict[int, int] = {}  # per window: a record holds every checked forward of a job
     issuers = _torch_ops_by_correlation(events)
     launched = LaunchedByHarness(events, issuers)
-    by_name = OwnKernelNames(named or {})
+    by_name = by_name or OwnKernelNames(0)
     for event in events:
         if event.device_type() == torch.autograd.DeviceType.CPU or event.name() in (
             *names,
@@ -771,9 +770,6 @@ class CandidateJob:
         self.threads = _thread_count()
         self.saved_tmp: tuple[str | None, str | None] = (None, None)
         self.record_problem: str | None = None
-        self.sources: list[
-            str
-        ] = []  # HIP/CUDA sources of the candidate's own kernels (native form, load_inline)
         self.staged: dict[str, StagedTiming] = {}  # the performance cases `StageTime` readied for `Time`
         self.kept: dict[str, dict[int, Any]] = {}  # per case, the timed outputs `Time` kept for `WriteKept`
 
@@ -853,9 +849,6 @@ class CandidateHost:
                 for statement in request.test_imports:
                     exec(statement, vars(module))  # noqa: S102
             job.guards.raise_if_violated()
-            hip_source = vars(module).get("HIP_SOURCE")  # the dict: a module `__getattr__` would run its code
-            if type(hip_source) is str:
-                job.sources.append(hip_source)
         except CandidateFailure as failure:
             return {"failure_kind": failure.kind, "failure_message": failure.message}
         except BaseException as error:  # noqa: BLE001 - sys.exit() at import is the candidate's failure
@@ -1075,9 +1068,9 @@ class CandidateHost:
             return
         recorder = job.guards.recorder
         recorder.device_scope = None
-        named: dict[str, int | None] = dict(recorder.recorded_launches)
-        named.update({name: None for source in job.sources for name in kernel_names_in(source)})
-        foreign = record.finish(named)
+        # A HIP job's launch functions may each launch any number of its kernels; a Triton launch is one kernel.
+        budget = None if job.language == "hip" else sum(recorder.recorded_launches.values())
+        foreign = record.finish(OwnKernelNames(budget))
         if foreign:
             shown = "; ".join(name[:120] for name in foreign[:3])
             raise CandidateFailure("integrity_reject", f"device_record: the device ran {len(foreign)} kernel(s) or copies "
@@ -1202,10 +1195,6 @@ def prepare_hip(request: Load, device: torch.device, job: CandidateJob) -> None:
         # The C++ that is compiled is the C++ the wall reads: sources built at run time (joined, formatted,
         # replaced) never met the static stage, which read only the module's string literals.
         texts = [arguments.get("cpp_sources") or [], arguments.get("cuda_sources") or []]
-        cuda_sources = texts[1]
-        job.sources.extend(
-            [cuda_sources] if isinstance(cuda_sources, str) else [str(text) for text in cuda_sources]
-        )
         for text in [
             item for group in texts for item in ([group] if isinstance(group, str) else list(group))
         ]:
@@ -1213,6 +1202,12 @@ def prepare_hip(request: Load, device: torch.device, job: CandidateJob) -> None:
             if findings:
                 job.guards.violations.add("hip_source", f"the C++ given to load_inline: {findings[0].reason}")
                 raise InlineBuildError(f"refused: {findings[0].reason}")
+        # Its kernels are built under the harness's prefix, the names the device record knows them by.
+        cuda_sources = arguments.get("cuda_sources")
+        if isinstance(cuda_sources, str):
+            arguments["cuda_sources"] = prefixed_kernel_source(cuda_sources)
+        elif cuda_sources:
+            arguments["cuda_sources"] = [prefixed_kernel_source(str(text)) for text in cuda_sources]
         if device.type == "cuda" and not getattr(torch.version, "hip", None):
             # `#include <hip/hip_runtime.h>` resolves to the portability header on NVIDIA.
             arguments["extra_include_paths"] = [
