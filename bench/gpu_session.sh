@@ -72,7 +72,7 @@ for bench in ${KV_BENCH:-timing hip_build}; do
     # Every bundled performance case, side by side in one run: the timing protocols (rotating fixed inputs against
     # fresh inputs with every output checksummed: speedups within 2%, spreads within 3%), or with
     # KV_SPREAD_COMPARE=calls one call per sample against the chosen calls per sample (issue #24 item 3).
-    small_spread) python3 bench/small_case_spread.py --compare "${KV_SPREAD_COMPARE:-protocols}" 2>&1 \
+    small_spread) python3 bench/small_case_spread.py --compare "${KV_SPREAD_COMPARE:-protocols}" ${KV_SPREAD_ARGS:-} 2>&1 \
                     | tee "$KV_RESULTS_DIR/small_case_spread.log" || status=1 ;;
     # Issue #24 item 1: can the parent map a jailed worker's device memory (an exported file descriptor)?
     device_share) python3 bench/device_share_probe.py 2>&1 | tee "$KV_RESULTS_DIR/device_share_probe.log" || status=1 ;;

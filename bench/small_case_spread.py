@@ -6,11 +6,12 @@ For each case: the reference's pilot (`PILOT_SAMPLES` one-call samples) gives th
 (`timing.calls_for`, at `--sample-ms`, the verifier's default on a GPU). Then:
 
 - protocols: the example and the reference are each timed at that many calls per sample under the legacy protocol
-  (`rotate`: a few fixed input sets) and under the verifier's (`fresh`: new values for every call, every output
-  checksummed, the device synchronised after each sample), `--rounds` times in turn, as the workers time them
+  (`rotate`: a few fixed input sets), under the verifier's (`fresh`: new values for every call, written after the
+  sample's L2 flush, every output checksummed, the device synchronised after each sample) and under `cold` (the
+  same, with the values written before the flush), `--rounds` times in turn, as the workers time them
   (`timing.time_staged`); the checksums of the fresh runs are compared as the parent compares them. Printed: each
-  protocol's speedup (median over the rounds), their ratio, and each side's spread ((p75 - p25) / median) under
-  each. Targets: the fresh speedup within 2% of the rotating one, spreads within 3%.
+  protocol's speedup (median over the rounds), the fresh ones' ratios to rotate, and each side's spread
+  ((p75 - p25) / median). Targets: the fresh speedup within 2% of the rotating one, spreads within 3%.
 - calls: one call per sample and the chosen calls per sample, `--repetitions` samples each, alternating. The
   medians of the two methods differ by design on small cases (only a sample's first call follows the L2 flush).
 
@@ -47,6 +48,9 @@ from kernelvault.toolchain.tasks import load_task_file  # noqa: E402
 
 TARGET_SPREAD = 0.03
 TARGET_AGREEMENT = 0.02  # the fresh protocol's speedup within this of the rotating one's
+# rotate: the legacy fixed input sets; fresh: the verifier's (values written after the flush); cold: fresh values
+# written before the flush (what the verifier did until 2026-12-07)
+PROTOCOLS = ("rotate", "fresh", "cold")
 
 
 def bundled_names() -> list[str]:
@@ -95,16 +99,18 @@ def _runner(model: torch.nn.Module) -> Callable[[Sequence[object]], object]:
 
 
 def _protocol_pair(candidate: torch.nn.Module, reference: torch.nn.Module, input_sets: list[list[object]],
-                   calls: int, samples: int, device: torch.device, inputs: str,
+                   calls: int, samples: int, device: torch.device, protocol: str,
                    tolerance: Tolerance) -> tuple[TimingStats, TimingStats, str]:  # fmt: skip
-    """The example, then the reference, timed as the workers time them under `inputs`; with fresh inputs, whether
-    their checksums agree (as the parent judges them)."""
+    """The example, then the reference, timed as the workers time them under `protocol` (one of `PROTOCOLS`);
+    with fresh inputs, whether their checksums agree (as the parent judges them)."""
     seed = secrets.randbits(63)
+    inputs, after_flush = ("rotate", False) if protocol == "rotate" else ("fresh", protocol == "fresh")
     mine = time_staged(_runner(candidate), input_sets, repetitions=samples, warmup=10, device=device,
-                       calls_per_sample=calls, inputs=inputs, timing_seed=seed, keep=RandomKeep(), strict=True)  # fmt: skip
+                       calls_per_sample=calls, inputs=inputs, timing_seed=seed, keep=RandomKeep(), strict=True,
+                       fresh_after_flush=after_flush)  # fmt: skip
     theirs = time_staged(_runner(reference), input_sets, repetitions=samples, warmup=10, device=device,
                          calls_per_sample=mine.calls_per_sample, inputs=inputs, timing_seed=seed,
-                         keep=sorted(mine.outputs), tolerance=tolerance)  # fmt: skip
+                         keep=sorted(mine.outputs), tolerance=tolerance, fresh_after_flush=after_flush)  # fmt: skip
     if inputs != "fresh":
         return mine, theirs, "-"
     problem, checked = compare_checksums(mine.checksums, theirs.checksums)
@@ -124,17 +130,20 @@ def protocol_rows(name: str, device: torch.device, sample_ms: float, repetitions
                                 device=device, timing_seed=secrets.randbits(63))  # as the reference's worker  # fmt: skip
             calls = calls_for(pilot.median_ms, sample_ms)
             tolerance = Tolerance(task.atol, task.rtol)  # None: the dtype's default, as the verifier's
-            runs: dict[str, list[tuple[TimingStats, TimingStats, str]]] = {"rotate": [], "fresh": []}
-            for _ in range(rounds):  # in turn, so that a drift of the clock falls on both protocols
-                for inputs in ("rotate", "fresh"):
-                    runs[inputs].append(_protocol_pair(candidate, reference, input_sets, calls, repetitions, device,
-                                                       inputs, tolerance))  # fmt: skip
+            runs: dict[str, list[tuple[TimingStats, TimingStats, str]]] = {name: [] for name in PROTOCOLS}
+            for _ in range(rounds):  # in turn, so that a drift of the clock falls on every protocol
+                for protocol in PROTOCOLS:
+                    runs[protocol].append(_protocol_pair(candidate, reference, input_sets, calls, repetitions,
+                                                         device, protocol, tolerance))  # fmt: skip
         speedups = {inputs: statistics.median(ref.median_ms / ex.median_ms for ex, ref, _ in pairs)
                     for inputs, pairs in runs.items()}  # fmt: skip
         spreads = {inputs: (max(ex.spread for ex, _, _ in pairs), max(ref.spread for _, ref, _ in pairs))
                    for inputs, pairs in runs.items()}  # fmt: skip
         ratio = speedups["fresh"] / speedups["rotate"]
-        checks = "; ".join(sorted({check for _, _, check in runs["fresh"]}))
+        cold_ratio = speedups["cold"] / speedups["rotate"]
+        checks = "; ".join(
+            sorted({check for protocol in ("fresh", "cold") for _, _, check in runs[protocol]})
+        )
         used = sorted({ex.calls_per_sample for ex, _, _ in runs["fresh"]})
         met = (
             abs(ratio - 1) <= TARGET_AGREEMENT
@@ -143,8 +152,9 @@ def protocol_rows(name: str, device: torch.device, sample_ms: float, repetitions
         )
         rows.append(
             f"| {name} | {case.name} | {calls}" + (f" (fresh: {'/'.join(map(str, used))})" if used != [calls] else "")
-            + f" | {speedups['rotate']:.3f} | {speedups['fresh']:.3f} | {ratio:.3f} "
+            + f" | {speedups['rotate']:.3f} | {speedups['fresh']:.3f} | {ratio:.3f} | {cold_ratio:.3f} "
             f"| {spreads['rotate'][0]:.1%} / {spreads['rotate'][1]:.1%} | {spreads['fresh'][0]:.1%} / {spreads['fresh'][1]:.1%} "
+            f"| {spreads['cold'][0]:.1%} / {spreads['cold'][1]:.1%} "
             f"| {checks} | {'yes' if met else 'NO'} |"
         )  # fmt: skip
         torch.cuda.empty_cache()
@@ -174,9 +184,10 @@ def main() -> int:
     ]
     if args.compare == "protocols":
         lines += [
-            "| task | case | calls / sample | rotate: speedup | fresh: speedup | fresh / rotate "
-            "| rotate spread (example / ref) | fresh spread (example / ref) | fresh checksums | within 2%, ≤ 3% |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "| task | case | calls / sample | rotate: speedup | fresh: speedup | fresh / rotate | cold / rotate "
+            "| rotate spread (example / ref) | fresh spread (example / ref) | cold spread (example / ref) "
+            "| fresh and cold checksums | fresh: within 2%, ≤ 3% |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for name in args.tasks.split(","):
             rows = protocol_rows(name, device, args.sample_ms, args.repetitions, args.input_sets, args.rounds)

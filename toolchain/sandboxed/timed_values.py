@@ -73,6 +73,7 @@ class RotatingInputs:
     fresh values, `VerifyConfig.timing_inputs="rotate"`): kept for side-by-side fidelity benchmarks only."""
 
     fresh = False
+    after_flush = False  # nothing is written before a sample
 
     def __init__(self, input_sets: Sequence[Sequence[object]]) -> None:
         self.input_sets = input_sets
@@ -88,7 +89,10 @@ class FreshInputs:
     (the staged input sets, never written) times u drawn from (timing seed, s, c), in buffer `c`.
 
     A sample of k calls uses k buffers, so its calls never see the same values, and a call never sees values
-    an earlier call of the run saw. Memory: k copies of one input set; since a case's calls per sample are
+    an earlier call of the run saw. `after_flush` (the verifier's): the values are written after the sample's L2
+    flush, as a producing kernel would leave them, so a small case finds as much of its inputs in L2 as fits
+    (what the rotating protocol measured, from repeats); False writes them before the flush (all cold), kept to
+    measure the difference. Memory: k copies of one input set; since a case's calls per sample are
     chosen to cover a fixed device time (`timing.calls_for`), k copies are at most what the device reads in
     that time (0.5 ms at 4.8 TB/s: 2.4 GB). `sample_inputs` is called outside the timed span.
     """
@@ -96,8 +100,9 @@ class FreshInputs:
     fresh = True
 
     def __init__(self, bases: Sequence[Sequence[object]], buffers: int, timing_seed: int,
-                 device: torch.device) -> None:  # fmt: skip
+                 device: torch.device, after_flush: bool = True) -> None:  # fmt: skip
         self.bases = bases
+        self.after_flush = after_flush
         self.timing_seed = timing_seed
         self.device = device
         self.working: list[Any] = []
@@ -116,7 +121,9 @@ class FreshInputs:
     def sample_inputs(self, sample: int, calls: int) -> list[Sequence[object]]:
         self.reserve(calls)
         with torch.no_grad():
-            for call in range(calls):
+            for call in reversed(
+                range(calls)
+            ):  # the first call's values written last: the likeliest still in L2
                 self.refresh(sample, call)
         return self.working[:calls]
 

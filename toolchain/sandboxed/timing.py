@@ -22,7 +22,8 @@ which it was.
 
 The protocol that makes a timed call uncacheable (`time_staged` with `inputs="fresh"`; `timed_values` says how):
 every call of every sample, warm-up included, runs on values never used before in the run, written outside the
-timed span; after each sample's end event the whole device is synchronised (work left on any stream ends before
+timed span (after the sample's L2 flush, as a producing kernel would leave them; a small case's k buffers of new
+values do not all fit in L2, where the rotating protocol's 4 repeated sets did: bench/results/2026-12-07-*); after each sample's end event the whole device is synchronised (work left on any stream ends before
 the next sample) and every call's output is checksummed against the reference's; the current stream must be
 the default one around every call; a few outputs, kept at samples this process draws from the OS's randomness,
 are judged in full by the parent once it has drawn which. `inputs="rotate"` is the protocol before that (a few
@@ -204,6 +205,7 @@ class RandomKeep:
 
 class InputSource(Protocol):
     fresh: bool
+    after_flush: bool  # the sample's inputs are written after its L2 flush (else before it)
 
     def sample_inputs(self, sample: int, calls: int) -> list[Sequence[object]]: ...
 
@@ -230,17 +232,19 @@ def _chosen(keep: Collection[int] | RandomKeep, repetitions: int, output: object
 def time_staged(run: Callable[[Sequence[object]], object], input_sets: Sequence[Sequence[object]], *,
                 repetitions: int, warmup: int, device: torch.device, calls_per_sample: int = 1,
                 inputs: str = "fresh", timing_seed: int = 0, keep: Collection[int] | RandomKeep = (),
-                tolerance: Tolerance | None = None, strict: bool = False) -> TimingStats:  # fmt: skip
+                tolerance: Tolerance | None = None, strict: bool = False,
+                fresh_after_flush: bool = True) -> TimingStats:  # fmt: skip
     """A staged performance case timed under the protocol `inputs` names (see the module docstring): "fresh"
     (the staged input sets are the bases of every call's fresh values; every output checksummed, `strict`: the
     candidate's side, which times again one call per sample rather than leave a call's output unchecked;
-    `tolerance`: the reference's, which reports its scale), or "rotate"."""
+    `tolerance`: the reference's, which reports its scale), or "rotate". `fresh_after_flush` False: fresh values
+    written before each sample's flush (all cold; `bench/small_case_spread.py` compares the two)."""
     if inputs == "rotate":
         return time_on_device(run, RotatingInputs(input_sets), repetitions, warmup, device,
                               keep_outputs=keep, calls_per_sample=calls_per_sample)  # fmt: skip
     if inputs != "fresh":
         raise ValueError(f"timing inputs are one of {TIMING_INPUTS}, not {inputs!r}")
-    source = FreshInputs(input_sets, calls_per_sample, timing_seed, device)
+    source = FreshInputs(input_sets, calls_per_sample, timing_seed, device, after_flush=fresh_after_flush)
     checks = OutputChecks(ChecksumWeights(timing_seed, device), tolerance, strict)
     return time_on_device(run, source, repetitions, warmup, device, keep_outputs=keep,
                           calls_per_sample=calls_per_sample, checks=checks)  # fmt: skip
@@ -335,8 +339,12 @@ def _time_on_gpu(run: Callable[[Sequence[object]], object], source: InputSource,
     kept: dict[int, Any] = {}
     chosen: set[int] | None = None
     for sample in range(repetitions):
-        sample_inputs = source.sample_inputs(sample, calls)  # fresh values: written before the span starts
+        # Fresh values are written before the span starts: after the flush (a producer's output, in L2 as far as
+        # it fits), or before it (cold).
+        sample_inputs = None if source.after_flush else source.sample_inputs(sample, calls)
         _ZERO(flush)
+        if sample_inputs is None:
+            sample_inputs = source.sample_inputs(sample, calls)
         if spin_cycles > 0:
             _SLEEP(spin_cycles)
         _RECORD(starts[sample], harness.stream)
