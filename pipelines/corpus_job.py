@@ -254,7 +254,7 @@ def run_corpus_job(
 
     writing = None
     if engine.executor == "ray" and ray_writers == "actors":
-        from kernelvault.pipelines.ray_executor import Landed, LaneWriting
+        from kernelvault.pipelines.ray_executor import ActorWriting, Landed
 
         def account(item: VerifiedAttempt) -> None:  # its row is in a landed shard, or it has none
             with ledger_lock:
@@ -266,7 +266,7 @@ def run_corpus_job(
                 ledger.mark_finished(run_id, list(shard.keys), shard.name)
 
         write = account
-        writing = LaneWriting(
+        writing = ActorWriting(
             open_sink=functools.partial(ShardSink, out_dir, target, run_id, max_rows=shard_rows,
                                         flush_interval_s=flush_interval_s),
             commit=commit, recover=functools.partial(landed_shards, out_dir / "data" / target, run_id),

@@ -1,9 +1,9 @@
 """The corpus job's stages as plain functions over picklable values, for any executor to run.
 
-    Attempt ──prepare_attempt──► PreparedAttempt ──AttemptLane──► VerifiedAttempt ──► (the job writes it)
+    Attempt ──prepare_attempt──► PreparedAttempt ──PoolStage──► VerifiedAttempt ──► (the job writes it)
 
 `prepare_attempt` is pure CPU work (parse, static checks, HIP compile into the shared content-addressed
-cache) and may run in another process. An `AttemptLane` hands the prepared attempt to a lane pool
+cache) and may run in another process. An `PoolStage` hands the prepared attempt to a lane pool
 (`kernelvault.toolchain.lane_pool`), the one thing that runs candidates.
 """
 
@@ -55,12 +55,13 @@ def lost_attempt(verifier: Verifier, attempt: Attempt, reason: str) -> VerifiedA
     return VerifiedAttempt(attempt, verifier.lost(attempt.task, attempt.candidate.target, reason))
 
 
-class AttemptLane:
-    """The corpus job's lane: its prepared attempts go to a lane pool, one at a time from the executor's lane
-    thread (the executor's bounded queues are the job's back-pressure; the pool's lanes do the work).
+class PoolStage:
+    """The corpus job's device stage (`executor.DeviceStage`): its prepared attempts go to a lane pool, one at a
+    time from the executor's thread for that device (the executor's bounded queues are the job's back-pressure;
+    the pool's lanes do the work).
 
-    Locally every executor lane shares the job's one pool; a Ray lane actor has a pool of its own
-    (`own_pool_lane`), which it closes with the lane.
+    Locally every executor thread shares the job's one pool; a Ray lane actor has a pool of its own
+    (`own_pool_stage`), which it closes with the stage.
     """
 
     def __init__(self, pool: LanePool, owned: bool = False) -> None:
@@ -81,9 +82,9 @@ def job_pool(verifier: Verifier, lanes: tuple[str, ...], persistent: bool = True
     return LanePool(verifier, lanes, restart_every=50 if persistent else 1)
 
 
-def own_pool_lane(verifier: Verifier, device: str, persistent: bool = True) -> AttemptLane:
-    """A lane with a pool of one lane on `device`: a Ray lane actor's (one pool per actor)."""
-    return AttemptLane(job_pool(verifier, (device,), persistent), owned=True)
+def own_pool_stage(verifier: Verifier, device: str, persistent: bool = True) -> PoolStage:
+    """A device stage with a pool of one lane on `device`: a Ray lane actor's (one pool per actor)."""
+    return PoolStage(job_pool(verifier, (device,), persistent), owned=True)
 
 
 def row_of(run_id: str, attempt: Attempt, verdict: Verdict) -> dict[str, Any]:
@@ -103,7 +104,7 @@ def shard_attempts(shard: Path) -> tuple[str, ...]:
 
 
 class ShardSink:
-    """A verification actor's own writer (`kernelvault.pipelines.ray_executor.LaneWriting`): the rows of its verdicts go
+    """A verification actor's own writer (`kernelvault.pipelines.ray_executor.ActorWriting`): the rows of its verdicts go
     to its own shards in the run's shared folder, `train-{run_id}-{writer:05d}-{n:05d}.parquet`.
 
     A row is final when its shard is in place; the actor tells the driver (`landed`), whose ledger records

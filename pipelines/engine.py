@@ -22,12 +22,12 @@ from typing import Any
 
 from kernelvault.pipelines.candidates import Attempt
 from kernelvault.pipelines.corpus_stages import (
-    AttemptLane,
+    PoolStage,
     VerifiedAttempt,
     discard_prepared,
     job_pool,
     lost_attempt,
-    own_pool_lane,
+    own_pool_stage,
     prepare_attempt,
 )
 from kernelvault.pipelines.executor import ExecutorConfig, ExecutorStats, LocalExecutor
@@ -95,7 +95,7 @@ def verify_attempts(
 ) -> ExecutorStats:
     """Verify every attempt; `write` gets each result on the calling thread, in the order they finish.
 
-    `writing` (Ray only): the lane actors write their own rows (`kernelvault.pipelines.ray_executor.LaneWriting`).
+    `writing` (Ray only): the lane actors write their own rows (`kernelvault.pipelines.ray_executor.ActorWriting`).
     `on_pool` receives the local executor's lane pool once it is open (bench/gpu_busy.py reads its timeline).
     Raises what a stage raised (a programming error); a candidate's failures are verdicts, never raised.
     """
@@ -110,7 +110,7 @@ def verify_attempts(
                             queue_size=options.queue_size or 2 * len(lanes))  # fmt: skip
     with job_pool(verifier, lanes, options.persistent) as pool:
         on_pool(pool)
-        stats = LocalExecutor(config).run(attempts, prepare, lambda _device: AttemptLane(pool), write)
+        stats = LocalExecutor(config).run(attempts, prepare, lambda _device: PoolStage(pool), write)
     stats.add_workers(pool.lanes)  # after close: every lane's thread has ended
     return stats
 
@@ -134,8 +134,8 @@ def _verify_on_ray(attempts: Iterable[Attempt], verifier: Verifier, options: Eng
         ray_executor.config = ExecutorConfig(lanes=lanes, compile_workers=compile_workers,
                                              queue_size=options.queue_size or 2 * len(lanes))  # fmt: skip
         # One pool per lane actor.
-        open_lane = functools.partial(own_pool_lane, verifier, persistent=options.persistent)
-        return ray_executor.run(attempts, prepare, open_lane, write, give_up=functools.partial(lost_attempt, verifier),
+        open_stage = functools.partial(own_pool_stage, verifier, persistent=options.persistent)
+        return ray_executor.run(attempts, prepare, open_stage, write, give_up=functools.partial(lost_attempt, verifier),
                                 affinity=lambda attempt: attempt.task.task_id,
                                 discard=functools.partial(discard_prepared, verifier), writing=writing)  # fmt: skip
     finally:

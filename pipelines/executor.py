@@ -35,7 +35,9 @@ Out = TypeVar("Out")
 _END = object()  # one per producer: that producer is done
 
 
-class Lane(Protocol[Mid, Out]):  # type: ignore[misc]
+class DeviceStage(Protocol[Mid, Out]):  # type: ignore[misc]
+    """What an executor runs on one device for a job: the corpus's `PoolStage` hands items to the lane pool."""
+
     def __call__(self, item: Mid) -> Out: ...
 
     def close(self) -> None: ...
@@ -117,7 +119,7 @@ class LocalExecutor:
     def __init__(self, config: ExecutorConfig) -> None:
         self.config = config
 
-    def run(self, source: Iterable[In], prepare: Callable[[In], Mid], open_lane: Callable[[str], Lane[Mid, Out]],
+    def run(self, source: Iterable[In], prepare: Callable[[In], Mid], open_stage: Callable[[str], DeviceStage[Mid, Out]],
             write: Callable[[Out], None]) -> ExecutorStats:  # fmt: skip
         """Feed every item of source through prepare, a lane and write; returns when all are written."""
         config, stats, stop = self.config, ExecutorStats(), threading.Event()
@@ -150,7 +152,7 @@ class LocalExecutor:
             stats.lane_items[name] = 0
             lane = None
             try:
-                lane = open_lane(device)
+                lane = open_stage(device)
                 while (item := prepared.get()) is not _END:
                     verified.put(lane(item))
                     stats.lane_items[name] += 1

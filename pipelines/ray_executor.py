@@ -5,8 +5,8 @@
                                                                   writes its own shards)        accounting)
 
 Same stages, same interface as `kernelvault.pipelines.executor.LocalExecutor.run`: `prepare` runs as a Ray task,
-`open_lane(device)` runs in the constructor of a long-lived actor (`num_gpus=1` for a GPU lane, so a GPU
-times one candidate at a time). Without `LaneWriting` every result comes back to the driver, which calls
+`open_stage(device)` runs in the constructor of a long-lived actor (`num_gpus=1` for a GPU lane, so a GPU
+times one candidate at a time). Without `ActorWriting` every result comes back to the driver, which calls
 `write` on its own thread. With it (the corpus job's default) each actor also writes its results' rows
 into its own shards of the shared output folder, and tells the driver which shard holds which items once
 the shard is in place: the driver commits that (the run ledger, SQLite, on the driver, stays the only
@@ -59,7 +59,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kernelvault.pipelines.executor import ExecutorConfig, ExecutorStats, Lane
+from kernelvault.pipelines.executor import DeviceStage, ExecutorConfig, ExecutorStats
 
 MISSING_RAY = (
     "the ray executor needs the 'dist' extra (ray is not installed): pip install 'kernelvault[dist]'"
@@ -98,8 +98,8 @@ class Landed:
     keys: tuple[Hashable, ...]
 
 
-class LaneSink(Protocol):
-    """A lane actor's own writer (one per actor incarnation; `LaneWriting.open_sink` makes it)."""
+class ActorSink(Protocol):
+    """A lane actor's own writer (one per actor incarnation; `ActorWriting.open_sink` makes it)."""
 
     def write(self, result: Any) -> bool:
         """Buffer the result's rows; False when it has none to land (the driver accounts for it at once)."""
@@ -113,7 +113,7 @@ class LaneSink(Protocol):
 
 
 @dataclass(frozen=True)
-class LaneWriting:
+class ActorWriting:
     """Results written by the lane actors themselves, each into its own shards of a shared folder.
 
     `open_sink(writer)` runs in an actor, `writer` unique per lane and incarnation (a restarted actor
@@ -124,26 +124,26 @@ class LaneWriting:
     row is final (or at once for a result with no row), for the run's accounting.
     """
 
-    open_sink: Callable[[int], LaneSink]
+    open_sink: Callable[[int], ActorSink]
     commit: Callable[[Landed], None]
     recover: Callable[[int], list[Landed]]
     key: Callable[[Any], Hashable]
 
 
-class LaneHost:
-    """The body of a lane actor: one AttemptLane (a lane pool of its own: persistent workers) for the device
-    Ray gave it, and, with `LaneWriting`, the writer of its results."""
+class StageActor:
+    """The body of a lane actor: one PoolStage (a lane pool of its own: persistent workers) for the device
+    Ray gave it, and, with `ActorWriting`, the writer of its results."""
 
-    def __init__(self, open_lane: Callable[[str], Lane[Any, Any]], device: str,
-                 open_sink: Callable[[int], LaneSink] | None = None) -> None:  # fmt: skip
+    def __init__(self, open_stage: Callable[[str], DeviceStage[Any, Any]], device: str,
+                 open_sink: Callable[[int], ActorSink] | None = None) -> None:  # fmt: skip
         import ray
 
         device = actor_device(device)
         self.device = device
         self.node = ray.get_runtime_context().get_node_id()
-        self.lane = open_lane(device)
+        self.lane = open_stage(device)
         self.open_sink = open_sink
-        self.sink: LaneSink | None = None
+        self.sink: ActorSink | None = None
         self.writer = -1
 
     def where(self) -> tuple[str, str, int]:
@@ -162,7 +162,7 @@ class LaneHost:
         sink.flush()
         return sink.landed()
 
-    def _sink(self, writer: int) -> LaneSink:
+    def _sink(self, writer: int) -> ActorSink:
         assert self.open_sink is not None
         if self.sink is None or writer != self.writer:  # the driver names the writer of this incarnation
             if self.sink is not None:
@@ -244,7 +244,7 @@ class RayExecutorStats(ExecutorStats):
     given_up: int = 0  # items lost more than max_losses times, handed to give_up
     lane_pids: dict[str, list[int]] = field(default_factory=dict)  # every process each lane ran in
     affinity_hits: int = 0  # items handed to a lane that had run their affinity key (task) lately
-    shards_landed: int = 0  # with LaneWriting: shards the lane actors put in place and the driver committed
+    shards_landed: int = 0  # with ActorWriting: shards the lane actors put in place and the driver committed
     shards_recovered: int = 0  # of those, found on disk after their actor died before saying so
 
 
@@ -258,7 +258,7 @@ class _Item:
 
 
 @dataclass
-class _Lane:
+class _Actor:
     name: str
     actor: Any
     index: int = 0
@@ -266,7 +266,7 @@ class _Lane:
     busy: bool = True  # until its first `where` answers
     recent: OrderedDict[Hashable, None] = field(default_factory=OrderedDict)  # affinity keys it ran lately
     incarnation: int = -1  # its `where` answers so far, minus one: a restarted actor gets a new writer
-    # with LaneWriting: items whose results came back but whose rows are still in its writer's buffer
+    # with ActorWriting: items whose results came back but whose rows are still in its writer's buffer
     pending: dict[Hashable, tuple[_Item, Any]] = field(default_factory=dict)
 
     @property
@@ -291,7 +291,7 @@ class RayOptions:
     affinity_memory: int = 8
 
 
-def _take(queue: deque[_Item], lane: _Lane, others: set[Hashable], affinity: Callable[[Any], Hashable] | None,
+def _take(queue: deque[_Item], lane: _Actor, others: set[Hashable], affinity: Callable[[Any], Hashable] | None,
           memory: int, stats: RayExecutorStats) -> _Item:  # fmt: skip
     """The lane's next item: the oldest of the task it ran last, else of the one before, ..., else the oldest
     of a task no other lane ran last (`others`), else the oldest.
@@ -346,14 +346,14 @@ class RayExecutor:
         if self._started_ray:
             self.ray.shutdown()
 
-    def run(self, source: Iterable[Any], prepare: Callable[[Any], Any], open_lane: Callable[[str], Lane[Any, Any]],
+    def run(self, source: Iterable[Any], prepare: Callable[[Any], Any], open_stage: Callable[[str], DeviceStage[Any, Any]],
             write: Callable[[Any], None], give_up: Callable[[Any, str], Any] | None = None,
             affinity: Callable[[Any], Hashable] | None = None,
             discard: Callable[[Any], None] | None = None,
-            writing: LaneWriting | None = None) -> RayExecutorStats:  # fmt: skip
+            writing: ActorWriting | None = None) -> RayExecutorStats:  # fmt: skip
         """Feed every item of source through prepare, a lane actor and write; returns when all are written.
 
-        `writing`: the lane actors write the results themselves (`LaneWriting`); an item is done when the
+        `writing`: the lane actors write the results themselves (`ActorWriting`); an item is done when the
         shard holding its row is in place and committed, and the rows an actor held when it died are
         recovered from its shards or done again. Without it, results come back to `write` on the driver.
 
@@ -368,7 +368,7 @@ class RayExecutor:
         stats = RayExecutorStats()
         remote_prepare = ray.remote(num_cpus=1, max_retries=options.prepare_retries)(_prepare_task)
         prepare_ref = ray.put(prepare)
-        actor_class = ray.remote(LaneHost)
+        actor_class = ray.remote(StageActor)
         cpus = ray.cluster_resources().get("CPU", 0)
         if cpus < len(config.lanes) * options.lane_cpus + 1:  # else prepare tasks wait forever for a CPU
             raise ValueError(f"the Ray cluster has {cpus:g} CPUs: too few for {len(config.lanes)} lanes of "
@@ -376,14 +376,14 @@ class RayExecutor:
         if writing is not None and options.max_restarts >= WRITERS_PER_LANE:
             raise ValueError(f"max_restarts is at most {WRITERS_PER_LANE - 1} when actors write (one writer id "
                              "per incarnation)")  # fmt: skip
-        lanes: dict[str, _Lane] = {}
+        lanes: dict[str, _Actor] = {}
         for index, device in enumerate(config.lanes):
             gpu = device != "cpu"
             actor = actor_class.options(num_cpus=options.lane_cpus, num_gpus=1 if gpu else 0,
                                         max_restarts=options.max_restarts, max_task_retries=0).remote(
-                open_lane, "gpu" if gpu else "cpu", writing.open_sink if writing else None)  # fmt: skip
-            lanes[f"{device}#{index}"] = _Lane(f"{device}#{index}", actor, index)
-        calls: dict[Any, tuple[str, _Item | None, _Lane | None]] = {}  # ref -> (kind, item, lane)
+                open_stage, "gpu" if gpu else "cpu", writing.open_sink if writing else None)  # fmt: skip
+            lanes[f"{device}#{index}"] = _Actor(f"{device}#{index}", actor, index)
+        calls: dict[Any, tuple[str, _Item | None, _Actor | None]] = {}  # ref -> (kind, item, lane)
         for lane in lanes.values():
             calls[lane.actor.where.remote()] = ("where", None, lane)
         retry = self._retry  # lost items, prepared again before new ones
@@ -509,11 +509,11 @@ class RayExecutor:
                 ray.kill(lane.actor, no_restart=True)
         return stats
 
-    def _finish(self, kind: str, ref: Any, item: _Item | None, lane: _Lane | None, lanes: dict[str, _Lane],
+    def _finish(self, kind: str, ref: Any, item: _Item | None, lane: _Actor | None, lanes: dict[str, _Actor],
                 ready: dict[str, deque[_Item]], preparing: dict[str, int], stats: RayExecutorStats,
                 write: Callable[[Any], None], lose: Callable[[_Item, str], None],
-                calls: dict[Any, tuple[str, _Item | None, _Lane | None]],
-                writing: LaneWriting | None = None) -> None:  # fmt: skip
+                calls: dict[Any, tuple[str, _Item | None, _Actor | None]],
+                writing: ActorWriting | None = None) -> None:  # fmt: skip
         """Take one finished call's result: a prepared item, a verified one, landed shards, or a lane
         (re)starting."""
         exceptions = self.ray.exceptions
@@ -592,7 +592,7 @@ class RayExecutor:
         self._land(lane, landed, writing, write, stats)
 
     @staticmethod
-    def _land(lane: _Lane, landed: Iterable[Landed], writing: LaneWriting, write: Callable[[Any], None],
+    def _land(lane: _Actor, landed: Iterable[Landed], writing: ActorWriting, write: Callable[[Any], None],
               stats: RayExecutorStats) -> None:  # fmt: skip
         """Shards the lane's writer put in place: committed, and their items' results accounted for."""
         for shard in landed:
@@ -604,7 +604,7 @@ class RayExecutor:
                     write(result)
                 stats.written += 1
 
-    def _recover(self, lane: _Lane, writing: LaneWriting, write: Callable[[Any], None],
+    def _recover(self, lane: _Actor, writing: ActorWriting, write: Callable[[Any], None],
                  lose: Callable[[_Item, str], None], stats: RayExecutorStats, why: str) -> None:  # fmt: skip
         """The lane's actor died: shards its writer put in place before dying are committed (their news
         died with it); rows still in its buffer are lost, and their items done again."""

@@ -27,7 +27,7 @@ from example_suite import SUBSET_EXAMPLES, copy_example_suite  # noqa: E402
 from kernelvault.pipelines.corpus_job import run_corpus_job  # noqa: E402
 from kernelvault.pipelines.engine import EngineOptions  # noqa: E402
 from kernelvault.pipelines.executor import ExecutorConfig  # noqa: E402
-from kernelvault.pipelines.ray_executor import Landed, LaneWriting, RayExecutor, RayOptions  # noqa: E402
+from kernelvault.pipelines.ray_executor import ActorWriting, Landed, RayExecutor, RayOptions  # noqa: E402
 from kernelvault.toolchain.tasks import load_tasks  # noqa: E402
 from kernelvault.toolchain.verify import Verifier, VerifyConfig  # noqa: E402
 
@@ -55,7 +55,7 @@ def local_ray():  # noqa: ANN201
 
 
 class SleepyLane:
-    """A stand-in for AttemptLane: slow enough that a kill lands mid-call."""
+    """A stand-in for PoolStage: slow enough that a kill lands mid-call."""
 
     def __init__(self, device: str) -> None:
         self.device = device
@@ -77,8 +77,8 @@ class DoomedLane(SleepyLane):
         return super().__call__(item)
 
 
-def lane_processes(method: str = "", actor: str = "LaneHost") -> list[int]:
-    """Ray worker processes hosting a lane actor (Ray titles them `ray::LaneHost[.method]`)."""
+def lane_processes(method: str = "", actor: str = "StageActor") -> list[int]:
+    """Ray worker processes hosting a lane actor (Ray titles them `ray::StageActor[.method]`)."""
     found = []
     for entry in Path("/proc").iterdir():
         try:
@@ -92,7 +92,7 @@ def lane_processes(method: str = "", actor: str = "LaneHost") -> list[int]:
 
 
 def kill_a_running_lane(deadline_s: float, killed: list[int], children: list[int] | None = None,
-                        call: tuple[str, str] = ("LaneHost", ".run")) -> None:  # fmt: skip
+                        call: tuple[str, str] = ("StageActor", ".run")) -> None:  # fmt: skip
     """SIGKILL the first lane actor seen running a call; its children (sandboxed workers) go to `children`.
 
     With `children`, only an actor that has a sandboxed worker is killed: one verifying, not one between
@@ -282,7 +282,7 @@ def test_a_stage_that_raises_stops_the_run_and_is_reraised(local_ray) -> None:  
 
 
 # ------------------------------------------------------------------------------------------------
-# Results written by the lane actors themselves (LaneWriting): each actor its own files, nothing lost or
+# Results written by the lane actors themselves (ActorWriting): each actor its own files, nothing lost or
 # written twice when one is killed, also when it dies between landing a file and saying so.
 
 
@@ -336,7 +336,7 @@ def files_of(folder: Path, writer: int) -> list[Landed]:
 def test_lane_actors_write_their_own_files_and_a_killed_one_loses_nothing(local_ray, tmp_path) -> None:  # noqa: ANN001
     committed: list[Landed] = []
     accounted: list[tuple[int, int]] = []
-    writing = LaneWriting(open_sink=functools.partial(FileSink, str(tmp_path)), commit=committed.append,
+    writing = ActorWriting(open_sink=functools.partial(FileSink, str(tmp_path)), commit=committed.append,
                           recover=functools.partial(files_of, tmp_path), key=lambda item: item)  # fmt: skip
     killed: list[int] = []
     killer = threading.Thread(target=kill_a_running_lane, args=(60.0, killed))
