@@ -224,6 +224,20 @@ def test_without_a_link_the_launch_call_must_sit_in_a_harness_launch_and_in_no_p
     assert unexplained_device_events(WINDOW + outside) == ["my_kernel"]
 
 
+def test_an_id_the_profiler_left_at_zero_links_nothing() -> None:
+    """Ranges and ops the profiler gives no correlation id (0) are not one op covering every launch, and a kernel
+    linked to 0 is linked to nothing: the launch call inside the harness's range still makes it the candidate's,
+    and a PyTorch op's own kernel is still PyTorch's."""
+    window = [_Event("kv::candidate", 0, start=0, end=1000, user=True),
+              _Event("kv::candidate", 0, start=0, end=1000, gpu=True)]  # fmt: skip
+    own = [_Event("aten::empty_like", 0, start=5, end=8), _Event("kv::launch", 0, start=10, end=100, user=True),
+           _Event("cuLaunchKernelEx", 5, start=20, end=21), _Event("my_kernel", 5, start=30, end=35, gpu=True)]  # fmt: skip
+    assert unexplained_device_events(window + own) == []
+    pytorch = [_Event("aten::relu", 0, start=200, end=260), _Event("cudaLaunchKernel", 6, start=210, end=211),
+               _Event("elementwise_kernel_relu", 6, start=220, end=225, gpu=True)]  # fmt: skip
+    assert unexplained_device_events(window + own + pytorch) == ["elementwise_kernel_relu"]
+
+
 def test_the_harness_launch_range_is_not_compute_and_the_same_range_outside_a_launch_is() -> None:
     """On a GPU the harness opens `kv::launch` around each launch (a profiler range, which dispatches as an aten op)
     while the dispatch monitor watches the forward: inside a launch it is the harness's own, outside it is not

@@ -640,8 +640,9 @@ class LaunchedByHarness:
         self.launch_spans = [
             (e.start_ns(), e.end_ns(), e.start_thread_id()) for e in cpu if e.name() == DeviceRecord.LAUNCH
         ]
-        self.op_spans = [(e.start_ns(), e.end_ns(), e.start_thread_id()) for e in cpu
-                         if e.correlation_id() in issuers]  # fmt: skip
+        # PyTorch's ops by what they are, not by correlation id: a range or op the profiler gave no id (0) would
+        # otherwise share one with every other (the candidate's windows included) and cover every launch.
+        self.op_spans = [(e.start_ns(), e.end_ns(), e.start_thread_id()) for e in cpu if _is_torch_op(e)]
         self.calls = {
             e.correlation_id(): e for e in cpu if any(call in e.name() for call in self._LAUNCH_CALLS)
         }
@@ -651,9 +652,9 @@ class LaunchedByHarness:
             linked = event.linked_correlation_id()
         except AttributeError:
             linked = 0
-        if linked in self.ranges:
+        if linked and linked in self.ranges:
             return True
-        if linked in self.issuers:
+        if linked and linked in self.issuers:
             return False  # a PyTorch op issued it
         call = self.calls.get(event.correlation_id())
         if call is None:
@@ -681,17 +682,18 @@ def _torch_ops_by_correlation(events: list[Any]) -> dict[int, str]:
     """PyTorch's own ops in the record, by correlation id (a device event's `linked_correlation_id` names the op
     that issued it). A `record_function` range is left out: the candidate names those, and one called
     `aten::_local_scalar_dense` around a large copy must not make it a scalar read."""
-    ops: dict[int, str] = {}
-    for event in events:
-        if event.device_type() != torch.autograd.DeviceType.CPU or not event.name().startswith("aten::"):
-            continue
-        try:
-            if event.is_user_annotation():
-                continue
-        except AttributeError:  # a torch without the flag: no op is trusted to have issued a copy
-            continue
-        ops[event.correlation_id()] = event.name()
-    return ops
+    return {event.correlation_id(): event.name() for event in events
+            if _is_torch_op(event) and event.correlation_id()}  # fmt: skip
+
+
+def _is_torch_op(event: Any) -> bool:
+    """A PyTorch op on the host's timeline (`aten::...`), not a range the candidate or the harness named."""
+    if event.device_type() != torch.autograd.DeviceType.CPU or not event.name().startswith("aten::"):
+        return False
+    try:
+        return not event.is_user_annotation()
+    except AttributeError:  # a torch without the flag: no op is trusted to have issued a copy
+        return False
 
 
 def _issued_by_initialisation(event: Any, issuers: dict[int, str]) -> bool:
