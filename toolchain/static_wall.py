@@ -273,6 +273,11 @@ class _Wall(ast.NodeVisitor):
         self.add("reflection", node, "a mapping pattern in `match` reads a mapping's entries by name")
         self.generic_visit(node)
 
+    def visit_Raise(self, node: ast.Raise) -> None:
+        if self.in_kernel:  # Triton compiles no `raise`; under the interpreter its message carries values out
+            self.add("kernel_python", node, "raise inside a @triton.jit kernel is not Triton")
+        self.generic_visit(node)
+
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if isinstance(func, ast.Name) and func.id in ("getattr", "hasattr") and self.is_builtin(func.id):
@@ -304,6 +309,11 @@ class _Wall(ast.NodeVisitor):
         dotted = self._resolve(chain) or ""
         if dotted.startswith(("triton", "math.")) or head in self.kernels or head in KERNEL_BUILTINS:
             return  # Triton itself, another kernel, or what Triton lowers (math.* on constexprs)
+        if len(chain) == 1 and self.is_builtin(head):
+            # A builtin Triton does not compile (`str`, `repr`, `ValueError`): under the CPU interpreter it runs on
+            # the loaded values (a tensor's text is its data), and on a GPU the kernel would not compile.
+            self.add("kernel_python", node, f"{head}() inside a @triton.jit kernel is not Triton")
+            return
         if self._kernel_local(head):
             return  # a local of the kernel: a Triton value's method (x.to), a constexpr argument
         if (

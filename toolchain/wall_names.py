@@ -89,7 +89,16 @@ DENIED_PATHS = {
     "torch.utils.cpp_extension.load": ("resolves", "C++ from files the wall never read"),
     "kernelvault.hip.register_prebuilt": ("resolves", "the harness's own code"),
     "kernelvault.hip.set_launch_observer": ("resolves", "the harness's own code"),
+    # A candidate's kernels come from `load_hip(HIP_SOURCE)` (the library the compile stage built from the source
+    # the wall read); these load any library and call any of its functions as the candidate's launches.
+    "kernelvault.hip.HipKernels": ("resolves", "a loader of any library"),
+    "kernelvault.hip.LaunchFunction": ("resolves", "a loader of any library"),
+    "kernelvault.hip.parse_launch_functions": ("resolves", "a loader of any library"),
 }  # fmt: skip
+
+
+# What a candidate may call on `os.environ`: reads (`[key]` and `in` are reads too).
+ENVIRON_READS = frozenset({"get", "keys", "values", "items", "copy", "__contains__"})
 
 
 def _home(value: Any) -> str:
@@ -378,12 +387,40 @@ class _Identity(ast.NodeVisitor):
         self.visit(tree)
         return self.findings
 
+    def _environment_use(self, node: ast.AST, attributes: list[str], depth: int) -> str | None:
+        """Why a use of `os.environ` (reached after `depth` of the chain's attributes) is refused, or None for a
+        read: `.get(...)` and the other read methods called, `[key]`, `key in`. The process's environment is the
+        harness's (where Triton and PyTorch look for their caches and modes), and a write to it, through a method
+        or an alias, lasts past the candidate's job. Iterating over it (its names) is a read too."""
+        parent = self.parents.get(id(node))
+        if depth < len(attributes):
+            called = isinstance(parent, ast.Call) and parent.func is node
+            if attributes[depth] in ENVIRON_READS and depth + 1 == len(attributes) and called:
+                return None
+            return f".{attributes[depth]} of os.environ"
+        if isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.ctx, ast.Load):
+            return None
+        if isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
+            return None  # its names
+        if (
+            isinstance(parent, ast.Compare)
+            and node in parent.comparators
+            and all(isinstance(operator, (ast.In, ast.NotIn)) for operator in parent.ops)
+        ):
+            return None
+        return "os.environ used as a value"
+
     def _judge_chain(self, node: ast.AST, name: ast.Name, attributes: list[str]) -> list[Any]:
         """Judge the objects the chain's root and every prefix resolve to (the first refusal is the finding);
         return the objects the whole chain may be."""
         for value in self.bindings.of(name.id):
             if (verdict := judge(value)) is not None:
                 self.add(verdict[0], node, f"{name.id} is {_describe(value)}: {verdict[1]}")
+                return []
+            if value is os.environ and (problem := self._environment_use(node, attributes, 0)):
+                self.add(
+                    "foreign_write", node, f"{problem}: only reads of the harness's environment are allowed"
+                )
                 return []
         if not attributes:
             return list(self.bindings.of(name.id))
@@ -392,6 +429,11 @@ class _Identity(ast.NodeVisitor):
             if (verdict := judge(value)) is not None:
                 shown = ".".join([name.id, *attributes[:depth]])
                 self.add(verdict[0], node, f"{shown} is {_describe(value)}: {verdict[1]}")
+                return []
+            if value is os.environ and (problem := self._environment_use(node, attributes, depth)):
+                self.add(
+                    "foreign_write", node, f"{problem}: only reads of the harness's environment are allowed"
+                )
                 return []
             if depth == len(attributes):
                 whole.append(value)

@@ -112,6 +112,7 @@ class LaunchRecorder:
         "refused_argument",
         "device_scope",
         "recorded_launches",
+        "raised",
     )  # fields that change while it works (`PatchSnapshot`)
 
     def __init__(
@@ -135,6 +136,7 @@ class LaunchRecorder:
         self._seen: set[str] = set()
         self._replaced: tuple[Any, Any] | None = None
         self._renamed: tuple[Any, Any] | None = None
+        self.raised: str | None = None  # a launch that raised under the interpreter, in the current phase
 
     def install(self, interpreted: bool) -> None:
         if interpreted:
@@ -159,7 +161,18 @@ class LaunchRecorder:
                 launch_kwargs = {key: value for key, value in kwargs.items() if key not in ("grid", "warmup")}
                 recorder.record(kernel.fn, args, launch_kwargs)
                 with recorder.launch_scope():
-                    return original(kernel, *args, **kwargs)
+                    if not interpreted:
+                        return original(kernel, *args, **kwargs)
+                    try:
+                        return original(kernel, *args, **kwargs)
+                    except Exception as error:
+                        # Under the interpreter a kernel body is Python, and what it raises can carry the values
+                        # it loaded (`raise ValueError(str(x))`) to host code that catches it. A phase that goes
+                        # on after it is refused (`CandidateGuards.watching`); one that fails keeps its failure.
+                        recorder.raised = (
+                            f"kernel {getattr(kernel.fn, '__name__', '?')}: {type(error).__name__}"
+                        )
+                        raise
             return original(kernel, *args, **kwargs)
 
         launcher.run = recording_run  # type: ignore[method-assign]
@@ -437,9 +450,13 @@ class CandidateGuards:
             else contextlib.nullcontext()
         )
         self.monitor.start(what, construction, scalar_arguments)
+        self.recorder.raised = None
         try:
             with window, self.monitor:
                 yield
+            if self.recorder.raised is not None:
+                self.violations.add("host_data", f"a kernel launch raised under the CPU interpreter and {what} went "
+                                    f"on ({self.recorder.raised}): what a kernel raises can carry its values to host code")  # fmt: skip
         finally:
             self.monitor.stop()
 

@@ -76,6 +76,10 @@ GLUE_OPS = frozenset({
 # tensor, whose data no input reached. Only a few values count, per phase in all (a shape's sizes, a few
 # constants): more values made from Python carry data that came from somewhere (`torch.tensor(x.tolist())`).
 HOST_VALUES_MAX = 8
+# The ops that turn a Python sequence into a tensor (`torch.tensor(list)`, `torch.as_tensor`, `torch.Tensor(list)`):
+# each value is one host code supplied, so past the budget they are results worked out on the host (a fill,
+# `zeros` or `arange`, supplies one value however large it is, and stays glue).
+SEQUENCE_OPS = frozenset({"lift_fresh", "lift_fresh_copy"})
 HOST_VALUE_OPS = frozenset({"lift_fresh", "lift_fresh_copy", "scalar_tensor", "arange", "full", "zeros", "ones",
                             "empty", "linspace", "logspace", "eye", "tensor"})  # fmt: skip
 # What building a module may do beyond glue: the random fills that parameter initialisation uses.
@@ -237,6 +241,11 @@ class TorchComputeMonitor(TorchDispatchMode):
                 "torch_compute", f"aten.{name} called while {self.what} (only {kind} allowed)"
             )
         output = func(*args, **(kwargs or {}))
+        if name in SEQUENCE_OPS and not self.construction and not self.in_launch:
+            made = sum(leaf.numel() for leaf in pytree.tree_leaves(output) if isinstance(leaf, torch.Tensor))
+            if made > self.host_values_left:  # values host code worked out, past the phase's budget
+                self.violations.add("torch_compute", f"a tensor made from {made} Python values while {self.what} "
+                                    f"(host code may supply at most {HOST_VALUES_MAX} in all)")  # fmt: skip
         if not (self.constants or host_made or name in HOST_VALUE_OPS):
             return output  # the common path: nothing host-made to follow
         results = [leaf for leaf in pytree.tree_leaves(output) if isinstance(leaf, torch.Tensor)]
