@@ -127,7 +127,12 @@ REFUSED = [
     # a kernel body may call only what Triton compiles: under the interpreter `str` of a block is its data, and
     # what a kernel raises reaches host code that catches it
     ("kernel_python", "@triton.jit\ndef bad(x_ptr):\n    t = str(tl.load(x_ptr))", "str() inside"),
-    ("kernel_python", "@triton.jit\ndef bad(x_ptr):\n    raise ValueError('x')", "raise inside"),
+    ("kernel_python", "@triton.jit\ndef bad(x_ptr, n):\n    raise ValueError('x', n + 1)", "raise inside"),
+    (
+        "kernel_python",
+        "@triton.jit\ndef bad(x_ptr):\n    x_ptr = tl.load(x_ptr)\n    raise ValueError(f'{x_ptr}')",
+        "raise inside",
+    ),
     # the process's environment: reads only, under any spelling
     ("foreign_write", "import os\nos.environ.update(TRITON_CACHE_DIR='/tmp/x')", ".update of os.environ"),
     ("foreign_write", "from os import environ\nenviron.pop('TRITON_INTERPRET')", ".pop of os.environ"),
@@ -156,6 +161,8 @@ ALLOWED = [
     "import os\nflag = os.environ.get('KV_DEBUG')",  # reading the environment (the jail's: nothing secret)
     "import os\nflag = 'A' in os.environ and os.environ['A'] == '1' and bool(os.environ.copy())",
     "@triton.jit\ndef good(x_ptr, N: tl.constexpr):\n    for i in range(min(N, 4)):\n        tl.store(x_ptr + i, float(i))",
+    # a branch its constexprs rule out, as real answers write it
+    "@triton.jit\ndef good(x_ptr, A: tl.constexpr):\n    if A == 1:\n        tl.store(x_ptr, 1.0)\n    else:\n        raise ValueError(f'unknown A: {A}')",
     "from torch.nn.init import _calculate_fan_in_and_fan_out",  # how nn.Linear initialises its own weights
     "from triton.language.extra import libdevice",
     "import math\n\n\n@triton.jit\ndef good(x_ptr, B: tl.constexpr):\n    y = tl.load(x_ptr).to(tl.float32)\n    tl.store(x_ptr, y * math.sqrt(2.0))",

@@ -43,6 +43,7 @@ it (tests/test_static_wall.py), and the bundled examples and honest adversarial 
 from __future__ import annotations
 
 import ast
+import builtins
 import codecs
 import re
 from collections.abc import Iterable
@@ -93,6 +94,33 @@ ATEN_ALLOWED = frozenset({"empty", "empty_like", "zeros", "zeros_like", "ones", 
                           "empty_strided", "TensorOptions", "Tensor", "device", "Device", "dtype", "scalarTypeToTypeMeta"})  # fmt: skip
 
 
+def _constant_exception(node: ast.expr | None, parameters: set[str]) -> bool:
+    """`raise`, `raise E`, `raise m.E`, `raise E("text", 3)`, `raise E(f"bad BLOCK {BLOCK}")`: what is raised
+    says nothing the kernel computed or loaded. An f-string may name the kernel's parameters (what the host
+    passed it: constexprs, sizes, pointers), never a value the kernel made."""
+
+    def plain(value: ast.expr) -> bool:
+        if isinstance(value, ast.Constant):
+            return True
+        if isinstance(value, ast.JoinedStr):
+            return all(
+                isinstance(part, ast.Constant)
+                or (isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name)
+                    and part.value.id in parameters and part.format_spec is None)
+                for part in value.values
+            )  # fmt: skip
+        return False
+
+    if node is None or _chain(node) is not None:
+        return True
+    return (
+        isinstance(node, ast.Call)
+        and _chain(node.func) is not None
+        and all(plain(argument) for argument in node.args)
+        and all(plain(keyword.value) for keyword in node.keywords)
+    )
+
+
 def _chain(node: ast.AST) -> list[str] | None:
     """`a.b.c` as ["a", "b", "c"]; None when the root is not a plain name."""
     parts: list[str] = []
@@ -129,6 +157,8 @@ class _Wall(ast.NodeVisitor):
         self.own: set[str] = set(OWN_ROOTS)  # the candidate's own module-level functions and classes
         self.kernels: set[str] = set()
         self.in_kernel = 0
+        self.raised_calls: set[int] = set()  # `raise E("text")` in a kernel: E's call is the raise's
+        self.kernel_parameters: list[set[str]] = []  # the enclosing kernels' parameter names, innermost last
         self.scopes: list[tuple[str, set[str]]] = []  # enclosing function/class/comprehension scopes' names
         self.module_names: set[str] = set()  # names bound at module level (or declared global anywhere)
         self.objects: set[str] = set()  # module-level names bound to objects (`_global_object`)
@@ -274,8 +304,18 @@ class _Wall(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Raise(self, node: ast.Raise) -> None:
-        if self.in_kernel:  # Triton compiles no `raise`; under the interpreter its message carries values out
-            self.add("kernel_python", node, "raise inside a @triton.jit kernel is not Triton")
+        # Triton compiles a `raise` only in a branch its constexprs rule out (`else: raise ValueError("bad
+        # ACTIVATION")` in real answers); under the interpreter a raised message with a value in it carries the
+        # kernel's data to host code, so an exception in a kernel is named by constants alone.
+        parameters = self.kernel_parameters[-1] if self.kernel_parameters else set()
+        if self.in_kernel and not _constant_exception(node.exc, parameters):
+            self.add(
+                "kernel_python", node, "raise inside a @triton.jit kernel with more than a constant message"
+            )
+        elif isinstance(node.exc, ast.Call):
+            self.raised_calls.add(
+                id(node.exc)
+            )  # the exception's own construction, not a call of the kernel's
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -309,7 +349,12 @@ class _Wall(ast.NodeVisitor):
         dotted = self._resolve(chain) or ""
         if dotted.startswith(("triton", "math.")) or head in self.kernels or head in KERNEL_BUILTINS:
             return  # Triton itself, another kernel, or what Triton lowers (math.* on constexprs)
-        if len(chain) == 1 and self.is_builtin(head):
+        if (
+            len(chain) == 1
+            and hasattr(builtins, head)
+            and self.is_builtin(head)
+            and id(node) not in self.raised_calls
+        ):
             # A builtin Triton does not compile (`str`, `repr`, `ValueError`): under the CPU interpreter it runs on
             # the loaded values (a tensor's text is its data), and on a GPU the kernel would not compile.
             self.add("kernel_python", node, f"{head}() inside a @triton.jit kernel is not Triton")
@@ -374,7 +419,13 @@ class _Wall(ast.NodeVisitor):
                 self.visit(outside)
         kernel = any(is_triton_jit(d) for d in node.decorator_list)
         self.in_kernel += kernel
+        if kernel:
+            arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            # a parameter the body binds again (`x = tl.load(x)`) may hold what the kernel loaded
+            self.kernel_parameters.append({argument.arg for argument in arguments} - _bindings(node.body))
         self._visit_in_scope("function", _bindings(node.body, node.args), list(node.body))
+        if kernel:
+            self.kernel_parameters.pop()
         self.in_kernel -= kernel
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
