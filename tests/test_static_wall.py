@@ -128,6 +128,22 @@ REFUSED = [
     # what a kernel raises reaches host code that catches it
     ("kernel_python", "@triton.jit\ndef bad(x_ptr):\n    t = str(tl.load(x_ptr))", "str() inside"),
     ("kernel_python", "@triton.jit\ndef bad(x_ptr, n):\n    raise ValueError('x', n + 1)", "raise inside"),
+    # ... nor hand its values to Python objects that host code reads after the launch
+    (
+        "kernel_python",
+        "BOX = []\n\n\n@triton.jit\ndef bad(x_ptr):\n    BOX.append(tl.load(x_ptr))",
+        "calls a Python object",
+    ),
+    (
+        "kernel_python",
+        "BOX = {}\n\n\n@triton.jit\ndef bad(x_ptr):\n    BOX[0] = tl.load(x_ptr)",
+        "writing into BOX",
+    ),
+    (
+        "kernel_python",
+        "LEAK = None\n\n\n@triton.jit\ndef bad(x_ptr):\n    global LEAK\n    LEAK = tl.load(x_ptr)",
+        "global inside",
+    ),
     (
         "kernel_python",
         "@triton.jit\ndef bad(x_ptr):\n    x_ptr = tl.load(x_ptr)\n    raise ValueError(f'{x_ptr}')",

@@ -303,6 +303,22 @@ class _Wall(ast.NodeVisitor):
         self.add("reflection", node, "a mapping pattern in `match` reads a mapping's entries by name")
         self.generic_visit(node)
 
+    def visit_Global(self, node: ast.Global) -> None:
+        if (
+            self.in_kernel
+        ):  # the kernel's values bound to a module name, for host code to read after the launch
+            self.add(
+                "kernel_python", node, "global inside a @triton.jit kernel: a kernel writes memory, not names"
+            )
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
+        if self.in_kernel:
+            self.add(
+                "kernel_python",
+                node,
+                "nonlocal inside a @triton.jit kernel: a kernel writes memory, not names",
+            )
+
     def visit_Raise(self, node: ast.Raise) -> None:
         # Triton compiles a `raise` only in a branch its constexprs rule out (`else: raise ValueError("bad
         # ACTIVATION")` in real answers); under the interpreter a raised message with a value in it carries the
@@ -367,6 +383,14 @@ class _Wall(ast.NodeVisitor):
             and head not in self.foreign
             and not self._global_object(head)
         ):
+            if head in self.module_names:
+                # a module-level list's `append` (any method of module data): under the interpreter it takes the
+                # kernel's values out to host code; compiled, a kernel reads only constexpr globals
+                self.add(
+                    "kernel_python",
+                    node,
+                    f"{'.'.join(chain)}() inside a @triton.jit kernel calls a Python object",
+                )
             return
         self.add("kernel_python", node, f"{'.'.join(chain)}() inside a @triton.jit kernel is not Triton")
 
@@ -469,6 +493,13 @@ class _Wall(ast.NodeVisitor):
             self.add("foreign_write", target, f"writing .{target.attr}: rebinds what an object is")
             return
         root = _root(target)
+        if self.in_kernel and isinstance(root, ast.Name) and not self._kernel_local(root.id):
+            # a kernel's value stored into a Python object (`BOX[0] = x`, `kernel.seen = x`): host code reads it
+            # after the launch; a compiled kernel stores through pointers only
+            self.add(
+                "kernel_python", target, f"writing into {root.id} inside a @triton.jit kernel: not Triton"
+            )
+            return
         if isinstance(root, ast.Name) and (root.id in self.imports or root.id in self.foreign
                                            or root.id in FORBIDDEN_BUILTINS or root.id in ("torch", "triton", "tl")):  # fmt: skip
             self.add(

@@ -12,6 +12,7 @@ checked the same way), `math`, and plain data (numbers, strings, None, dtypes, c
 
 from __future__ import annotations
 
+import dis
 import sys
 from types import CodeType, ModuleType
 from typing import Any
@@ -19,6 +20,8 @@ from typing import Any
 import torch
 
 _PLAIN = (bool, int, float, str, complex, type(None), torch.dtype)
+# A kernel writes memory through pointers; these write a module's or an enclosing function's names.
+_NAME_WRITES = frozenset({"STORE_GLOBAL", "DELETE_GLOBAL", "STORE_DEREF", "DELETE_DEREF"})
 
 
 def _defined_by(value: Any, package: str) -> bool:
@@ -68,6 +71,9 @@ def function_problem(fn: Any, seen: set[int] | None = None) -> str | None:
         return "not a Python function"
     if any(isinstance(constant, CodeType) for constant in code.co_consts):
         return "a function defined inside the kernel"
+    if stored := next((i.argval for i in dis.get_instructions(code) if i.opname in _NAME_WRITES), None):
+        # `global x; x = tl.load(...)`: under the interpreter the kernel's values bound where host code reads them
+        return f"it writes the Python name `{stored}`"
     namespace = getattr(fn, "__globals__", {})
     for name in code.co_names:  # attribute names too: only those the module binds are looked at
         if name in namespace and (problem := _value_problem(namespace[name], seen)):
