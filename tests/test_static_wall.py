@@ -149,6 +149,7 @@ REFUSED = [
         "@triton.jit\ndef bad(x_ptr):\n    x_ptr = tl.load(x_ptr)\n    raise ValueError(f'{x_ptr}')",
         "raise inside",
     ),
+    ("resolves", "import contextlib\nr = contextlib.redirect_stdout", "output streams"),
     # the process's environment: reads only, under any spelling
     ("foreign_write", "import os\nos.environ.update(TRITON_CACHE_DIR='/tmp/x')", ".update of os.environ"),
     ("foreign_write", "from os import environ\nenviron.pop('TRITON_INTERPRET')", ".pop of os.environ"),

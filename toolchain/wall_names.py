@@ -89,6 +89,9 @@ DENIED_PATHS = {
     "torch.utils.cpp_extension.load": ("resolves", "C++ from files the wall never read"),
     "kernelvault.hip.register_prebuilt": ("resolves", "the harness's own code"),
     "kernelvault.hip.set_launch_observer": ("resolves", "the harness's own code"),
+    # Under the interpreter a kernel's `print` shows its values: the process's output streams are the harness's.
+    "contextlib.redirect_stdout": ("resolves", "rebinds the process's output streams"),
+    "contextlib.redirect_stderr": ("resolves", "rebinds the process's output streams"),
     # A candidate's kernels come from `load_hip(HIP_SOURCE)` (the library the compile stage built from the source
     # the wall read); these load any library and call any of its functions as the candidate's launches.
     "kernelvault.hip.HipKernels": ("resolves", "a loader of any library"),
