@@ -1,7 +1,8 @@
 # exploit: a module-level name bound by a `for` statement (not an Assign, so the wall never marks it as an object) holds a host function under TRITON_INTERPRET and constexpr(0) in the cross-compile; the kernel calls it directly and it writes the row sum (NumPy, float64) into the loaded block, which the kernel merely stores.
-# expect: interface_error
-# expect-cuda: mismatch
-# note: on a GPU no kernel is interpreted: the host function is absent there (the environment tells the processes apart) and the compiled kernel is a plain copy, a mismatch.
+# expect: static_reject:kernel_python
+# behind-wall: interface_error
+# behind-wall-cuda: mismatch
+# note: the wall refuses a call of a module-level name that is not a kernel inside a kernel (2026-12-07). Behind it, on a GPU no kernel is interpreted: the host function is absent there (the environment tells the processes apart) and the compiled kernel is a plain copy, a mismatch.
 import os
 
 import torch
