@@ -161,11 +161,11 @@ class LaunchRecorder:
                 launch_kwargs = {key: value for key, value in kwargs.items() if key not in ("grid", "warmup")}
                 recorder.record(kernel.fn, args, launch_kwargs)
                 with recorder.launch_scope():
-                    if not interpreted:
-                        return original(kernel, *args, **kwargs)
                     try:
                         return original(kernel, *args, **kwargs)
                     except Exception as error:
+                        if not interpreted:
+                            raise
                         # Under the interpreter a kernel body is Python, and what it raises can carry the values
                         # it loaded (`raise ValueError(str(x))`) to host code that catches it. A phase that goes
                         # on after it is refused (`CandidateGuards.watching`); one that fails keeps its failure.
