@@ -117,3 +117,38 @@ def test_case_scale_checks_a_gpu_sized_task_at_cpu_sizes(tmp_path: Path) -> None
     with contextlib.redirect_stderr(io.StringIO()) as error:
         assert main(["tasks", "check", str(tmp_path), "--case-scale", "2"]) == 2
     assert "(0, 1]" in error.getvalue() and error.getvalue().count("\n") == 1
+
+
+def test_a_task_that_crashes_hangs_or_kills_its_worker_is_reported_and_the_next_ones_are_still_checked(
+    tmp_path: Path,
+) -> None:
+    """One jailed worker checks many tasks, each in a child of its own: a segfault, a hang past the time limit and
+    a reference that kills the worker itself are each reported against their own task, the task after each is
+    checked as if alone, and a task's global change (the default dtype) does not reach the next one."""
+    from kernelvault.toolchain.reference_check import check_tasks
+    from kernelvault.toolchain.tasks import load_task_file
+
+    def forward(body: str) -> str:
+        return f"class Model(nn.Module):\n    def forward(self, x):\n        {body}\n        return torch.tanh(x)\n"
+
+    sources = {
+        "a_segfault": forward("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"),
+        "b_good": TASKS["good"],
+        "c_hangs": forward("import time; time.sleep(600)"),
+        "d_good": TASKS["good"],
+        "e_kills_its_worker": forward("import os; os.kill(os.getppid(), 9); os.kill(os.getpid(), 9)"),
+        "e2_kills_its_worker_and_returns": forward("import os; os.kill(os.getppid(), 9)"),
+        "f_changes_the_default_dtype": forward("torch.set_default_dtype(torch.float64)"),
+        "g_float32_by_default": forward("assert torch.get_default_dtype() == torch.float32, 'dtype leaked'"),
+    }
+    tasks = []
+    for name, model in sources.items():
+        (tmp_path / f"{name}.py").write_text(HEADER + model + "\n\n" + INPUTS)
+        tasks.append(load_task_file(tmp_path / f"{name}.py"))
+    reports = {report.task: report for report in check_tasks(tasks, timeout_s=8, workers=1)}
+    assert list(reports) == list(sources)
+    assert reports["a_segfault"].problems[0].startswith("reference worker crashed (SIGSEGV)")
+    assert reports["c_hangs"].problems[0].startswith("reference worker timed out after 8 s")
+    assert reports["e_kills_its_worker"].problems[0].startswith("reference worker crashed")
+    for name in ("b_good", "d_good", "e2_kills_its_worker_and_returns", "f_changes_the_default_dtype", "g_float32_by_default"):
+        assert reports[name].ok and reports[name].cases_run > 0, (name, reports[name].problems)

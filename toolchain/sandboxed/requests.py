@@ -207,6 +207,7 @@ class CheckTask:
     cases: list[dict[str, Any]]  # {"name", "overrides"}
     entry: str | None = None
     device: str = "cpu"  # torch's device for the reference: `cpu` (under Triton's interpreter) or `cuda`
+    timeout_s: float = 300.0  # past it the task's check is killed and reported as timed out
 
 
 CandidateRequest = Load | Build | Forward | StageTime | Time | WriteKept | End

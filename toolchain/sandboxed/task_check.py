@@ -1,13 +1,20 @@
-"""`tasks check`'s worker: `python -m kernelvault.toolchain.sandboxed.task_check JOB.json`, one task, jailed.
+"""`tasks check`'s worker: `python -m kernelvault.toolchain.sandboxed.task_check JOBS.json`, jailed.
 
-Runs the task's reference on its cases and writes what looks broken or degenerate to the job's result file
-(`kernelvault.toolchain.reference_check` starts it and reads the result; the rules are described there).
+Runs each listed task's reference on its cases and writes what looks broken or degenerate to that task's result
+file (`kernelvault.toolchain.reference_check` starts it and reads the results; the rules are described there).
+The worker imports torch once and forks a child per task: a task's global changes (default dtype, seeds,
+patched modules) die with its child, and a task that crashes or outlives its time limit is reported as such
+(killed) while the next one goes on. Each result file appears (by rename) when its task is done, so the
+parent shows the reports as they come.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -123,15 +130,12 @@ def check_case(harness: Any, case: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _worker_main(job_path: Path) -> int:
+def _check_one(job: CheckTask) -> dict[str, Any]:
+    """The report of one task (in its own child)."""
     import torch
 
-    from kernelvault.toolchain.function_tasks import cpu_device_selection
     from kernelvault.toolchain.sandboxed.reference import ReferenceHost
 
-    cpu_device_selection()  # as in the verification workers (`sandboxed.serve`)
-    job = from_wire("task_check", json.loads(job_path.read_text()))
-    assert isinstance(job, CheckTask)
     report: dict[str, Any] = {"cases_run": 0, "problems": []}
     try:
         harness = ReferenceHost().harness(Path(job.task_path), torch.device(job.device), job.entry)
@@ -145,7 +149,74 @@ def _worker_main(job_path: Path) -> int:
             report["cases_run"] += 1
     except Exception as error:  # noqa: BLE001
         report["problems"].append(f"failed to load: {type(error).__name__}: {error}"[:500])
-    Path(job.result_path).write_text(json.dumps(report))
+    return report
+
+
+def _write_result(job: CheckTask, report: dict[str, Any]) -> None:
+    partial = Path(job.result_path + ".partial")
+    partial.write_text(json.dumps(report))
+    partial.rename(job.result_path)  # whole or absent: the parent polls for it
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""
+
+
+def _run_in_child(job: CheckTask) -> None:
+    """Check one task in a forked child, within its time limit; the child's death is the report's."""
+    stderr_path = Path(job.result_path + ".stderr")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # the parent tells a task that killed this worker from one the worker never reached
+    Path(job.result_path + ".started").touch()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.dup2(os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 2)
+            _write_result(job, _check_one(job))
+            code = 0
+        finally:
+            os._exit(code)  # no atexit handlers or buffered output of the parent's run twice
+    deadline = time.monotonic() + job.timeout_s
+    status = 0
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            why = f"timed out after {job.timeout_s:g} s"
+            _write_result(
+                job,
+                {"cases_run": 0, "problems": [f"reference worker {why}: {_last_line(stderr_path)}".strip()]},
+            )
+            return
+        time.sleep(0.01)
+    if not Path(job.result_path).exists():
+        died = os.WIFSIGNALED(status) and signal.Signals(os.WTERMSIG(status)).name
+        why = f"crashed ({died or os.waitstatus_to_exitcode(status)})"
+        _write_result(
+            job, {"cases_run": 0, "problems": [f"reference worker {why}: {_last_line(stderr_path)}".strip()]}
+        )
+
+
+def _worker_main(jobs_path: Path) -> int:
+    import torch  # noqa: F401 - imported once, before the children fork
+
+    from kernelvault.toolchain.function_tasks import cpu_device_selection
+    from kernelvault.toolchain.sandboxed import reference  # noqa: F401 - the harness, imported once as well
+
+    cpu_device_selection()  # as in the verification workers (`sandboxed.serve`)
+    jobs = [from_wire("task_check", body) for body in json.loads(jobs_path.read_text())]
+    for job in jobs:
+        assert isinstance(job, CheckTask)
+        _run_in_child(job)
     return 0
 
 
