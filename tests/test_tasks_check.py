@@ -150,5 +150,11 @@ def test_a_task_that_crashes_hangs_or_kills_its_worker_is_reported_and_the_next_
     assert reports["a_segfault"].problems[0].startswith("reference worker crashed (SIGSEGV)")
     assert reports["c_hangs"].problems[0].startswith("reference worker timed out after 8 s")
     assert reports["e_kills_its_worker"].problems[0].startswith("reference worker crashed")
-    for name in ("b_good", "d_good", "e2_kills_its_worker_and_returns", "f_changes_the_default_dtype", "g_float32_by_default"):
+    for name in (
+        "b_good",
+        "d_good",
+        "e2_kills_its_worker_and_returns",
+        "f_changes_the_default_dtype",
+        "g_float32_by_default",
+    ):
         assert reports[name].ok and reports[name].cases_run > 0, (name, reports[name].problems)
