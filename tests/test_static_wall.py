@@ -149,6 +149,19 @@ REFUSED = [
         "@triton.jit\ndef bad(x_ptr):\n    x_ptr = tl.load(x_ptr)\n    raise ValueError(f'{x_ptr}')",
         "raise inside",
     ),
+    # ... nor use a module-level object at all: an operand runs its operator methods, print(file=) its write()
+    (
+        "kernel_python",
+        "class S:\n    def write(self, t):\n        pass\n\n\nSINK = S()\n\n\n@triton.jit\ndef bad(x_ptr):\n"
+        "    print(tl.load(x_ptr), file=SINK)",
+        "print(file=...)",
+    ),
+    (
+        "kernel_python",
+        "class F:\n    def __mul__(self, v):\n        return v\n\n\nFIN = F()\n\n\n@triton.jit\ndef bad(x_ptr):\n"
+        "    tl.store(x_ptr, FIN * tl.load(x_ptr))",
+        "FIN inside a @triton.jit kernel is a Python object",
+    ),
     ("resolves", "import contextlib\nr = contextlib.redirect_stdout", "output streams"),
     # the process's environment: reads only, under any spelling
     ("foreign_write", "import os\nos.environ.update(TRITON_CACHE_DIR='/tmp/x')", ".update of os.environ"),
@@ -183,6 +196,9 @@ ALLOWED = [
     "from torch.nn.init import _calculate_fan_in_and_fan_out",  # how nn.Linear initialises its own weights
     "from triton.language.extra import libdevice",
     "import math\n\n\n@triton.jit\ndef good(x_ptr, B: tl.constexpr):\n    y = tl.load(x_ptr).to(tl.float32)\n    tl.store(x_ptr, y * math.sqrt(2.0))",
+    # numbers made from numbers at module level, read in a kernel as real answers do
+    "import math\n\nSQRT_2_OVER_PI = math.sqrt(2 / math.pi)\nBIG = float('inf')\nB2 = tl.constexpr(256)\n\n\n@triton.jit\n"
+    "def good(x_ptr):\n    tl.store(x_ptr, tl.load(x_ptr) * SQRT_2_OVER_PI + BIG * B2)",
     "class M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._cache = {}\n        self._cache['k'] = 1",
     "if __name__ == '__main__':\n    pass",
     "import os\np = os.path.join(os.path.dirname('a/b'), 'c')",

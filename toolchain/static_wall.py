@@ -247,6 +247,15 @@ class _Wall(ast.NodeVisitor):
     # -- names and attributes ----------------------------------------------------------------------
 
     def visit_Name(self, node: ast.Name) -> None:
+        if (
+            self.in_kernel
+            and isinstance(node.ctx, ast.Load)
+            and self._global_object(node.id)
+            and not self._kernel_local(node.id)
+        ):
+            # passed to a builtin (`print(x, file=SINK)`, `len(OBJ)`) it runs its Python methods on the kernel's
+            # values under the interpreter; a compiled kernel reads only constexpr globals
+            self.add("kernel_python", node, f"{node.id} inside a @triton.jit kernel is a Python object")
         if node.id in FORBIDDEN_BUILTINS and isinstance(node.ctx, ast.Load) and self.is_builtin(node.id):
             self.add("builtin", node, f"{node.id}: {FORBIDDEN_BUILTINS[node.id]}")
         elif (
@@ -361,6 +370,11 @@ class _Wall(ast.NodeVisitor):
         chain = _chain(node.func)
         if chain is None:
             return
+        if chain == ["print"] and self.is_builtin("print") and any(k.arg == "file" for k in node.keywords):
+            # Triton's print has no file: under the interpreter `file=` hands the kernel's values to a write()
+            self.add(
+                "kernel_python", node, "print(file=...) inside a @triton.jit kernel writes to a Python object"
+            )
         head = chain[0]
         dotted = self._resolve(chain) or ""
         if dotted.startswith(("triton", "math.")) or head in self.kernels or head in KERNEL_BUILTINS:
@@ -527,17 +541,19 @@ class _Wall(ast.NodeVisitor):
 
 def _is_data(node: ast.AST, objects: set[str]) -> bool:
     """A value built only from literals and names of data (`1024`, `(1, 2)`, `-1`, `2 ** 10`, `tl.constexpr(1024)`,
-    `BLOCK * 2`, `tl.float32`): not an object whose methods a kernel could run. `objects`: names known to be
+    `math.sqrt(2.0)`, `BLOCK * 2`, `tl.float32`): not an object whose methods a kernel could run. `objects`: names known to be
     objects (the candidate's classes and functions, earlier module-level objects)."""
     if isinstance(node, ast.Name):
         return node.id not in objects
     if isinstance(node, ast.Call):
         chain = _chain(node.func)
-        return (
-            chain is not None
-            and chain[-1] == "constexpr"
-            and all(_is_data(arg, objects) for arg in node.args)
+        # `tl.constexpr(1024)`, `math.sqrt(2 / math.pi)`, `float("inf")`: numbers made from numbers
+        maker = chain is not None and (
+            chain[-1] == "constexpr"
+            or (len(chain) == 2 and chain[0] == "math" and chain[0] not in objects)
+            or (len(chain) == 1 and chain[0] in ("float", "int") and chain[0] not in objects)
         )
+        return maker and not node.keywords and all(_is_data(arg, objects) for arg in node.args)
     if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Await,
                          ast.Yield, ast.YieldFrom, ast.NamedExpr)):  # fmt: skip
         return False

@@ -1,7 +1,8 @@
 # exploit: inside the @triton.jit body a module-level object (a host Python function under TRITON_INTERPRET, a constexpr in the cross-compile) is first bound to a kernel-local name (h = HOST) and then called (h(x)); the wall only refuses calls whose head is a global, so the host function computes the sigmoid in NumPy on the interpreter handle, and the compiled kernel is a plain copy.
-# expect: interface_error
-# expect-cuda: mismatch
-# note: on a GPU no kernel is interpreted: the host function is absent there (the environment tells the processes apart) and the compiled kernel is a plain copy, a mismatch.
+# expect: static_reject:kernel_python
+# behind-wall: interface_error
+# behind-wall-cuda: mismatch
+# note: the wall refuses any use of a module-level object inside a kernel body (an operand, an argument, a value bound to a local); on a GPU no kernel is interpreted: the host function is absent there (the environment tells the processes apart) and the compiled kernel is a plain copy, a mismatch.
 import math
 import os
 

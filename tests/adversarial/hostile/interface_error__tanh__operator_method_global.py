@@ -1,7 +1,8 @@
 # exploit: the kernel body computes `FIN * x` where FIN is a module-level instance of the candidate class with __mul__ (a constexpr 1.0 in the cross-compile); the wall checks only calls and attribute reads of globals in a kernel, not operators, so __mul__ computes tanh in NumPy on the interpreter handle.
-# expect: interface_error
-# expect-cuda: mismatch
-# note: on a GPU no kernel is interpreted: the host function is absent there (the environment tells the processes apart) and the compiled kernel is a plain copy, a mismatch.
+# expect: static_reject:kernel_python
+# behind-wall: interface_error
+# behind-wall-cuda: mismatch
+# note: the wall refuses any use of a module-level object inside a kernel body (an operand, an argument, a value bound to a local); on a GPU no kernel is interpreted: the host function is absent there (the environment tells the processes apart) and the compiled kernel is a plain copy, a mismatch.
 import math
 import os
 
