@@ -10,6 +10,7 @@ cache) and may run in another process. An `PoolStage` hands the prepared attempt
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,20 +57,28 @@ def lost_attempt(verifier: Verifier, attempt: Attempt, reason: str) -> VerifiedA
 
 
 class PoolStage:
-    """The corpus job's device stage (`executor.DeviceStage`): its prepared attempts go to a lane pool, one at a
-    time from the executor's thread for that device (the executor's bounded queues are the job's back-pressure;
-    the pool's lanes do the work).
+    """The corpus job's device stage (`executor.DeviceStage`): its prepared attempts go to a lane pool, whose
+    lanes do the work.
 
-    Locally every executor thread shares the job's one pool; a Ray lane actor has a pool of its own
-    (`own_pool_stage`), which it closes with the stage.
+    Locally the executor submits to the job's one pool; a Ray lane actor has a pool of its own (`own_pool_stage`),
+    which it closes with the stage.
     """
 
     def __init__(self, pool: LanePool, owned: bool = False) -> None:
         self.pool = pool
         self.owned = owned
 
-    def __call__(self, item: PreparedAttempt) -> VerifiedAttempt:
-        return VerifiedAttempt(item.attempt, self.pool.submit_prepared(item.prepared).result())
+    def submit(self, item: PreparedAttempt) -> Future[VerifiedAttempt]:
+        verified: Future[VerifiedAttempt] = Future()
+
+        def done(verdict: Future[Verdict]) -> None:
+            try:
+                verified.set_result(VerifiedAttempt(item.attempt, verdict.result()))
+            except BaseException as error:  # noqa: BLE001 - the executor re-raises it
+                verified.set_exception(error)
+
+        self.pool.submit_prepared(item.prepared).add_done_callback(done)
+        return verified
 
     def close(self) -> None:
         if self.owned:

@@ -110,8 +110,11 @@ def verify_attempts(
                             queue_size=options.queue_size or 2 * len(lanes))  # fmt: skip
     with job_pool(verifier, lanes, options.persistent) as pool:
         on_pool(pool)
-        stats = LocalExecutor(config).run(attempts, prepare, lambda _device: PoolStage(pool), write)
+        stats = LocalExecutor(config).run(attempts, prepare, PoolStage(pool), write)
     stats.add_workers(pool.lanes)  # after close: every lane's thread has ended
+    for job in pool.timeline:
+        name = f"{pool.devices[job.lane]}#{job.lane}"
+        stats.lane_items[name] = stats.lane_items.get(name, 0) + 1
     return stats
 
 

@@ -1,14 +1,16 @@
-"""LocalExecutor: run a job's stages on one machine, connected by bounded queues.
+"""LocalExecutor: run a job's stages on one machine.
 
-    source ──► prepare (process pool) ──► [prepared queue] ──► lanes (one thread each) ──► [verified queue] ──► write
-    (iterator)   parse, static, compile                           persistent workers: N per       (this thread)
-                                                                   GPU (default 1), N on cpu
+    source ──► prepare (process pool) ──► device stage (the lane pool: ──► [verified queue] ──► write
+    (iterator)   parse, static, compile      one thread and persistent      (this thread)
+                                             workers per lane)
 
 The stages are plain callables over picklable values (`kernelvault.pipelines.corpus_stages`); they do not know which
-executor runs them, so a Ray executor can run the same ones as actors later. Back-pressure: each queue
-holds at most `queue_size` items and a full queue blocks its producer, and the pool never holds more than
-2 × `compile_workers` submissions, so the items in memory at once are bounded by those numbers plus one
-per lane, however long the source is and however slow the writer.
+executor runs them: the Ray executor runs the same ones, with a lane actor holding the device stage. The device
+stage takes a prepared item and returns a future at once (`DeviceStage.submit`); no executor thread waits on a
+lane. Back-pressure: at most 2 items per lane are on the devices and `queue_size` verified items wait for the
+writer (a full queue holds up the lane that finished next), and the pool never holds more than
+2 × `compile_workers` submissions, so the items in memory at once are bounded by those numbers however long the
+source is and however slow the writer.
 
 What it does NOT do: keep the source's order (rows are written as lanes finish), survive its own process
 being killed (the run ledger does that; the pool's processes and the lanes' workers die with it), or retry a stage that raises: a stage that raises is a
@@ -23,7 +25,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -36,16 +38,20 @@ _END = object()  # one per producer: that producer is done
 
 
 class DeviceStage(Protocol[Mid, Out]):  # type: ignore[misc]
-    """What an executor runs on one device for a job: the corpus's `PoolStage` hands items to the lane pool."""
+    """The device side of a job: the corpus's `PoolStage` hands prepared items to the lane pool."""
 
-    def __call__(self, item: Mid) -> Out: ...
+    def submit(self, item: Mid) -> Future[Out]:
+        """Queue the item on a lane; returns at once."""
+        ...
 
     def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
 class ExecutorConfig:
-    lanes: tuple[str, ...] = ("cpu",)  # one verification lane per entry: a device id, or "cpu"
+    lanes: tuple[str, ...] = (
+        "cpu",
+    )  # the device stage's lanes (a device id, or "cpu"): 2 items each at most
     compile_workers: int = 1  # processes for the prepare stage; 0: prepare in the feeding thread
     queue_size: int = 4  # items each queue holds before its producer waits
 
@@ -84,7 +90,7 @@ class ExecutorStats:
     prepared_high_water: int = 0
     verified_high_water: int = 0
     pool_high_water: int = 0
-    lane_items: dict[str, int] = field(default_factory=dict)
+    lane_items: dict[str, int] = field(default_factory=dict)  # device jobs per lane (`device#index`)
     # The lanes' worker processes, by kind (candidate, reference, compiler): how often one started, the seconds
     # those starts took (jail, interpreter, device context), and why one was replaced ("kind: reason").
     worker_starts: dict[str, int] = field(default_factory=dict)
@@ -119,63 +125,62 @@ class LocalExecutor:
     def __init__(self, config: ExecutorConfig) -> None:
         self.config = config
 
-    def run(self, source: Iterable[In], prepare: Callable[[In], Mid], open_stage: Callable[[str], DeviceStage[Mid, Out]],
+    def run(self, source: Iterable[In], prepare: Callable[[In], Mid], stage: DeviceStage[Mid, Out],
             write: Callable[[Out], None]) -> ExecutorStats:  # fmt: skip
-        """Feed every item of source through prepare, a lane and write; returns when all are written."""
+        """Feed every item of source through prepare, the device stage and write; returns when all are written.
+        Closes the stage."""
         config, stats, stop = self.config, ExecutorStats(), threading.Event()
-        prepared: BoundedQueue[Mid] = BoundedQueue(config.queue_size, stop)
-        verified: BoundedQueue[Out] = BoundedQueue(config.queue_size, stop)
+        verified: BoundedQueue[Future[Out]] = BoundedQueue(config.queue_size, stop)
         errors: list[BaseException] = []
+        on_devices, unwritten = _Count(), _Count()  # on a lane; not yet in the verified queue
+        device_slots = threading.BoundedSemaphore(2 * max(1, len(config.lanes)))
 
         def fail(error: BaseException) -> None:
             errors.append(error)
             stop.set()
 
+        def finished(future: Future[Out]) -> None:
+            # on the lane's thread: a full queue holds that lane until the writer catches up
+            on_devices.add(-1)
+            device_slots.release()
+            verified.put(future)
+            unwritten.add(-1)
+
+        def dispatch(item: Mid) -> None:
+            while not device_slots.acquire(timeout=0.2):
+                if stop.is_set():
+                    return
+            if stop.is_set():
+                device_slots.release()
+                return
+            unwritten.add(1)
+            stats.prepared_high_water = max(stats.prepared_high_water, on_devices.add(1))
+            stage.submit(item).add_done_callback(finished)
+
         def feed() -> None:
-            if config.compile_workers <= 0:
-                try:
+            try:
+                if config.compile_workers <= 0:
                     for item in source:
                         if stop.is_set():
                             return
                         stats.submitted += 1
-                        prepared.put(prepare(item))
-                except BaseException as error:  # noqa: BLE001 - re-raised by run()
-                    fail(error)
-                finally:
-                    for _ in config.lanes:
-                        prepared.put(_END)
-                return
-            _feed_pool(source, prepare, prepared, config, stats, stop, fail)
-
-        def serve(index: int, device: str) -> None:
-            name = f"{device}#{index}"
-            stats.lane_items[name] = 0
-            lane = None
-            try:
-                lane = open_stage(device)
-                while (item := prepared.get()) is not _END:
-                    verified.put(lane(item))
-                    stats.lane_items[name] += 1
+                        dispatch(prepare(item))
+                else:
+                    _feed_pool(source, prepare, dispatch, config, stats, stop, fail)
+                unwritten.wait_for_zero(stop)  # the last verdicts are in the queue before its end
             except BaseException as error:  # noqa: BLE001 - re-raised by run()
                 fail(error)
             finally:
-                if lane is not None:
-                    lane.close()
-                verified.put(_END)
+                verified.put(_END)  # type: ignore[arg-type]
 
-        threads = [threading.Thread(target=feed, name="kv-feed", daemon=True)]
-        threads += [threading.Thread(target=serve, args=(i, d), name=f"kv-lane-{i}", daemon=True)
-                    for i, d in enumerate(config.lanes)]  # fmt: skip
-        for thread in threads:
-            thread.start()
-        finished = 0
+        feeder = threading.Thread(target=feed, name="kv-feed", daemon=True)
+        feeder.start()
         try:
-            while finished < len(config.lanes) and not stop.is_set():
-                item = verified.get()
-                if item is _END:
-                    finished += 1
-                    continue
-                write(item)
+            while not stop.is_set():
+                future = verified.get()
+                if future is _END:
+                    break
+                write(future.result())  # a stage that raised raises here, on the writer's thread
                 stats.written += 1
         except BaseException as error:
             fail(error)
@@ -186,18 +191,38 @@ class LocalExecutor:
                 interrupt = getattr(source, "interrupt", None)
                 if interrupt is not None:
                     interrupt()
-            for thread in threads:
-                thread.join()
-        stats.prepared_high_water, stats.verified_high_water = prepared.high_water, verified.high_water
+            feeder.join()
+            stage.close()
+        stats.verified_high_water = verified.high_water
         if errors:
             raise errors[0]
         return stats
 
 
-def _feed_pool(source: Iterable[Any], prepare: Callable[[Any], Any], prepared: BoundedQueue[Any],
+class _Count:
+    """A counter that a thread can wait on until it is back to zero."""
+
+    def __init__(self) -> None:
+        self._value = 0
+        self._changed = threading.Condition()
+
+    def add(self, delta: int) -> int:
+        with self._changed:
+            self._value += delta
+            self._changed.notify_all()
+            return self._value
+
+    def wait_for_zero(self, stop: threading.Event) -> None:
+        with self._changed:
+            while self._value and not stop.is_set():
+                self._changed.wait(timeout=0.2)
+
+
+def _feed_pool(source: Iterable[Any], prepare: Callable[[Any], Any], dispatch: Callable[[Any], None],
                config: ExecutorConfig, stats: ExecutorStats, stop: threading.Event,
                fail: Callable[[BaseException], None]) -> None:  # fmt: skip
-    """The prepare stage on a process pool: read the source, submit, and hand each result over as it finishes.
+    """The prepare stage on a process pool: read the source, submit, and hand each result to `dispatch` as it
+    finishes.
 
     The hand-over runs on a thread of its own, so a prepared item reaches the lanes while the source blocks.
     A source may block until earlier items are verified (the agent job's next turn needs this turn's verdict):
@@ -215,7 +240,7 @@ def _feed_pool(source: Iterable[Any], prepare: Callable[[Any], Any], prepared: B
     def hand_over() -> None:
         try:
             while (future := finished.get()) is not _END:
-                prepared.put(future.result())
+                dispatch(future.result())
                 with lock:
                     counts["outstanding"] -= 1
                 slots.release()
@@ -247,5 +272,3 @@ def _feed_pool(source: Iterable[Any], prepare: Callable[[Any], Any], prepared: B
         finished.put(_END)
         mover.join()
         pool.shutdown(wait=True, cancel_futures=True)
-        for _ in config.lanes:
-            prepared.put(_END)

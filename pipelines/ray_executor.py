@@ -150,7 +150,7 @@ class StageActor:
         return self.node, self.device, os.getpid()
 
     def run(self, item: Any, writer: int = -1) -> Any:
-        result = self.lane(item)
+        result = self.lane.submit(item).result()  # the actor's one lane: nothing else to do meanwhile
         if self.open_sink is None:
             return result
         sink = self._sink(writer)

@@ -96,7 +96,10 @@ def test_the_model_job_runs_on_the_engine(scripted_run) -> None:  # noqa: ANN001
     lanes = pool.lane_jobs()
     assert set(lanes) == {"0#0", "1#1"} and all(count >= 1 for count in lanes.values()), lanes
     turns = len(rows_of(out))
-    assert summary.executor.submitted == turns == sum(summary.executor.lane_items.values())
+    assert summary.executor.submitted == summary.executor.written == turns
+    # the device jobs per lane (a turn its CPU stages already failed needs none)
+    assert summary.executor.lane_items == {name: count for name, count in lanes.items() if count}
+    assert 1 <= sum(lanes.values()) <= turns
     assert summary.executor.pool_high_water >= 1  # the turns went through the compile processes
     assert summary.verified_here == turns and "stage compile" in summary.table()
 

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -63,6 +64,11 @@ class SleepyLane:
     def __call__(self, item: int) -> tuple[int, int]:
         time.sleep(0.3 if item == 5 else 0.02)
         return item, os.getpid()
+
+    def submit(self, item: int) -> Future[tuple[int, int]]:
+        done: Future[tuple[int, int]] = Future()
+        done.set_result(self(item))  # the actor's one lane, in the actor's thread
+        return done
 
     def close(self) -> None:
         pass
