@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -14,9 +15,9 @@ from kernelvault.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _run(*argv: str) -> subprocess.CompletedProcess[str]:
+def _run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "kernelvault.cli", *argv], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120)  # fmt: skip
+                          cwd=ROOT, timeout=120, env=env)  # fmt: skip
 
 
 def _one_line_error(stderr: str) -> str:
@@ -79,3 +80,70 @@ def test_a_time_limit_that_is_not_positive_or_given_to_an_agent_job_is_a_usage_e
     assert main(agent) == 2
     assert "--stop-after is for examples and --answers" in _one_line_error(capsys.readouterr().err)
     assert not out.exists()
+
+
+# --- a kernel dataset where a task suite is expected ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kernel_hub(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A published kernel dataset (attempt rows, one of them a parse failure with no code) on a local hub:
+    the environment that names it for a subprocess."""
+    from corpus_rows import example_code, row_for
+
+    from kernelvault.corpus.shards import ShardWriter
+
+    base = tmp_path_factory.mktemp("kernel-hub")
+    no_code = row_for("silu", example_code("silu"), False, 0)
+    no_code.update(code=None, code_hash=None, compiled=False, failure_kind="parse_error")
+    with ShardWriter(base / "corpus", "triton", "run1") as writer:
+        writer.write_many([row_for("relu", example_code("relu"), True, 0, speedup=1.2), no_code])
+    env = {**os.environ, "KV_HUB_DIR": str(base / "hub"), "HF_DATASETS_CACHE": str(base / "hf-cache")}
+    env.pop("KV_HUB", None)
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("KV_HUB_DIR", "HF_DATASETS_CACHE"):
+            patch.setenv(name, env[name])
+        patch.delenv("KV_HUB", raising=False)
+        assert main(["publish", "--dataset", str(base / "corpus"), "--to", "hub:acme/kernels@v0.1.0"]) == 0
+    return env
+
+
+def test_a_kernel_dataset_named_as_a_task_suite_is_one_line_naming_both(kernel_hub: dict[str, str]) -> None:
+    """`tasks list`, `corpus --tasks` and `eval --suite` on a published kernel version: no traceback, exit 2,
+    one line that says a kernel dataset was found where a task suite was expected, and how to get its tasks."""
+    checkout = Path(kernel_hub["KV_HUB_DIR"]) / "revisions" / "acme" / "kernels" / "acme--kernels--v0.1.0"
+    lines = {}
+    for argv in (
+        ["tasks", "list", "hub:acme/kernels@v0.1.0"],
+        ["corpus", "--tasks", "hub:acme/kernels@v0.1.0", "--platform", "cpu", "--out", "/nonexistent/out"],
+        ["eval", "--suite", "hub:acme/kernels@v0.1.0", "--answers", str(ROOT / "README.md"), "--platform", "cpu",
+         "--out", "/nonexistent/out"],
+        ["tasks", "list", str(checkout)],  # the local hub's folder of that version, named as a folder
+    ):  # fmt: skip
+        done = _run(*argv, env=kernel_hub)
+        assert done.returncode == 2, (argv, done.stderr[-2000:])
+        lines[argv[0] + " " + argv[2]] = line = _one_line_error(done.stderr)
+        assert "is a kernel dataset (KernelVault attempt rows" in line and "not a task suite" in line, argv
+    assert lines["tasks hub:acme/kernels@v0.1.0"].endswith(
+        "its tasks load as hub:acme/kernels@v0.1.0#task_source"
+    )
+    assert (
+        f"{checkout} is a kernel dataset (KernelVault attempt rows in triton/)" in lines[f"tasks {checkout}"]
+    )
+    assert not Path("/nonexistent/out").exists()
+    listed = _run("tasks", "list", "hub:acme/kernels@v0.1.0#task_source", env=kernel_hub)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[-1] == "2 task(s) loaded (0 function, 2 module)"
+    assert {line.split()[-1] for line in listed.stdout.splitlines()[:-1]} == {"relu", "silu"}
+
+
+def test_a_published_kernel_version_is_read_as_a_training_corpus(
+    kernel_hub: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`eval --training-corpus hub:ORG/NAME@vX`: the references the version's rows answered."""
+    from kernelvault.pipelines.evaluation import read_training_corpus
+
+    for name in ("KV_HUB_DIR", "HF_DATASETS_CACHE"):
+        monkeypatch.setenv(name, kernel_hub[name])
+    corpus = read_training_corpus("hub:acme/kernels@v0.1.0")
+    assert sorted(task.name for task in corpus.tasks) == ["relu", "silu"]
