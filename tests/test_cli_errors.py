@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,47 @@ def test_a_time_limit_that_is_not_positive_or_given_to_an_agent_job_is_a_usage_e
     assert main(agent) == 2
     assert "--stop-after is for examples and --answers" in _one_line_error(capsys.readouterr().err)
     assert not out.exists()
+
+
+# --- usage errors: the line that matters, at once --------------------------------------------------------
+
+
+def test_a_bad_choice_is_one_line_with_a_pointer_to_help_not_the_whole_usage() -> None:
+    done = _run("corpus", "--target", "nope")
+    assert done.returncode == 2 and done.stdout == ""
+    [line] = done.stderr.splitlines()  # not the ~20 lines of usage ahead of it
+    assert line.startswith("kernelvault: error: argument --target: invalid choice: 'nope'")
+    assert "triton" in line and line.endswith("(see `kernelvault corpus --help`)")
+    assert main(["tasks"]) == 2  # in-process too: a return code, not a SystemExit
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["verify", "--task", "missing/task.py", "--candidate", "README.md"], "argument --task: task not found: missing/task.py"),
+        (["verify", "--task", "tasks/relu.py", "--candidate", "missing.md"], "argument --candidate: candidate not found: missing.md"),
+        (["corpus", "--answers", "missing.jsonl"], "argument --answers: answers not found: missing.jsonl"),
+        (["corpus", "--tasks", "missing"], "argument --tasks: no task file, folder or dataset at missing"),
+        (["corpus", "--examples", "missing"], "argument --examples: examples folder not found: missing"),
+        (["eval", "--suite", "missing", "--answers", "README.md"], "argument --suite: no task file, folder or dataset at missing"),
+        (["eval", "--answers", "missing.jsonl"], "argument --answers: answers not found: missing.jsonl"),
+        (["tasks", "check", "missing"], "argument path: no task file, folder or dataset at missing"),
+        (["sft", "--config", "sft/configs/tiny.yaml", "--dataset", "missing"], "dataset 'missing' is not a folder here"),
+        (["corpus", "--target", "qa", "--answers", "README.md"], "--answers: for --target triton or hip"),
+    ],
+)  # fmt: skip
+def test_a_missing_input_is_reported_before_torch_is_imported(argv: list[str], message: str) -> None:
+    """A real process: the error comes in well under the seconds that importing torch takes, and torch (with
+    the rest of the verifier) was never imported."""
+    probe = "import sys; from kernelvault.cli import main; code = main(sys.argv[1:]); print('torch' in sys.modules); sys.exit(code)"
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *argv], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    elapsed = time.monotonic() - started
+    assert done.returncode == 2, done.stderr
+    assert message in _one_line_error(done.stderr)
+    assert done.stdout.strip() == "False" and elapsed < 3.0, (done.stdout, elapsed)
 
 
 # --- a kernel dataset where a task suite is expected ------------------------------------------------------

@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kernelvault.cli.common import UsageError
+from kernelvault.cli.common import ArgumentUsageError, CommandParser, UsageError
+from kernelvault.dataset_ref import parse_dataset_ref
 from kernelvault.sft.config import FIELDS, add_config_arguments, load_config
 
 
@@ -33,6 +34,8 @@ def cmd_sft(args: argparse.Namespace) -> int:
     overrides = {name: value for name, value in vars(args).items() if name in FIELDS}
     try:
         config = load_config(args.config, overrides)
+        if config.dataset:  # a name that cannot be a dataset is said before the training stack loads
+            parse_dataset_ref(config.dataset, config.revision)
     except ValueError as error:
         raise UsageError(str(error)) from None
     try:
@@ -56,11 +59,14 @@ def cmd_sft(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kernelvault.cli.sft")
+    parser = CommandParser(prog="python -m kernelvault.cli.sft")
     register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["sft", *(sys.argv[1:] if argv is None else argv)])
     try:
+        args = parser.parse_args(["sft", *(sys.argv[1:] if argv is None else argv)])
         return args.handler(args)
+    except ArgumentUsageError as error:
+        print(f"kernelvault sft: error: {error} (see `{error.command} --help`)", file=sys.stderr)
+        return 2
     except UsageError as error:
         print(f"kernelvault sft: error: {error}", file=sys.stderr)
         return 2
