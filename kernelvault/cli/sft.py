@@ -25,7 +25,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         description="Fine-tune on the sft config of a corpus version, then measure the pass rate on held-out "
                     "tasks with the agents and the verifier. Options override the --config YAML file.",
     )  # fmt: skip
-    parser.add_argument("--config", help="YAML file of settings (sft/configs/*.yaml)")
+    parser.add_argument("--config", metavar="FILE_OR_NAME",
+                        help="YAML file of settings, or a bundled config by name: tiny, qwen3-8b-lora, ... "
+                        "(sft/configs/); its relative paths are relative to it")  # fmt: skip
     add_config_arguments(parser)
     parser.set_defaults(handler=cmd_sft)
 
