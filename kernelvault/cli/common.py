@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
@@ -37,7 +38,7 @@ class CommandParser(argparse.ArgumentParser):
         raise ArgumentUsageError(message, self.prog)
 
 
-def existing_file(what: str):  # noqa: ANN201 - an argparse type
+def existing_file(what: str) -> Callable[[str], Path]:
     """An argparse type: a path to a file that exists (`what` names it in the error)."""
 
     def check(text: str) -> Path:
@@ -52,7 +53,7 @@ def existing_file(what: str):  # noqa: ANN201 - an argparse type
     return check
 
 
-def existing_path(what: str):  # noqa: ANN201 - an argparse type
+def existing_path(what: str) -> Callable[[str], str]:
     """An argparse type: a file or folder that exists (kept as the string given)."""
 
     def check(text: str) -> str:
