@@ -12,6 +12,7 @@ import ast
 import dataclasses
 import importlib.resources
 import re
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -385,8 +386,14 @@ def load_hub_dataset(repo: str, split: str | None = None, column: str | None = N
     except ImportError:  # pragma: no cover - datasets is a core dependency
         raise TaskFormatError("loading tasks from a dataset needs the 'datasets' package") from None
     where = origin or repo
+    # A local folder is read with a throwaway cache, in memory: `datasets` keys a local folder's cache on its
+    # base name, and a local hub checkout is named after its repo and tag, so the same version in another
+    # hub folder (or one published again) would be served from the first one's cache.
+    local = Path(repo).is_dir()
     try:
-        dataset = datasets.load_dataset(repo, split=split, revision=revision)
+        with tempfile.TemporaryDirectory(prefix="kv-tasks-cache-") as cache:
+            dataset = datasets.load_dataset(repo, split=split, revision=revision, cache_dir=cache if local else None,
+                                            keep_in_memory=local)  # fmt: skip
     except (ValueError, FileNotFoundError, datasets.exceptions.DatasetsError) as error:
         # an unknown split, a dataset with several configs and no default, files it cannot read
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
