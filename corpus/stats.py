@@ -261,7 +261,9 @@ def write_plots(
         from matplotlib.figure import Figure
         from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
     except ImportError as error:
-        raise ImportError("plots need matplotlib: pip install 'kernelvault[hub]'") from error
+        raise ImportError(
+            "plots need matplotlib, one of kernelvault's own dependencies: reinstall kernelvault (pip install kernelvault)"
+        ) from error
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

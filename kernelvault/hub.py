@@ -244,7 +244,8 @@ class RemoteHub:
             from huggingface_hub import constants
         except ImportError as error:
             raise ImportError(
-                "publishing to the Hub needs huggingface_hub: pip install 'kernelvault[hub]'"
+                "publishing to the Hub needs huggingface_hub, one of kernelvault's own dependencies: "
+                "reinstall kernelvault (pip install kernelvault)"
             ) from error
         self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
         # None: the Hub's default for the namespace (public unless the organisation says otherwise).

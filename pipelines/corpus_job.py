@@ -79,6 +79,9 @@ class RunSummary:
     executor: ExecutorStats | None = None  # how the engine's stages ran (lanes used, items lost and redone)
     stopped_by: str | None = None  # the intake closed early (`kernelvault.pipelines.intake`): why
     not_started: int = 0  # attempts of this session's source left for a resume because of that
+    # Input the source read but could not use, as (file:line, reason): an --answers line that is not JSON,
+    # lacks a field or matches no task (a source that reads user files lists them in its `skipped`).
+    skipped_input: list[tuple[str, str]] = field(default_factory=list)
 
     def record_stages(self, verdict: Verdict) -> None:
         self.verified_here += 1
@@ -160,7 +163,16 @@ class RunSummary:
             "attempts_per_minute": self.attempts_per_minute(), "stages": self.stage_stats(),
             "stopped_by": self.stopped_by, "not_started": self.not_started,
             "workers": self.executor.worker_json() if self.executor is not None else None,
+            "skipped_input": [_skipped_entry(where, reason) for where, reason in self.skipped_input],
         }  # fmt: skip
+
+
+def _skipped_entry(where: str, reason: str) -> dict[str, object]:
+    """`file:line` and its reason as the run record lists them (a file that could not be read has no line)."""
+    file, _, line = where.rpartition(":")
+    if file and line.isdigit():
+        return {"file": file, "line": int(line), "reason": reason}
+    return {"file": where, "line": None, "reason": reason}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -231,6 +243,7 @@ def run_corpus_job(
     )
     ledger, run_id, summary = run.ledger, run.run_id, run.summary
     attempts = [a for a in source.attempts(loaded.tasks) if _key(a) not in run.done]
+    summary.skipped_input = list(getattr(source, "skipped", ()))  # filled by reading the attempts above
 
     def record_shard(path: Path, rows: list[dict[str, Any]]) -> None:
         ledger.mark_finished(run_id, [attempt_of_row(row) for row in rows], path.name)

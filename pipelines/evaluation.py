@@ -46,7 +46,7 @@ from kernelvault.pipelines.eval_metrics import (
     run_metrics,
     write_settings,
 )
-from kernelvault.toolchain.tasks import LoadedTasks, TaskFormatError, load_tasks
+from kernelvault.toolchain.tasks import KernelDatasetError, LoadedTasks, TaskFormatError, load_tasks
 
 if TYPE_CHECKING:  # imported where used: the agents extra is optional, datasketch/scipy slow to import
     from kernelvault.corpus.dedup import Contamination
@@ -113,8 +113,9 @@ def read_training_corpus(spec: str) -> TrainingCorpus:
 
     A KernelVault corpus or release folder: every Parquet file under it with a `task_source` column
     (attempt shards, the `rl` config) gives references, and files with only `task_id` (the `sft` config)
-    give ids, which are hashes of the references. Anything else is read as a task suite (task folder,
-    KernelBench tree, `hub:ORG/NAME@vX.Y.Z`).
+    give ids, which are hashes of the references. A published kernel version (`hub:ORG/NAME@vX.Y.Z` of
+    attempt rows) gives the references in its `task_source` column. Anything else is read as a task suite
+    (task folder, KernelBench tree, `hub:ORG/NAME@vX.Y.Z` of task programs).
     """
     import pyarrow.parquet as pq
 
@@ -140,7 +141,10 @@ def read_training_corpus(spec: str) -> TrainingCorpus:
     if sources or ids:
         return TrainingCorpus(tuple(sources.values()), frozenset(ids - set(sources)))
     try:
-        loaded = load_tasks(spec)
+        try:
+            loaded = load_tasks(spec)
+        except KernelDatasetError:  # a published kernel version: the references its rows answered
+            loaded = load_tasks(f"{spec}#task_source")
     except TaskFormatError as error:
         raise EvalInputError(f"training corpus {spec}: {error}") from None
     if not loaded.tasks:

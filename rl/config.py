@@ -17,29 +17,35 @@ from typing import Any
 
 import yaml
 
+from kernelvault.config_file import ConfigFileError, bundled_configs, read_config
 from kernelvault.contracts import TARGETS
 
 
-def _help(text: str, default: Any = dataclasses.MISSING, factory: Any = dataclasses.MISSING) -> Any:
+def _help(text: str, default: Any = dataclasses.MISSING, factory: Any = dataclasses.MISSING,
+          path: bool = False) -> Any:  # fmt: skip
+    """A field with its help text; `path`: an input path, which a config file names relative to itself
+    (`kernelvault.config_file`)."""
+    metadata = {"help": text, "path": path}
     if factory is not dataclasses.MISSING:
-        return field(default_factory=factory, metadata={"help": text})
-    return field(default=default, metadata={"help": text})
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 @dataclass
 class RLConfig:
     # What to train, on what
     model: str = _help("the policy to start from: an SFT checkpoint folder (full weights, or a PEFT adapter "
-                       "folder, merged on load) or a Hub id", "")  # fmt: skip
+                       "folder, merged on load) or a Hub id", "", path=True)  # fmt: skip
     output_dir: str = _help("where checkpoints, the reward log and trainer logs go", "out/rl")
     dataset: str | None = _help("the RL prompts: a release folder (its rl/ config), a folder of rl parquet files, "
                                 "or hub:ORG/NAME@vX.Y.Z (a version on the hub KV_HUB picks: the local hub by "
-                                "default, the Hugging Face Hub with KV_HUB=hf; config `dataset_config`)", None)  # fmt: skip
+                                "default, the Hugging Face Hub with KV_HUB=hf; config `dataset_config`)", None,
+                                path=True)  # fmt: skip
     dataset_config: str = _help("the dataset config to read (the release's prompts are `rl`)", "rl")
     dataset_revision: str | None = _help("the version tag (e.g. v1.0.0) of a hub:ORG/NAME without @vX.Y.Z "
                                          "(the older form; default: the latest version)", None)  # fmt: skip
     tasks: str | None = _help(
-        "instead of a dataset: a task file or folder; prompts are built from it on the spot", None
+        "instead of a dataset: a task file or folder; prompts are built from it on the spot", None, path=True
     )
     max_tasks: int | None = _help("use only the first N tasks (after filtering by target)", None)
     target: str = _help(
@@ -126,13 +132,14 @@ class ConfigError(ValueError):
     """A configuration value that cannot be used (one-line message)."""
 
 
-def _options(name: str) -> tuple[Any, ...]:
+def field_types(name: str) -> tuple[Any, ...]:
+    """The types a field's value may have (`int | None`: int and NoneType)."""
     hint = typing.get_type_hints(RLConfig)[name]
     return typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
 
 
 def _accepts(name: str, value: Any) -> bool:
-    for option in _options(name):
+    for option in field_types(name):
         origin = typing.get_origin(option) or option
         if option is type(None) and value is None:
             return True
@@ -152,7 +159,7 @@ def coerce(name: str, value: Any) -> Any:
             value = yaml.safe_load(value)
         except yaml.YAMLError:
             pass
-    floats = float in _options(name) and int not in _options(name)
+    floats = float in field_types(name) and int not in field_types(name)
     if floats and isinstance(value, (str, int)) and not isinstance(value, bool):
         try:
             value = float(value)  # YAML reads 1e-6 as a string and 2 as an int; both are fine as floats
@@ -163,17 +170,15 @@ def coerce(name: str, value: Any) -> Any:
     return value
 
 
-def load_config(path: Path | None, overrides: dict[str, Any] | None = None) -> RLConfig:
+def load_config(path: str | Path | None, overrides: dict[str, Any] | None = None) -> RLConfig:
+    """Defaults, then the config file `path` (a file, or a bundled config's name: `tiny`), then `overrides`
+    (the command line's flags). The file's relative input paths are relative to it (`kernelvault.config_file`)."""
     values: dict[str, Any] = {}
     if path is not None:
         try:
-            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        except FileNotFoundError:
-            raise ConfigError(f"config file not found: {path}") from None
-        except yaml.YAMLError as error:
-            raise ConfigError(f"{path} is not valid YAML: {str(error).splitlines()[0]}") from None
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"{path} must hold a mapping of settings")
+            _, loaded = read_config(path, bundled_configs("kernelvault.rl"), RLConfig)
+        except ConfigFileError as error:
+            raise ConfigError(str(error)) from None
         values.update({key: coerce(key, value) for key, value in loaded.items()})
     values.update({key: coerce(key, value) for key, value in (overrides or {}).items()})
     config = RLConfig(**values)

@@ -116,13 +116,18 @@ def load_policy(config: RLConfig) -> tuple[Any, Any]:
 
     dtype = torch.bfloat16 if config.bf16 else torch.float32
     path = Path(config.model)
-    if (path / "adapter_config.json").exists():
-        from peft import AutoPeftModelForCausalLM
+    try:
+        if (path / "adapter_config.json").exists():
+            from peft import AutoPeftModelForCausalLM
 
-        model = AutoPeftModelForCausalLM.from_pretrained(path, dtype=dtype).merge_and_unload()
-    else:
-        model = AutoModelForCausalLM.from_pretrained(config.model, dtype=dtype)
-    tokenizer = AutoTokenizer.from_pretrained(config.model)
+            model = AutoPeftModelForCausalLM.from_pretrained(path, dtype=dtype).merge_and_unload()
+        else:
+            model = AutoModelForCausalLM.from_pretrained(config.model, dtype=dtype)
+        tokenizer = AutoTokenizer.from_pretrained(config.model)
+    except OSError as error:  # no such folder or Hub repo (transformers says which, on its first line)
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        where = "" if path.exists() or "/" not in config.model else f" (no folder {path.resolve()})"
+        raise ConfigError(f"cannot load the model {config.model!r}{where}: {first_line}") from None
     tokenizer.padding_side = "left"  # GRPOTrainer generates from left-padded prompts
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

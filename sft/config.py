@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from kernelvault.config_file import bundled_configs, field_help, read_config
 from kernelvault.contracts import TARGETS
 
 SFT_TARGETS: tuple[str, ...] = (*TARGETS, "qa")  # qa: the release's verified ROCm QA entries, as chat turns
@@ -27,8 +26,10 @@ EVALUATE_MODES = ("after", "only", "off")
 CHAT_TEMPLATES = ("kernelvault", "model")
 
 
-def _help(text: str, **kwargs: Any) -> Any:
-    return field(metadata={"help": text}, **kwargs)
+def _help(text: str, path: bool | str = False, **kwargs: Any) -> Any:
+    """A field with its help text; `path`: an input path (or one with this suffix), which a config file names
+    relative to itself (`kernelvault.config_file`)."""
+    return field(metadata={"help": text, "path": path}, **kwargs)
 
 
 @dataclass
@@ -36,7 +37,7 @@ class SFTRunConfig:
     # Data: a version of the corpus, filtered, mixed and split by task.
     dataset: str = _help(
         "corpus folder (`kernelvault corpus --out`), release folder, or dataset repo ORG/NAME (the local hub "
-        "in KV_HUB_DIR; the Hugging Face Hub when KV_HUB=hf)", default="")  # fmt: skip
+        "in KV_HUB_DIR; the Hugging Face Hub when KV_HUB=hf)", default="", path=True)  # fmt: skip
     revision: str | None = _help("version tag of a repo (default: its latest vX.Y.Z)", default=None)
     targets: list[str] = _help(
         "languages to train on (triton, hip), and qa for the release's verified ROCm QA entries (chat turns)",
@@ -69,13 +70,13 @@ class SFTRunConfig:
     # Model.
     model: str = _help(
         "path or Hub id of the model, or random:tiny / random:small / random:qwen3-8b for a Qwen3 with "
-        "random weights and a tokenizer trained on the spot", default="Qwen/Qwen3-8B")  # fmt: skip
-    tokenizer: str | None = _help("tokenizer path or id (default: the model's)", default=None)
+        "random weights and a tokenizer trained on the spot", default="Qwen/Qwen3-8B", path=True)  # fmt: skip
+    tokenizer: str | None = _help("tokenizer path or id (default: the model's)", default=None, path=True)
     tokenizer_vocab_size: int = _help("BPE vocabulary of a random model's tokenizer", default=4096)
     chat_template: str = _help(
         "model (the tokenizer's own, default; TRL swaps in its training variant where the template has no "
         "generation markers), kernelvault (Qwen3 format, generation-marked, every turn's reasoning kept, "
-        "few-shot turns unmasked) or a .jinja file", default="model")  # fmt: skip
+        "few-shot turns unmasked) or a .jinja file", default="model", path=".jinja")  # fmt: skip
     dtype: str = _help("weights dtype when loading: bfloat16, float32, float16 or auto", default="bfloat16")
     attn_implementation: str | None = _help("sdpa, flash_attention_2, eager (default: transformers')",
                                             default=None)  # fmt: skip
@@ -127,7 +128,7 @@ class SFTRunConfig:
         default="after",
     )
     eval_model: str | None = _help("model to measure with evaluate=only (default: output_dir/final)",
-                                   default=None)  # fmt: skip
+                                   default=None, path=True)  # fmt: skip
     eval_base_url: str | None = _help(
         "an OpenAI-compatible endpoint already serving the model (vLLM, SGLang); default: serve it in "
         "this process with transformers (small models)", default=None)  # fmt: skip
@@ -169,18 +170,12 @@ FIELDS = {item.name: item for item in dataclasses.fields(SFTRunConfig)}
 
 
 def load_config(yaml_path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> SFTRunConfig:
-    """Defaults, then the YAML file, then `overrides`; unknown keys and bad values raise one-line ValueErrors."""
+    """Defaults, then the YAML file (a file, or a bundled config's name: `tiny`; its relative input paths are
+    relative to it, `kernelvault.config_file`), then `overrides`; unknown keys and bad values raise one-line
+    ValueErrors."""
     values: dict[str, Any] = {}
     if yaml_path is not None:
-        try:
-            loaded = yaml.safe_load(Path(yaml_path).read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as error:
-            raise ValueError(
-                f"cannot read the configuration {yaml_path}: {str(error).splitlines()[0]}"
-            ) from None
-        if not isinstance(loaded, dict):
-            raise ValueError(f"{yaml_path} must hold a mapping of settings")
-        values.update(loaded)
+        values.update(read_config(yaml_path, bundled_configs("kernelvault.sft"), SFTRunConfig)[1])
     values.update(overrides or {})
     if unknown := sorted(set(values) - set(FIELDS)):
         raise ValueError(
@@ -227,11 +222,7 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         optional = isinstance(hint, types.UnionType) and type(None) in hint.__args__
         base = next(arg for arg in hint.__args__ if arg is not type(None)) if optional else hint
         origin = typing.get_origin(base) or base
-        default = item.default_factory() if item.default_factory is not dataclasses.MISSING else item.default
-        text = item.metadata["help"]
-        if "default" not in text:
-            text += f" (default: {default})" if default not in ("", None, [], {}) else ""
-        kwargs: dict[str, Any] = {"default": argparse.SUPPRESS, "help": text}
+        kwargs: dict[str, Any] = {"default": argparse.SUPPRESS, "help": field_help(item)}
         if origin is bool:
             kwargs.update(type=_parse_bool, nargs="?", const=True, metavar="BOOL")
         elif origin is list:

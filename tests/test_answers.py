@@ -264,7 +264,15 @@ def test_the_main_job_verifies_an_answers_file_and_writes_the_model_into_the_row
 
     monkeypatch.setenv("KV_ALLOW_UNJAILED", "1")  # runs where the machine has no jail too (the rows say so)
     path = tmp_path / "answers.jsonl"
-    path.write_text(plain_line("relu", "qwen3-8b", FENCED_RELU) + "\n" + plain_line("nope", "m", "x") + "\n")
+    broken = '{"task": "relu", "model": "m", "answer": "cut off'  # a line the writer never finished
+    path.write_text(
+        plain_line("relu", "qwen3-8b", FENCED_RELU)
+        + "\n"
+        + plain_line("nope", "m", "x")
+        + "\n"
+        + broken
+        + "\n"
+    )
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         code = main(["corpus", "--tasks", str(ROOT / "tasks" / "relu.py"), "--answers", str(path),
@@ -272,7 +280,14 @@ def test_the_main_job_verifies_an_answers_file_and_writes_the_model_into_the_row
                      "--no-progress"])  # fmt: skip
     assert code == 0, printed.getvalue()
     assert "1 answer file(s), 2 answers of 2 model(s)" in printed.getvalue()
-    assert "skipped 1 answer line(s)" in printed.getvalue() and "answers.jsonl:2" in printed.getvalue()
+    assert "skipped 2 answer line(s)" in printed.getvalue() and "answers.jsonl:2" in printed.getvalue()
+    # The run record lists what was skipped, so it is not only in a scrolled-away message.
+    [record] = (tmp_path / "out" / "runs").glob("*.json")
+    skipped = sorted(json.loads(record.read_text())["skipped_input"], key=lambda entry: entry["line"])
+    assert skipped == [
+        {"file": "answers.jsonl", "line": 2, "reason": "no task named 'nope'"},
+        {"file": "answers.jsonl", "line": 3, "reason": "not JSON (Unterminated string starting at)"},
+    ]
     [row] = [row for shard in sorted((tmp_path / "out" / "data" / "triton").glob("*.parquet"))
              for row in pq.read_table(shard).to_pylist()]  # fmt: skip
     assert (row["task_name"], row["model"], row["candidate_origin"]) == ("relu", "qwen3-8b", "model:qwen3-8b")

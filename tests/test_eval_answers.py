@@ -7,7 +7,6 @@ two models in the plain layout. Every verification runs the whole CPU toolchain.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from kernelvault.cli.common import CommandParser
 from kernelvault.cli.evaluate import register as add_eval_parser
 from kernelvault.cli.report import register as add_report_parser
 from kernelvault.pipelines.eval_metrics import EvalSettings, SuiteTask, compute_eval_metrics, metric_rows
@@ -28,7 +28,7 @@ ANSWERS = FIXTURES / "LLM_generated" / "Bench_T_general_purpose" / "output_fixtu
 
 
 def cli(*argv: str) -> tuple[int, str]:
-    parser = argparse.ArgumentParser(prog="kernelvault")
+    parser = CommandParser(prog="kernelvault")  # its usage errors are raised, as `kernelvault` reports them
     commands = parser.add_subparsers(dest="command", required=True)
     add_eval_parser(commands)
     add_report_parser(commands)

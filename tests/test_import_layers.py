@@ -24,7 +24,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("kernelvault.pipelines",),
     ("kernelvault.sft",),
     ("kernelvault.rl",),
-    ("kernelvault.cli",),
+    # `python -m kernelvault` is the command line under the package's own name.
+    ("kernelvault.cli", "kernelvault.__main__"),
 )
 
 # Back-arrows that remain, as (from module, to module): none, and a new one fails.

@@ -368,7 +368,9 @@ def test_liger_reaches_trl_and_where_it_cannot_run_is_one_line(tmp_path: Path) -
     shipped = load_config(ROOT / "sft" / "configs" / "qwen3-8b-lora.yaml", {"output_dir": str(tmp_path / "out"),
                                                                            "bf16": False})  # fmt: skip
     assert shipped.liger is True and trainer_arguments(shipped, has_eval=False).use_liger_kernel is True
+    # A dataset that is no folder is refused before the training stack loads; a version that is not on the hub
+    # would only be found when the data is loaded, after the liger check.
     code, _, errors = quiet(sft_main, ["--config", str(ROOT / "sft" / "configs" / "qwen3-8b-lora.yaml"),
-                                       "--dataset", str(tmp_path / "nowhere")])  # fmt: skip
+                                       "--dataset", "hub:acme/nowhere@v0.1.0"])  # fmt: skip
     assert code == 2 and errors.count("\n") == 1
     assert "liger: true needs a GPU" in errors and "--liger false" in errors

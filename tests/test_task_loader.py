@@ -266,6 +266,21 @@ def test_dataset_without_code_column_names_the_columns(tmp_path, hf_cache):
     assert "body" in str(info.value)
 
 
+def test_a_row_without_a_program_is_an_invalid_task_and_a_missing_split_or_column_is_one_line(
+    tmp_path, hf_cache
+):
+    folder = _write_parquet_dataset(
+        tmp_path / "ds", {"name": ["empty", "good"], "code": [None, plain_task("g")]}
+    )
+    loaded = load_tasks(str(folder))
+    assert [task.name for task in loaded.tasks] == ["good"]
+    assert loaded.errors == [("empty", "row 0: no program in column 'code' (None)")]
+    with pytest.raises(TaskFormatError, match=r"^no column 'nope' in .*: columns are \['name', 'code'\]$"):
+        load_hub_dataset(str(folder), column="nope")
+    with pytest.raises(TaskFormatError, match=r'^cannot load tasks from .*: Unknown split "test"'):
+        load_hub_dataset(str(folder), split="test")
+
+
 def test_a_task_dataset_on_the_hub_is_named_like_every_dataset_and_loads_by_version(
     tmp_path, hf_cache, monkeypatch
 ):

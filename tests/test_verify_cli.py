@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from kernelvault.cli.verify import stage_table
+from kernelvault.contracts import verdict_from_dict
+
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = ROOT / "tasks"
 EXAMPLES = ROOT / "examples" / "triton"
@@ -59,6 +62,13 @@ def test_candidate_that_does_not_compile_for_the_gpu_target_is_a_compile_error()
     assert result["reward"] == 0.0
     assert "gfx942" in result["failure_message"]
     assert result["verdict"]["compile_log"]  # the compiler's diagnostics are kept for the agents
+    # The table `verify` prints without --json: the interpreter's check matched, but no stage after the failed
+    # compile reads "passed".
+    table = stage_table(verdict_from_dict(result["verdict"]))
+    outcomes = {line.split()[0]: line[11:22].strip() for line in table}  # "  NAME     OUTCOME     1.23s  log"
+    assert outcomes == {"parse": "passed", "static": "passed", "compile": "failed", "check": "not counted",
+                        "time": "not run", "reward": "scored"}, table  # fmt: skip
+    assert "(the compile stage failed)" in next(line for line in table if line.split()[0] == "check")
 
 
 def test_cross_compile_target_is_configurable() -> None:

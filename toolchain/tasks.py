@@ -12,6 +12,7 @@ import ast
 import dataclasses
 import importlib.resources
 import re
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -338,32 +339,98 @@ def _kernelbench_order(path: Path) -> tuple[int, str]:
     return (int(number) if number.isdigit() else 1 << 30, path.name)
 
 
+# The columns of KernelVault's own attempt rows (a corpus, or a release's triton/hip configs): their `code` is a
+# candidate's kernel and `task_source` the task it answered, so reading `code` as task programs is a mistake.
+_ATTEMPT_COLUMNS = frozenset({"attempt_id", "task_source", "code"})
+
+
+class KernelDatasetError(TaskFormatError):
+    """A dataset of KernelVault attempt rows named where task programs were expected. Its tasks are in the
+    `task_source` column (`hub:ORG/NAME@vX#task_source` loads them)."""
+
+
+def _refuse_kernel_dataset(where: str, columns: Iterable[str], found: str = "KernelVault attempt rows",
+                           hint: str = "") -> None:  # fmt: skip
+    if _ATTEMPT_COLUMNS <= set(columns):
+        raise KernelDatasetError(
+            f"{where} is a kernel dataset ({found}), not a task suite (a reference program per row){hint}"
+        )
+
+
+def _kernel_dataset_folder(folder: Path) -> None:
+    """Refuse a KernelVault corpus (`data/<config>/`), release or hub checkout (`<config>/`) folder: its
+    Parquet files sit one or two levels down, where the task loaders would find no task file and say only
+    that nothing loaded. One shard's schema per subfolder is read."""
+    import pyarrow.parquet as pq
+
+    for sub in sorted({*folder.glob("data/*/"), *folder.glob("*/")}):
+        shard = next(iter(sorted(sub.glob("*.parquet"))), None)
+        if shard is None:
+            continue
+        try:
+            columns = pq.read_schema(shard).names
+        except (OSError, ValueError):  # not Parquet after all: the task loaders say what they find
+            continue
+        _refuse_kernel_dataset(
+            str(folder), columns, f"KernelVault attempt rows in {sub.relative_to(folder)}/"
+        )
+
+
 def load_hub_dataset(repo: str, split: str | None = None, column: str | None = None,
                      revision: str | None = None, origin: str | None = None) -> LoadedTasks:  # fmt: skip
-    """A Hugging Face dataset (Hub repo id or local dataset folder) with one task program per row."""
+    """A Hugging Face dataset (Hub repo id or local dataset folder) with one task program per row. A row
+    whose code cell is empty or not text is an invalid task (named, skipped); a dataset of KernelVault
+    attempt rows, a split or column it lacks, or one `datasets` cannot load is a one-line TaskFormatError."""
     try:
         import datasets
     except ImportError:  # pragma: no cover - datasets is a core dependency
         raise TaskFormatError("loading tasks from a dataset needs the 'datasets' package") from None
-    dataset = datasets.load_dataset(repo, split=split, revision=revision)
+    where = origin or repo
+    # A local folder is read with a throwaway cache, in memory: `datasets` keys a local folder's cache on its
+    # base name, and a local hub checkout is named after its repo and tag, so the same version in another
+    # hub folder (or one published again) would be served from the first one's cache.
+    local = Path(repo).is_dir()
+    try:
+        with tempfile.TemporaryDirectory(prefix="kv-tasks-cache-") as cache:
+            dataset = datasets.load_dataset(repo, split=split, revision=revision, cache_dir=cache if local else None,
+                                            keep_in_memory=local)  # fmt: skip
+    except (ValueError, FileNotFoundError, datasets.exceptions.DatasetsError) as error:
+        # an unknown split, a dataset with several configs and no default, files it cannot read
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise TaskFormatError(f"cannot load tasks from {where}: {first_line}") from None
     if isinstance(dataset, datasets.DatasetDict):
         splits = list(dataset.values())
     else:
         splits = [dataset]
     items = []
+    loaded = LoadedTasks()
     for part in splits:
+        # A column named explicitly is the user's choice (`#task_source` of a kernel dataset).
+        if column is None:
+            hint = f"; its tasks load as {origin}#task_source" if origin and origin.startswith("hub:") else ""
+            _refuse_kernel_dataset(where, part.column_names, hint=hint)
         code_column = column or next((c for c in _CODE_COLUMNS if c in part.column_names), None)
         if code_column is None:
             raise TaskFormatError(
-                f"no code column in {repo}: columns are {part.column_names}; name one with #COLUMN"
+                f"no code column in {where}: columns are {part.column_names}; name one with #COLUMN"
             )
+        if code_column not in part.column_names:
+            raise TaskFormatError(f"no column {code_column!r} in {where}: columns are {part.column_names}")
         for index, row in enumerate(part):
             name = str(row.get("name") or row.get("task_name") or f"row{index}")
             level = row.get("level")
             if level is not None:
                 name = f"level{level}/{name}"
-            items.append((name, origin or f"hub:{repo}", row[code_column]))
-    return _collect(items)
+            code = row[code_column]
+            if not isinstance(code, str) or not code.strip():
+                loaded.errors.append(
+                    (name, f"row {index}: no program in column {code_column!r} ({code!r:.40})")
+                )
+                continue
+            items.append((name, origin or f"hub:{repo}", code))
+    collected = _collect(items)
+    collected.errors[:0] = loaded.errors
+    return collected
 
 
 def load_hub_tasks(spec: str) -> LoadedTasks:
@@ -410,5 +477,8 @@ def load_tasks(spec: str | Path | None = None) -> LoadedTasks:
             return LoadedTasks(errors=[(path.stem, str(error))])
     if path.is_dir():
         has_dataset_files = any(path.glob("*.parquet")) or any(path.glob("**/dataset_info.json"))
-        return load_hub_dataset(str(path)) if has_dataset_files else load_folder(path)
+        if has_dataset_files:
+            return load_hub_dataset(str(path))
+        _kernel_dataset_folder(path)
+        return load_folder(path)
     raise TaskFormatError(f"no task file, folder or dataset at {text}")

@@ -1,7 +1,9 @@
 """The `kernelvault` command line: one module per command, each with `register(commands)` and its handler.
 
-Usage errors (a missing file, a platform this machine cannot serve) print one line and exit 2. A
-candidate that fails verification is a result, not an error: exit 0. Library modules never import this
+Usage errors (a missing file, a bad choice, a platform this machine cannot serve) print one line and exit 2;
+argparse's own end with a pointer to the command's --help instead of the whole usage. Files named on the
+command line are checked while parsing (`common.existing_file` and friends), before any command imports
+torch. A candidate that fails verification is a result, not an error: exit 0. Library modules never import this
 package (tests/test_packaging.py checks it): the commands call the library, not the other way round.
 """
 
@@ -25,14 +27,14 @@ from kernelvault.cli import (
     tasks,
     verify,
 )
-from kernelvault.cli.common import UsageError
+from kernelvault.cli.common import ArgumentUsageError, CommandParser, UsageError
 
 __all__ = ["UsageError", "build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kernelvault", description="Execution-verified GPU kernel corpora.")
-    parser.add_argument("--version", action="version", version=f"kernelvault {installed_version()}")
+    parser = CommandParser(prog="kernelvault", description="Execution-verified GPU kernel corpora.")
+    parser.add_argument("-V", "--version", action="version", version=f"kernelvault {installed_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     for command in (verify, corpus, release, publish, stats, tasks, evaluate, report, sft, rl, rocm_api):
         command.register(commands)
@@ -55,9 +57,12 @@ def installed_version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         return args.handler(args)
+    except ArgumentUsageError as error:  # the line that matters, and where the rest is
+        print(f"kernelvault: error: {error} (see `{error.command} --help`)", file=sys.stderr)
+        return 2
     except UsageError as error:
         print(f"kernelvault: error: {error}", file=sys.stderr)
         return 2

@@ -13,7 +13,9 @@ from kernelvault.cli.common import (
     add_platform_options,
     build_verifier,
     eval_tasks,
+    existing_path,
     load_tasks_or_exit,
+    task_suite,
 )
 from kernelvault.cli.qa import add_qa_options
 from kernelvault.contracts import Task
@@ -46,17 +48,32 @@ def _answers_source(args: argparse.Namespace, tasks: list[Task]) -> AnswerCandid
     return source
 
 
+def _check_target_options(args: argparse.Namespace) -> None:
+    """Options of the other kind of job are refused, not ignored (a QA run would otherwise take minutes
+    while the --answers the user named are never read)."""
+    if args.target == "qa":
+        given = [flag for flag, value in (("--tasks", args.tasks), ("--examples", args.examples),
+                                          ("--answers", args.answers), ("--decontaminate", args.decontaminate))
+                 if value]  # fmt: skip
+        if given:
+            raise UsageError(f"{', '.join(given)}: for --target triton or hip; --target qa checks --qa entries, "
+                             "or asks an endpoint --questions or --topics")  # fmt: skip
+    elif args.qa or args.questions:
+        raise UsageError(f"{'--qa' if args.qa else '--questions'} is for --target qa")
+
+
 def cmd_corpus(args: argparse.Namespace) -> int:
+    _check_target_options(args)  # before the imports below, which take seconds (torch)
+    if args.target == "qa":
+        from kernelvault.cli.qa import cmd_corpus_qa
+
+        return cmd_corpus_qa(args)
     from kernelvault.corpus.ledger import ConfigurationChanged
     from kernelvault.pipelines.candidates import CandidateSource, ExampleCandidates
     from kernelvault.pipelines.corpus_job import run_corpus_job
     from kernelvault.pipelines.engine import EngineOptions
     from kernelvault.toolchain.verify import UnjailedModelOutput, require_jail_for_model_output
 
-    if args.target == "qa":
-        from kernelvault.cli.qa import cmd_corpus_qa
-
-        return cmd_corpus_qa(args)
     loaded = load_tasks_or_exit(args.tasks)
     if args.decontaminate:
         from kernelvault.corpus.dedup import find_contaminated_tasks
@@ -169,13 +186,16 @@ def register(commands: argparse._SubParsersAction) -> None:
     corpus = commands.add_parser("corpus", help="run the main job over a task suite and write Parquet shards")
     corpus.add_argument("--target", default="triton", choices=["triton", "hip", "qa"],
                         help="triton or hip kernels for the tasks, or qa: ROCm library question-answer entries")  # fmt: skip
-    corpus.add_argument(
-        "--tasks", help="task file, folder, KernelBench tree or hub:ORG/NAME[@vX.Y.Z] (default: bundled)"
-    )
+    corpus.add_argument("--tasks", type=task_suite,
+                        help="task file, folder, KernelBench tree or hub:ORG/NAME[@vX.Y.Z] (default: bundled)")  # fmt: skip
     corpus.add_argument("--out", help=f"output folder (default: {DEFAULT_OUT}/TARGET)")
-    corpus.add_argument("--examples", help="folder of example candidates (default: the bundled examples/)")
     corpus.add_argument(
-        "--answers", metavar="FILE_OR_FOLDER",
+        "--examples",
+        type=existing_path("examples folder"),
+        help="folder of example candidates (default: the bundled examples/)",
+    )
+    corpus.add_argument(
+        "--answers", metavar="FILE_OR_FOLDER", type=existing_path("answers"),
         help="verify answers models already wrote: a JSONL file or a folder of them (TritonBench's "
         "instruction/predict lines, or task/model/answer[/sample]); needs a jail or --allow-unjailed",
     )  # fmt: skip
@@ -222,7 +242,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="start a new run even if --out holds one (default: resume it; refuse if its config differs)",
     )
     corpus.add_argument(
-        "--decontaminate", help="evaluation task set: skip tasks that match it (same forms as --tasks)"
+        "--decontaminate",
+        type=task_suite,
+        help="evaluation task set: skip tasks that match it (same forms as --tasks)",
     )
     corpus.add_argument("--shard-rows", type=int, default=1000, help="rows per Parquet shard (default 1000)")
     corpus.add_argument(

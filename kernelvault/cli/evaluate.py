@@ -6,7 +6,14 @@ import argparse
 import re
 from pathlib import Path
 
-from kernelvault.cli.common import UsageError, add_agent_options, add_platform_options, build_verifier
+from kernelvault.cli.common import (
+    UsageError,
+    add_agent_options,
+    add_platform_options,
+    build_verifier,
+    existing_path,
+    task_suite,
+)
 from kernelvault.contracts import TARGETS
 from kernelvault.pipelines.eval_metrics import format_results
 from kernelvault.pipelines.evaluation import DEFAULT_OUT, EvalConfig, EvalInputError, Prices, run_evaluation
@@ -17,11 +24,11 @@ def register(commands: argparse._SubParsersAction) -> None:
         "eval", help="evaluate a model on a task suite: compile rate, Pass@k, Corr@k, fast_p, cost"
     )
     parser.add_argument("--target", default="triton", choices=TARGETS)
-    parser.add_argument("--suite", metavar="NAME_OR_PATH",
+    parser.add_argument("--suite", metavar="NAME_OR_PATH", type=task_suite,
                         help="task file, folder (TritonBench-T/G, ROCmBench), KernelBench tree or hub:ORG/NAME[@vX.Y.Z] "
                         "(default: bundled)")  # fmt: skip
     parser.add_argument(
-        "--answers", metavar="FILE_OR_FOLDER",
+        "--answers", metavar="FILE_OR_FOLDER", type=existing_path("answers"),
         help="evaluate answers models already wrote instead of a model at an endpoint: a JSONL file or folder "
         "(TritonBench's instruction/predict lines, or task/model/answer[/sample]); figures per model, k over "
         "samples; needs a jail or --allow-unjailed",
@@ -37,7 +44,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--turns", type=int, default=3, help="attempts per trajectory, T (default 3)")
     parser.add_argument("--out", help=f"run folder (default: {DEFAULT_OUT}/MODEL-TARGET)")
-    parser.add_argument("--training-corpus", metavar="DIR",
+    parser.add_argument("--training-corpus", metavar="DIR", type=task_suite,
                         help="the model's training corpus (corpus or release folder, or a task suite): "
                              "suite tasks that overlap it are reported loudly")  # fmt: skip
     parser.add_argument("--price-prompt", type=float, metavar="USD", help="USD per million prompt tokens")

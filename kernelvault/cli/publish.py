@@ -10,6 +10,7 @@ from kernelvault.cli.common import (
     add_qa_release_options,
     attempt_tables,
     build_release_printed,
+    task_suite,
 )
 
 
@@ -90,7 +91,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     publish.add_argument(
         "--version", help="semantic version X.Y.Z, tagged vX.Y.Z (the older form, with --repo)"
     )
-    publish.add_argument("--decontaminate", help="evaluation task set to drop before publishing")
+    publish.add_argument(
+        "--decontaminate", type=task_suite, help="evaluation task set to drop before publishing"
+    )
     publish.add_argument("--license", default="apache-2.0")
     publish.add_argument(
         "--remote",

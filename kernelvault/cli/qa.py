@@ -12,15 +12,15 @@ import os
 import time
 from pathlib import Path
 
-from kernelvault.cli.common import UsageError
+from kernelvault.cli.common import UsageError, existing_path
 
 DEFAULT_QA_OUT = Path("out") / "qa"
 
 
 def add_qa_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--qa", metavar="FILE_OR_FOLDER",
+    parser.add_argument("--qa", metavar="FILE_OR_FOLDER", type=existing_path("QA entries"),
                         help="with --target qa: QA entries to check (YAML list or JSONL; default: the bundled examples)")  # fmt: skip
-    parser.add_argument("--questions", metavar="FILE",
+    parser.add_argument("--questions", metavar="FILE", type=existing_path("questions"),
                         help="with --target qa and an endpoint: questions ({question, library, topic}) for the QA agent")  # fmt: skip
     parser.add_argument("--topics", type=int, default=20,
                         help="with --target qa and an endpoint, no --questions: topics the agent asks about (default 20)")  # fmt: skip

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kernelvault.cli.common import UsageError, add_qa_release_options, build_release_printed
+from kernelvault.cli.common import UsageError, add_qa_release_options, build_release_printed, task_suite
 
 
 def cmd_release(args: argparse.Namespace) -> int:
@@ -28,7 +28,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     release.add_argument("--dataset", required=True, help="corpus folder written by `kernelvault corpus`")
     release.add_argument("--out", required=True, help="release folder to write (must be empty or absent)")
     release.add_argument(
-        "--decontaminate", help="evaluation task set to drop from the release (same forms as --tasks)"
+        "--decontaminate",
+        type=task_suite,
+        help="evaluation task set to drop from the release (same forms as --tasks)",
     )
     add_qa_release_options(release)
     release.set_defaults(handler=cmd_release)

@@ -17,9 +17,11 @@ import argparse
 import dataclasses
 import os
 import signal
+import typing
 from pathlib import Path
 
 from kernelvault.cli.common import UsageError
+from kernelvault.config_file import field_help
 from kernelvault.contracts import PLATFORMS
 
 
@@ -31,14 +33,16 @@ def register(commands: argparse._SubParsersAction) -> None:
         description="Train with GRPO (TRL) on the toolchain's graded reward. Settings come from --config and "
                     "can be overridden one by one with the flags below.",
     )  # fmt: skip
-    rl.add_argument("--config", help="YAML file of settings (see rl/configs/)")
+    rl.add_argument("--config", metavar="FILE_OR_NAME",
+                    help="YAML file of settings, or a bundled config by name: tiny, qwen3-8b-h200, ... (rl/configs/); "
+                    "its relative paths are relative to it")  # fmt: skip
     for item in dataclasses.fields(RLConfig):
-        default = item.default if item.default is not dataclasses.MISSING else item.default_factory()  # type: ignore[misc]
         flag = f"--{item.name.replace('_', '-')}"
         # A bare boolean flag means true (`--multi-turn`); any field also takes a YAML value (`--bf16 false`).
-        extra = {"nargs": "?", "const": "true"} if isinstance(default, bool) else {}
-        rl.add_argument(flag, dest=f"set_{item.name}", default=argparse.SUPPRESS, metavar="VALUE",
-                        help=f"{item.metadata.get('help')} (default: {default})", **extra)  # fmt: skip
+        metavar = _metavar(item.name)
+        extra = {"nargs": "?", "const": "true"} if metavar == "BOOL" else {}
+        rl.add_argument(flag, dest=f"set_{item.name}", default=argparse.SUPPRESS, metavar=metavar,
+                        help=field_help(item), **extra)  # fmt: skip
     rl.set_defaults(handler=cmd_rl_train)
     sub = rl.add_subparsers(dest="rl_command", metavar="{diagnose,serve,tiny-model}")
 
@@ -101,6 +105,19 @@ def register(commands: argparse._SubParsersAction) -> None:
     tiny.set_defaults(handler=cmd_rl_tiny_model)
 
 
+def _metavar(name: str) -> str:
+    """The field's name, as `sft` and TRL's parsers show it, except for what a name does not say: a boolean,
+    and a list or a mapping, written in YAML's flow form (every value is read as YAML,
+    `kernelvault.rl.config.coerce`: `--lora-target-modules '[q_proj, v_proj]'`)."""
+    from kernelvault.rl.config import field_types
+
+    kinds = {typing.get_origin(kind) or kind for kind in field_types(name)} - {type(None)}
+    for kind, metavar in ((bool, "BOOL"), (list, "YAML_LIST"), (dict, "YAML_MAPPING")):
+        if kind in kinds:
+            return metavar
+    return name.upper()
+
+
 def _overrides(args: argparse.Namespace) -> dict[str, object]:
     return {name[4:]: value for name, value in vars(args).items() if name.startswith("set_")}
 
@@ -110,10 +127,10 @@ def cmd_rl_train(args: argparse.Namespace) -> int:
 
     if args.config is None and not _overrides(args):
         raise UsageError(
-            "kernelvault rl needs --config FILE (see rl/configs/), or a subcommand: diagnose, serve"
+            "kernelvault rl needs --config FILE_OR_NAME (rl/configs/: tiny, ...), or a subcommand: diagnose, serve"
         )
     try:
-        config = load_config(Path(args.config) if args.config else None, _overrides(args))
+        config = load_config(args.config, _overrides(args))
     except ConfigError as error:
         raise UsageError(str(error)) from None
     needed = ["trl", "transformers", "accelerate"] + (["peft"] if config.use_peft else [])

@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kernelvault.cli.common import UsageError
+from kernelvault.cli.common import ArgumentUsageError, CommandParser, UsageError
+from kernelvault.dataset_ref import parse_dataset_ref
 from kernelvault.sft.config import FIELDS, add_config_arguments, load_config
 
 
@@ -24,7 +25,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         description="Fine-tune on the sft config of a corpus version, then measure the pass rate on held-out "
                     "tasks with the agents and the verifier. Options override the --config YAML file.",
     )  # fmt: skip
-    parser.add_argument("--config", help="YAML file of settings (sft/configs/*.yaml)")
+    parser.add_argument("--config", metavar="FILE_OR_NAME",
+                        help="YAML file of settings, or a bundled config by name: tiny, qwen3-8b-lora, ... "
+                        "(sft/configs/); its relative paths are relative to it")  # fmt: skip
     add_config_arguments(parser)
     parser.set_defaults(handler=cmd_sft)
 
@@ -33,6 +36,8 @@ def cmd_sft(args: argparse.Namespace) -> int:
     overrides = {name: value for name, value in vars(args).items() if name in FIELDS}
     try:
         config = load_config(args.config, overrides)
+        if config.dataset:  # a name that cannot be a dataset is said before the training stack loads
+            parse_dataset_ref(config.dataset, config.revision)
     except ValueError as error:
         raise UsageError(str(error)) from None
     try:
@@ -56,11 +61,14 @@ def cmd_sft(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kernelvault.cli.sft")
+    parser = CommandParser(prog="python -m kernelvault.cli.sft")
     register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["sft", *(sys.argv[1:] if argv is None else argv)])
     try:
+        args = parser.parse_args(["sft", *(sys.argv[1:] if argv is None else argv)])
         return args.handler(args)
+    except ArgumentUsageError as error:
+        print(f"kernelvault sft: error: {error} (see `{error.command} --help`)", file=sys.stderr)
+        return 2
     except UsageError as error:
         print(f"kernelvault sft: error: {error}", file=sys.stderr)
         return 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kernelvault.cli.common import UsageError, load_tasks_or_exit
+from kernelvault.cli.common import UsageError, load_tasks_or_exit, task_suite
 from kernelvault.contracts import PLATFORMS
 
 
@@ -105,13 +105,16 @@ def cmd_tasks_functionalize(args: argparse.Namespace) -> int:
 
 def register(commands: argparse._SubParsersAction) -> None:
     tasks = commands.add_parser("tasks", help="inspect task suites")
-    tasks_commands = tasks.add_subparsers(dest="tasks_command", required=True)
+    tasks_commands = tasks.add_subparsers(
+        dest="tasks_command", required=True, metavar="{check,functionalize,list}"
+    )
     check = tasks_commands.add_parser(
         "check", help="run every reference and report broken or degenerate ones"
     )
     check.add_argument(
         "path",
         nargs="?",
+        type=task_suite,
         help="task file, folder, KernelBench tree or hub:ORG/NAME[@vX.Y.Z] (default: bundled)",
     )
     check.add_argument("--performance", action="store_true", help="also run the (large) performance cases")
@@ -129,7 +132,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     rewrite = tasks_commands.add_parser(
         "functionalize", help="rewrite module tasks in the function form (parameters and buffers as inputs)"
     )
-    rewrite.add_argument("path", nargs="?", help="task file, folder or KernelBench tree (default: bundled)")
+    rewrite.add_argument(
+        "path", nargs="?", type=task_suite, help="task file, folder or KernelBench tree (default: bundled)"
+    )
     rewrite.add_argument("--out", required=True, help="folder for the function-form files (empty or absent)")
     rewrite.add_argument(
         "--case-scale", type=float, default=1.0, metavar="F",
@@ -137,5 +142,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     rewrite.set_defaults(handler=cmd_tasks_functionalize)
     listing = tasks_commands.add_parser("list", help="list the tasks of a suite")
-    listing.add_argument("path", nargs="?")
+    listing.add_argument(
+        "path", nargs="?", type=task_suite,
+        help="task file, folder, KernelBench tree or hub:ORG/NAME[@vX.Y.Z] (default: bundled)",
+    )  # fmt: skip
     listing.set_defaults(handler=cmd_tasks_list)

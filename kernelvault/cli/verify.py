@@ -6,8 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
-from kernelvault.cli.common import UsageError, add_platform_options, build_verifier
-from kernelvault.contracts import Candidate
+from kernelvault.cli.common import UsageError, add_platform_options, build_verifier, existing_file
+from kernelvault.contracts import Candidate, Verdict
 
 
 def read_file(path: Path, what: str) -> str:
@@ -17,6 +17,28 @@ def read_file(path: Path, what: str) -> str:
         raise UsageError(f"{what} not found: {path}") from None
     except (OSError, UnicodeDecodeError) as error:
         raise UsageError(f"cannot read {what} {path}: {error}") from None
+
+
+def stage_table(verdict: Verdict) -> list[str]:
+    """One line per stage, saying what it meant for the verdict. The verdict's record keeps what each stage
+    did; here a stage that passed after an earlier one failed reads `not counted` (on the cpu platform the
+    interpreter's check runs before the cross-compile, so a kernel that does not compile for the GPU can
+    still match the reference there, and counts for nothing), a stage that never ran reads `not run`, and
+    the reward, which is worked out whatever happened, reads `scored`."""
+    lines, failed = [], None
+    for stage in verdict.stages:
+        log = stage.log.splitlines()[0] if stage.log else ""
+        outcome = stage.outcome
+        if stage.name == "reward":
+            outcome = "scored"
+        elif outcome == "skipped" and not log:
+            outcome = "not run"
+        elif outcome == "passed" and failed is not None:
+            outcome, log = "not counted", f"(the {failed} stage failed) {log}"
+        elif outcome == "failed" and failed is None:
+            failed = stage.name
+        lines.append(f"  {stage.name:<8} {outcome:<11} {stage.seconds:7.2f}s  {log[:100]}".rstrip())
+    return lines
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -55,9 +77,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     print(
         f"platform   {environment.platform if environment else '?'} · {environment.device if environment else ''}"
     )
-    for stage in verdict.stages:
-        first_line = stage.log.splitlines()[0] if stage.log else ""
-        print(f"  {stage.name:<8} {stage.outcome:<8} {stage.seconds:7.2f}s  {first_line[:100]}")
+    for line in stage_table(verdict):
+        print(line)
     print(f"compiled   {verdict.compiled}")
     print(f"correct    {verdict.correct}")
     print(f"speedup    {verdict.speedup if verdict.speedup is None else f'{verdict.speedup:.3f}x'}")
@@ -69,8 +90,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def register(commands: argparse._SubParsersAction) -> None:
     verify = commands.add_parser("verify", help="verify one candidate against one task")
-    verify.add_argument("--task", required=True, help="task file (KernelBench form)")
-    verify.add_argument("--candidate", required=True, help="candidate file (.py) or model answer (.md)")
+    verify.add_argument(
+        "--task", required=True, type=existing_file("task"), help="task file (KernelBench form)"
+    )
+    verify.add_argument(
+        "--candidate",
+        required=True,
+        type=existing_file("candidate"),
+        help="candidate file (.py) or model answer (.md)",
+    )
     verify.add_argument("--target", default="triton", choices=["triton", "hip"])
     verify.add_argument("--json", action="store_true", help="print one JSON object")
     add_platform_options(verify)
