@@ -4,20 +4,28 @@ For tests and benchmarks (bench/gpu_busy.py), and for a dry run of a pipeline wi
 scenarios: a marker string that identifies the task in the conversation, and the answer for each turn.
 It can inject faults (429, 500, a dropped connection) before the next answers, answer after a fixed
 delay or a latency drawn per request (`latency_s`), and it records every request it saw.
+
+    POST /v1/chat/completions   {"model"?, "messages": [{"role", "content"}, ...], ...} → a chat.completion
+
+It is a FastAPI app served by uvicorn (kernelvault/http_json.py); requests wait on asyncio, so a slow
+answer (`delay_s`) holds no thread and any number of requests are answered at once. A body without a
+`messages` list is refused with 400 in the OpenAI API's error shape.
 """
 
 from __future__ import annotations
 
-import json
-import socket
+import asyncio
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from kernelvault.http_json import send_json
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict
+
+from kernelvault.http_json import OpenAIError, ThreadedServer, json_app, openai_error
 
 
 @dataclass
@@ -32,6 +40,22 @@ class Recorded:
     path: str
     status: int  # 0 for a dropped connection
     body: dict[str, Any]
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")  # name, tool_calls, reasoning_content: kept, not read
+
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ChatRequest(BaseModel):
+    """What the server reads of a request; the rest (temperature, max_tokens, ...) is recorded, not used."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = "test"
+    messages: list[ChatMessage]
 
 
 @dataclass
@@ -55,58 +79,48 @@ class FakeOpenAI:
         return Answer("I cannot help with that.")
 
     def start(self, port: int = 0) -> tuple[str, Callable[[], None]]:
-        server_state = self
+        """Serve on 127.0.0.1:`port` (0: any free port); returns the base URL (`.../v1`) and a stop function."""
+        server = ThreadedServer(self.app(), "127.0.0.1", port)
+        return f"{server.start()}/v1", server.stop
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
+    def app(self) -> FastAPI:
+        app = json_app("FakeOpenAI", openai_error, OpenAIError, description=__doc__ or "")
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                with server_state._lock:
-                    fault = server_state.faults.pop(0) if server_state.faults else server_state.always_fail
-                if fault == "drop":
-                    server_state.requests.append(Recorded(self.path, 0, body))
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    self.close_connection = True
-                    return
-                if fault is not None:
-                    server_state.requests.append(Recorded(self.path, int(fault), body))
-                    self._send(
-                        int(fault), {"error": {"message": f"injected {fault}", "type": "server_error"}}
-                    )
-                    return
-                with server_state._lock:
-                    server_state._in_flight += 1
-                    server_state.most_in_flight = max(server_state.most_in_flight, server_state._in_flight)
-                try:
-                    time.sleep(server_state.latency_s() if server_state.latency_s else server_state.delay_s)
-                finally:
-                    with server_state._lock:
-                        server_state._in_flight -= 1
-                answer = server_state.answer_for(body.get("messages", []))
-                server_state.requests.append(Recorded(self.path, 200, body))
-                message: dict[str, Any] = {"role": "assistant", "content": answer.content}
-                if answer.reasoning is not None:
-                    message["reasoning_content"] = answer.reasoning  # as vLLM returns Qwen3's thinking
-                self._send(200, {
-                    "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
-                    "model": body.get("model", "test"),
-                    "choices": [{"index": 0, "message": message, "finish_reason": answer.finish_reason}],
-                    "usage": {"prompt_tokens": 100, "completion_tokens": len(answer.content) // 4,
-                              "total_tokens": 100 + len(answer.content) // 4},
-                })  # fmt: skip
+        @app.post("/v1/chat/completions")
+        async def chat_completions(chat: ChatRequest, request: Request) -> JSONResponse:
+            body: dict[str, Any] = await request.json()  # as sent, for `requests` (chat is its checked view)
+            path = request.url.path
+            with self._lock:
+                fault = self.faults.pop(0) if self.faults else self.always_fail
+            if fault == "drop":
+                self.requests.append(Recorded(path, 0, body))
+                await app.state.server.drop(request)
+                return JSONResponse({})  # never sent: the connection is gone
+            if fault is not None:
+                self.requests.append(Recorded(path, int(fault), body))
+                headers = {"Retry-After": "0"} if fault == 429 else None
+                return JSONResponse(
+                    {"error": {"message": f"injected {fault}", "type": "server_error"}}, int(fault), headers
+                )
+            with self._lock:
+                self._in_flight += 1
+                self.most_in_flight = max(self.most_in_flight, self._in_flight)
+            try:
+                await asyncio.sleep(self.latency_s() if self.latency_s else self.delay_s)
+            finally:
+                with self._lock:
+                    self._in_flight -= 1
+            answer = self.answer_for(body["messages"])
+            self.requests.append(Recorded(path, 200, body))
+            message: dict[str, Any] = {"role": "assistant", "content": answer.content}
+            if answer.reasoning is not None:
+                message["reasoning_content"] = answer.reasoning  # as vLLM returns Qwen3's thinking
+            return JSONResponse({
+                "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
+                "model": chat.model,
+                "choices": [{"index": 0, "message": message, "finish_reason": answer.finish_reason}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": len(answer.content) // 4,
+                          "total_tokens": 100 + len(answer.content) // 4},
+            })  # fmt: skip
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                send_json(self, status, payload, {"Retry-After": "0"} if status == 429 else None)
-
-        server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        server.daemon_threads = True
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-
-        def stop() -> None:
-            server.shutdown()
-            server.server_close()
-
-        return f"http://127.0.0.1:{server.server_address[1]}/v1", stop
+        return app
