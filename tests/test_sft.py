@@ -14,6 +14,7 @@ import contextlib
 import io
 import json
 import shutil
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -330,8 +331,18 @@ def test_the_served_model_answers_chat_completions(tiny_model: Path) -> None:
         client = openai.OpenAI(base_url=base_url, api_key="none", max_retries=0)
         reply = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "relu"}],
                                                max_tokens=8, temperature=0)  # fmt: skip
+        listed = [model.id for model in client.models.list()]
+        with pytest.raises(openai.BadRequestError) as refused:  # checked before any generation
+            client.chat.completions.create(model="tiny", messages=[{"content": "relu"}], max_tokens=8)  # type: ignore[list-item]
+        with urllib.request.urlopen(base_url.removesuffix("/v1") + "/openapi.json", timeout=10) as response:
+            routes = json.loads(response.read())["paths"]
     assert reply.choices[0].finish_reason in ("stop", "length") and reply.usage.completion_tokens <= 8
     assert isinstance(reply.choices[0].message.content, str)
+    assert listed == ["tiny"] and set(routes) == {"/v1/models", "/v1/chat/completions"}
+    assert refused.value.body == {
+        "message": "messages.0.role: Field required",
+        "type": "invalid_request_error",
+    }
     assert split_reasoning("<think>\nplan\n</think>\n\nanswer") == ("plan", "answer")
     assert split_reasoning("plan</think>answer") == ("plan", "answer")
     assert split_reasoning("no thinking") == (None, "no thinking")
