@@ -163,3 +163,24 @@ def test_optimisation_rows_form_kernel_to_kernel_configs_of_their_own(tmp_path: 
     assert sorted((row["task_name"], row["kernel_to_kernel"]) for row in sft) == [
         ("relu__uncoalesced", True), ("silu", False)
     ]  # fmt: skip
+
+
+def test_a_release_folder_loads_by_config_name_with_datasets(corpus_dir: Path, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture) -> None:  # fmt: skip
+    """`kernelvault release` writes the same dataset card as `publish`: `datasets` finds each config by name."""
+    from kernelvault.cli import main
+
+    release = tmp_path / "release"
+    assert main(["release", "--dataset", str(corpus_dir), "--out", str(release)]) == 0
+    assert f'datasets.load_dataset("{release}", "sft")' in capsys.readouterr().out
+    card = (release / "README.md").read_text()
+    assert "config_name: sft" in card and "path/to/release" in card and "revision=" not in card
+    cache = str(tmp_path / "cache")
+    expected = {"triton": 6, "sft": 3, "rl": 3, "rl_verl": 3}
+    for config, rows in expected.items():
+        splits = datasets.load_dataset(str(release), config, cache_dir=cache)
+        assert sum(split.num_rows for split in splits.values()) == rows, config
+    assert (
+        datasets.load_dataset(str(release), split="train", cache_dir=cache).num_rows == 6
+    )  # the default: triton
+    assert any((release / "plots").glob("*.png"))  # the card's plots are in the folder it describes
