@@ -174,7 +174,7 @@ def sft_rows(table: pa.Table) -> list[dict[str, Any]]:
         if row["messages"]:
             messages = [
                 {"role": m["role"], "content": m["content"] or "",
-                 "reasoning_content": (m.get("reasoning") or None) if m["role"] == "assistant" else None}
+                 "reasoning_content": (m["reasoning_content"] or None) if m["role"] == "assistant" else None}
                 for m in row["messages"]
             ]  # fmt: skip
         else:  # a candidate without a conversation (bundled examples, imported generations)
