@@ -103,9 +103,14 @@ def _relative(plot: Path, release_dir: Path) -> str:
 
 
 def _loading_lines(
-    configs: Sequence[str], repo_id: str | None, tag: str | None, folder_name: str
+    configs: Sequence[str], repo_id: str | None, tag: str | None, folder_name: str, sft_test: bool
 ) -> list[str]:
     """How to load each config: a repo's version by its tag, or (a release not yet published) this folder."""
+    held_out = [
+        "",
+        "The `sft` config's `test` split holds every row of the tasks held out of training (whole tasks, chosen by "
+        "a hash of the task id); the `rl` and `rl_verl` configs' `validation` split holds the same tasks' prompts.",
+    ] if sft_test else []  # fmt: skip
     if repo_id is not None and tag is not None:
         where, pinned = f'"{repo_id}"', f', revision="{tag}"'
         intro = (f"Each release is one commit with a tag; `{tag}` is this one. Pin the tag to get exactly these "
@@ -125,6 +130,7 @@ def _loading_lines(
             for config in configs
         ),
         "```",
+        *held_out,
     ]
 
 
@@ -185,7 +191,7 @@ def build_card(
         "",
         "## Loading a version" if tag else "## Loading",
         "",
-        *_loading_lines(configs, repo_id, tag, name),
+        *_loading_lines(configs, repo_id, tag, name, "test" in _splits(release_dir / "sft")),
         "",
         "## Schema",
         "",
