@@ -38,13 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kernelvault.agents.prompting import (
-    SYSTEM_PROMPT,
-    UnsupportedPrompt,
-    answer_from_code,
-    initial_messages,
-    task_prompt,
-)
+from kernelvault.agents.prompting import UnsupportedPrompt, answer_from_code, initial_messages
 from kernelvault.contracts import TARGETS, Task
 from kernelvault.corpus.dedup import Contamination, find_contaminated_tasks, find_duplicates, normalized_hash
 from kernelvault.corpus.qa_release import (
@@ -182,13 +176,13 @@ def sft_rows(table: pa.Table) -> list[dict[str, Any]]:
                 for m in row["messages"]
             ]  # fmt: skip
         else:  # a candidate without a conversation (bundled examples, imported generations)
+            # The agents' own opening, as the `rl` prompts have it, for the platform this row was verified on.
+            try:
+                opening = initial_messages(row["task_source"], row["target"], row["platform"])
+            except UnsupportedPrompt:  # a pairing the agents never prompt for (HIP for a function task)
+                continue
             messages = [
-                {"role": "system", "content": SYSTEM_PROMPT, "reasoning_content": None},
-                {
-                    "role": "user",
-                    "content": task_prompt(row["task_source"], row["target"]),
-                    "reasoning_content": None,
-                },
+                *({**m, "reasoning_content": None} for m in opening),
                 {"role": "assistant", "content": answer_from_code(row["code"]), "reasoning_content": None},
             ]
         rows.append({

@@ -206,3 +206,29 @@ def test_a_release_folder_loads_by_config_name_with_datasets(corpus_dir: Path, t
         datasets.load_dataset(str(release), split="train", cache_dir=cache).num_rows == 6
     )  # the default: triton
     assert any((release / "plots").glob("*.png"))  # the card's plots are in the folder it describes
+
+
+def test_sft_and_rl_rows_open_with_the_agents_prompt_for_the_platform_they_were_verified_on(
+    tmp_path: Path,
+) -> None:
+    """One prompt builder: an `sft` row of a candidate without a conversation opens as the task's `rl` prompt does,
+    and both name where the rows were verified: a corpus built without a GPU does not claim a GPU's verdict."""
+    rows = [row_for("relu", example_code("relu"), True, 0), row_for("silu", example_code("silu"), True, 0)]
+    rows += [row_for("softmax", example_code("softmax"), True, 0, speedup=2.0, platform="rocm")]
+    with ShardWriter(tmp_path / "corpus", "triton", "run1") as writer:
+        writer.write_many(rows)
+    build_release(tmp_path / "corpus", tmp_path / "release")
+    sft = datasets.load_dataset(str(tmp_path / "release"), data_dir="sft", split="train+test")
+    rl = datasets.load_dataset(str(tmp_path / "release"), data_dir="rl", split="train+validation")
+    prompts = {row["task_name"]: row["prompt"] for row in rl}
+    for row in sft:
+        opening = [{"role": m["role"], "content": m["content"]} for m in row["messages"][:-1]]
+        assert opening == prompts[row["task_name"]], row["task_name"]
+        assert row["messages"][-1]["role"] == "assistant" and "ModelNew" in row["messages"][-1]["content"]
+    system = {row["task_name"]: row["messages"][0]["content"] for row in sft}
+    for name in ("relu", "silu"):  # verified on cpu: the interpreter, nothing timed
+        assert "without a GPU" in system[name] and "nothing is timed" in system[name]
+        assert "timed there" not in system[name]
+    assert (
+        "on an AMD Instinct GPU under ROCm" in system["softmax"] and "without a GPU" not in system["softmax"]
+    )

@@ -99,7 +99,7 @@ def tiny_settings(model: Path, output_dir: Path, **overrides: object) -> list[st
     """Command-line options for a short run of the tiny config on the published dataset."""
     settings: dict[str, object] = {
         "dataset": REPO, "revision": "v0.1.0", "model": model, "output-dir": output_dir, "max-steps": 6,
-        "save-steps": 3, "eval-steps": 3, "max-length": 2048, "evaluate": "off",
+        "save-steps": 3, "eval-steps": 3, "max-length": 8192, "evaluate": "off",
     }  # fmt: skip
     settings.update(overrides)
     return [
