@@ -1,4 +1,4 @@
-"""The `rl` config of a dataset version, as `kernelvault rl` and `ExecutionReward.from_dataset` read it.
+"""The `rl` config of a dataset version, as `kernelvault rl` and `kernelvault.rl.verifiers.execution_reward` read it.
 
     a release folder (RELEASE/rl/) ──────────────────────┐
     hub:ORG/NAME@vX.Y.Z (local hub checkout, or the Hub) ─┴─► DatasetDict {train, validation}

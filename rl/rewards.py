@@ -8,8 +8,8 @@ by `kernelvault.toolchain.reward.graded_reward`; the binary reward shown beside 
   verification, each running its candidate in a sandboxed worker process; at most `concurrency` at once;
   identical completions of one task are verified once) and returns the graded totals. A plain call returns
   the list of floats, so GRPOTrainer runs it as a synchronous reward function; `acall` is the same, awaitable,
-  for callers with an event loop of their own. `ExecutionReward.from_dataset("hub:ORG/NAME@vX.Y.Z")` (or a
-  release folder) is the one-line way in: the reward, with the version's `rl` prompts beside it (`.dataset`).
+  for callers with an event loop of their own. `kernelvault.rl.verifiers.execution_reward("hub:ORG/NAME@vX.Y.Z")`
+  (or a release folder) is the one-line way in: the reward, with the version's `rl` prompts beside it (`.dataset`).
 - `TrajectoryReward` (multi-turn): the rollout (`kernelvault.rl.rollout`) already verified every turn; this returns the
   discounted trajectory return it computed and logs the per-turn components.
 
@@ -176,42 +176,6 @@ class ExecutionReward:
         self.reporter = RewardReporter(group_size, log_dir, threshold)
         self.dataset: Any = None  # the version's `rl` splits (a datasets.DatasetDict), when made from one
         self.platform: str | None = None  # where the verdicts come from, when known
-
-    @classmethod
-    def from_dataset(
-        cls,
-        dataset: str,
-        revision: str | None = None,
-        *,
-        reward_url: str | None = None,
-        platform: str | None = None,
-        timeout_s: float = 60.0,
-        devices: str | None = None,
-        lanes_per_gpu: int = 1,
-        group_size: int | None = None,
-        log_dir: Path | None = None,
-        model_name: str = "policy",
-    ) -> ExecutionReward:
-        """The reward for a dataset version's `rl` prompts, in one line, with the prompts in `.dataset`:
-
-            reward = ExecutionReward.from_dataset("hub:ORG/NAME@v1.0.0")   # or a release folder
-            GRPOTrainer(model, reward_funcs=reward, train_dataset=reward.dataset["train"], args=...)
-
-        The version is named as in every command (the local hub by default, `KV_HUB=hf` for the Hugging Face
-        Hub). Verdicts come from a lane pool on this machine (`platform`, `devices`, `lanes_per_gpu`), or from
-        a reward service at `reward_url` (`kernelvault rl serve`), as in `kernelvault rl`. `group_size` (GRPO's
-        num_generations) turns on the per-group signal metrics. A one-line ValueError when the dataset or the
-        platform cannot be had."""
-        from kernelvault.rl.data import load_rl_dataset
-        from kernelvault.rl.verifiers import verdict_source
-
-        splits = load_rl_dataset(dataset, revision)
-        source = verdict_source(reward_url, platform=platform, timeout_s=timeout_s, devices=devices,
-                                lanes_per_gpu=lanes_per_gpu)  # fmt: skip
-        reward = cls(source.verify, concurrency=max(1, source.slots), group_size=group_size, log_dir=log_dir,
-                     model_name=model_name)  # fmt: skip
-        reward.dataset, reward.platform = splits, source.platform
-        return reward
 
     def __call__(self, prompts: list[Any], completions: list[Any], completion_ids: list[list[int]] | None = None,
                  **columns: Any) -> list[float]:  # fmt: skip

@@ -132,7 +132,7 @@ def test_execution_reward_runs_verifications_concurrently() -> None:
 def test_execution_reward_from_a_dataset_version_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`ExecutionReward.from_dataset("hub:ORG/NAME@vX.Y.Z")`: the version's rl prompts and a reward that scores
+    """`execution_reward("hub:ORG/NAME@vX.Y.Z")`: the version's rl prompts and a reward that scores
     completions of them with the toolchain, each row verified as its own target."""
     from corpus_rows import example_code, row_for
 
@@ -149,9 +149,9 @@ def test_execution_reward_from_a_dataset_version_in_one_line(
     build_release(tmp_path / "corpus", tmp_path / "release")
     publish(tmp_path / "release", "acme/kernels", "0.1.0", LocalHub(tmp_path / "hub"))
 
-    reward = ExecutionReward.from_dataset(
-        "hub:acme/kernels@v0.1.0", platform="cpu", devices="cpu", group_size=2
-    )
+    from kernelvault.rl.verifiers import execution_reward
+
+    reward = execution_reward("hub:acme/kernels@v0.1.0", platform="cpu", devices="cpu", group_size=2)
     assert reward.platform == "cpu" and set(reward.dataset) == {"train", "validation"}
     rows = [*reward.dataset["train"], *reward.dataset["validation"]]
     relu = next(row for row in rows if row["task_name"] == "relu")
@@ -162,7 +162,7 @@ def test_execution_reward_from_a_dataset_version_in_one_line(
         0.0,
     ]
     with pytest.raises(ValueError, match="no dataset acme/missing in the local hub"):
-        ExecutionReward.from_dataset("hub:acme/missing@v0.1.0", platform="cpu")
+        execution_reward("hub:acme/missing@v0.1.0", platform="cpu")
 
 
 def test_trajectory_reward_returns_the_rollout_return() -> None:
