@@ -96,7 +96,11 @@ class KernelAgent:
 
     async def _draft(self, state: AgentState) -> dict[str, Any]:
         reply = await self.client.complete(state["messages"], self.sampling)
-        answer: dict[str, Any] = {"role": "assistant", "content": reply.content, "reasoning": reply.reasoning}
+        answer: dict[str, Any] = {
+            "role": "assistant",
+            "content": reply.content,
+            "reasoning_content": reply.reasoning,
+        }
         return {"reply": reply, "messages": [*state["messages"], answer]}
 
     async def _verify(self, state: AgentState) -> dict[str, Any]:

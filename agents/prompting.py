@@ -1,10 +1,16 @@
 """Prompt text shared by the agents, the SFT data and the RL prompts (one source, so they agree).
 
 The files live in `agents/prompt_files/`: a system prompt per language and GPU family
-(`system_{target}_{amd|nvidia}.md`), one few-shot exchange per language (`fewshot_{target}.md`,
-sections `### reference` and `### answer`), and the feedback templates (`feedback.md`, one `## kind`
-section per verdict, and `## kind (function tasks)` where a function task needs other words). The cpu
-platform proves compilation for AMD CDNA, so it gets the AMD prompts.
+(`system_{target}_{amd|nvidia}.md`), the paragraph that says where the kernels are verified, per platform and
+language (`platforms.md`, one `## platform target` section), one few-shot exchange per language
+(`fewshot_{target}.md`, sections `### reference` and `### answer`), and the feedback templates (`feedback.md`,
+one `## kind` section per verdict, and `## kind (function tasks)` where a function task needs other words). The
+cpu platform proves compilation for AMD CDNA, so it gets the AMD prompts, with its own platform paragraph: the
+GPUs the prompt writes for are not where a cpu row was verified, and nothing there was timed.
+
+`initial_messages` is the one opening of a conversation: the agents', the release's `rl`/`rl_verl` prompts and
+the `sft` rows of candidates that came without a conversation all use it, with the platform the rows were
+verified on.
 
 Two task forms (`Task.form`), told apart from the reference's source (`task_prompt` is given only the
 source by the release's sft/rl configs and by rl/, so every prompt for one task agrees):
@@ -142,6 +148,9 @@ def system_prompt(target: str, platform: str, form: str = "module") -> str:
     GPU facts) is the same."""
     path = PROMPT_FILES / f"system_{target}_{gpu_family(platform)}.md"
     text = _read(path.name) if path.exists() else SYSTEM_PROMPT
+    intro, _, rest = text.partition("\n\n")
+    note = platform_notes().get(f"{platform} {target}")
+    text = "\n\n".join(part for part in (intro, note, rest) if part)
     if form != "function":
         return text
     lines = []
@@ -297,6 +306,13 @@ def initial_messages(reference_source: str, target: str, platform: str) -> list[
         messages.append({"role": "assistant", "content": example[1]})
     messages.append({"role": "user", "content": prompt})
     return messages
+
+
+@cache
+def platform_notes() -> dict[str, str]:
+    """`platform target` -> the system prompt's paragraph on where the kernels are verified."""
+    sections = re.split(r"^## +(\w+ \w+)\s*$", _read("platforms.md"), flags=re.MULTILINE)
+    return {name: body.strip() for name, body in zip(sections[1::2], sections[2::2], strict=True)}
 
 
 FUNCTION_VARIANT = " (function tasks)"

@@ -1,9 +1,12 @@
 """The dataset card (README.md at the root of a release): YAML metadata for the Hub, then the prose.
 
-The metadata lists one config per subfolder of the release that holds `train-*.parquet` shards, so that
-`datasets.load_dataset(repo_id, config, revision=tag)` finds the files of that config and nothing else
-(plots and the card itself are never read as data). The body says what the dataset is, how to load a
-version, which schema it uses, its statistics and plots, and the platforms the results come from.
+The metadata lists one config per subfolder of the release that holds `train-*.parquet` shards, with every
+split the folder holds, so that `datasets.load_dataset(folder_or_repo_id, config)` finds the files of that
+config and nothing else (plots and the card itself are never read as data). The body says what the dataset
+is, how to load it, which schema it uses, its statistics and plots, and the platforms the results come from.
+
+`write_release_card` is the one card writer: `kernelvault release` (a folder, not yet a version) and
+`kernelvault publish` (a tagged version of a repo) both call it.
 
 The card reports only what the rows record: statistics come from `kernelvault.corpus.stats`, which counts a row as
 correct only when correctness was established and takes speedups only from measured timings.
@@ -18,8 +21,16 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from kernelvault.corpus.schema import ATTEMPT_SCHEMA, SCHEMA_VERSION
-from kernelvault.corpus.stats import ConfigStats, format_table
+from kernelvault.corpus.qa_release import load_qa_release, qa_card_lines
+from kernelvault.corpus.schema import ATTEMPT_CONFIGS, ATTEMPT_SCHEMA, SCHEMA_VERSION
+from kernelvault.corpus.stats import (
+    ConfigStats,
+    compute_stats,
+    format_table,
+    load_attempts,
+    per_model_stats,
+    write_plots,
+)
 
 KNOWN_CONFIGS: dict[str, str] = {
     "triton": "verified attempts at Triton kernels, one row per attempt (schema below)",
@@ -91,22 +102,56 @@ def _relative(plot: Path, release_dir: Path) -> str:
         ) from None
 
 
+def _loading_lines(
+    configs: Sequence[str], repo_id: str | None, tag: str | None, folder_name: str, sft_test: bool
+) -> list[str]:
+    """How to load each config: a repo's version by its tag, or (a release not yet published) this folder."""
+    held_out = [
+        "",
+        "The `sft` config's `test` split holds every row of the tasks held out of training (whole tasks, chosen by "
+        "a hash of the task id); the `rl` and `rl_verl` configs' `validation` split holds the same tasks' prompts.",
+    ] if sft_test else []  # fmt: skip
+    if repo_id is not None and tag is not None:
+        where, pinned = f'"{repo_id}"', f', revision="{tag}"'
+        intro = (f"Each release is one commit with a tag; `{tag}` is this one. Pin the tag to get exactly these "
+                 f"rows (`{configs[0]}` is the default config):")  # fmt: skip
+    else:
+        where, pinned = f'"path/to/{folder_name}"', ""
+        intro = (f"This folder is a release not yet published as a version (`kernelvault publish` tags one). Load "
+                 f"a config from the folder that holds this card (`{configs[0]}` is the default config):")  # fmt: skip
+    return [
+        intro,
+        "",
+        "```python",
+        "import datasets",
+        "",
+        *(
+            f'{config} = datasets.load_dataset({where}, "{config}"{pinned}, split="train")'
+            for config in configs
+        ),
+        "```",
+        *held_out,
+    ]
+
+
 def build_card(
     release_dir: Path,
-    repo_id: str,
-    version: str,
+    repo_id: str | None,
+    version: str | None,
     stats: Sequence[ConfigStats],
     plots: Sequence[Path],
     license: str = "apache-2.0",
     model_stats: Sequence[ConfigStats] = (),
     qa_lines: Sequence[str] = (),
 ) -> DatasetCard:
-    """The dataset card of one release; save it as README.md at the root of `release_dir`."""
+    """The dataset card of one release; save it as README.md at the root of `release_dir`.
+
+    `repo_id` and `version` name the published version; both None for a release folder not yet published."""
     release_dir = Path(release_dir)
     configs = release_configs(release_dir)
     if not configs:
         raise ValueError(f"{release_dir} holds no config folder with train-*.parquet shards")
-    name = repo_id.split("/")[-1]
+    name = repo_id.split("/")[-1] if repo_id else Path(release_dir).resolve().name
     rows = {config: _rows(release_dir / config) for config in configs}
     # The first config (the kernel attempts where there are any) is the default: `load_dataset(repo)` with no
     # config name loads it instead of failing.
@@ -125,9 +170,9 @@ def build_card(
             for index, config in enumerate(configs)
         ],
     )  # fmt: skip
-    tag = f"v{version}"
+    tag = f"v{version}" if version else None
     lines = [
-        f"# {name} {tag}",
+        f"# {name} {tag}" if tag else f"# {name}",
         "",
         "Execution-verified GPU kernels built by KernelVault. PyTorch reference programs went in; Triton "
         "and HIP kernels written for them were compiled, checked against the reference on several inputs and, "
@@ -144,19 +189,9 @@ def build_card(
             for config in configs
         ),
         "",
-        "## Loading a version",
+        "## Loading a version" if tag else "## Loading",
         "",
-        f"Each release is one commit with a tag; `{tag}` is this one. Pin the tag to get exactly these rows "
-        f"(`{configs[0]}` is the default config):",
-        "",
-        "```python",
-        "import datasets",
-        "",
-        *(
-            f'{config} = datasets.load_dataset("{repo_id}", "{config}", revision="{tag}", split="train")'
-            for config in configs
-        ),
-        "```",
+        *_loading_lines(configs, repo_id, tag, name, "test" in _splits(release_dir / "sft")),
         "",
         "## Schema",
         "",
@@ -226,3 +261,26 @@ def build_card(
         "",
     ]
     return DatasetCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines))
+
+
+def write_release_card(
+    release_dir: Path, repo_id: str | None = None, version: str | None = None, license: str = "apache-2.0"
+) -> Path:
+    """Statistics, plots (`plots/`) and the card of a release folder, the card saved as its README.md.
+
+    The one card writer of `kernelvault release` (no repo or version yet) and `kernelvault publish`."""
+    release_dir = Path(release_dir)
+    tables = {
+        config: load_attempts(release_dir / config)
+        for config in ATTEMPT_CONFIGS
+        if (release_dir / config).is_dir() and any((release_dir / config).glob("*.parquet"))
+    }
+    stats = [compute_stats(table, config) for config, table in tables.items()]
+    plots = write_plots(tables, stats, release_dir / "plots") if tables else []
+    model_stats = [column for table in tables.values() for column in per_model_stats(table)]
+    qa = load_qa_release(release_dir)
+    card = build_card(release_dir, repo_id, version, stats, plots, license=license, model_stats=model_stats,
+                      qa_lines=qa_card_lines(qa) if qa is not None else ())  # fmt: skip
+    path = release_dir / "README.md"
+    card.save(path)
+    return path

@@ -7,12 +7,13 @@
         sft/            chat `messages` from correct, non-duplicate attempts of every config (`kernel_to_kernel`
                         marks the optimisation rows, so a recipe can keep or drop them), each assistant message's
                         reasoning in its `reasoning_content` (TRL SFTTrainer's conversational format,
-                        which chat templates with thinking, Qwen3's and TRL's training variants, render)
+                        which chat templates with thinking, Qwen3's and TRL's training variants, render);
+                        every row of the held-out tasks (`corpus.split`) is the test split, the rest train
         rl/             one prompt per task and target with the reference the reward needs
                         (TRL GRPOTrainer's conversational prompt format): the agents' own opening
                         messages (`initial_messages`), built once here, so a trainer's length filter
-                        measures the prompt the policy is given; a seeded share of the tasks is the
-                        validation split (held-out tasks), the rest train
+                        measures the prompt the policy is given; the held-out tasks' prompts are the
+                        validation split, the rest train
         rl_verl/        the same prompts and splits in verl's layout: prompt, data_source, ability,
                         reward_model {style, ground_truth}, extra_info
         qa/             checked ROCm library QA entries (corpus DIR/data/qa; QA schema, corpus.qa_release): near-
@@ -25,7 +26,6 @@ reference, or a near-duplicate); the report names each one.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections import Counter, defaultdict
@@ -38,13 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kernelvault.agents.prompting import (
-    SYSTEM_PROMPT,
-    UnsupportedPrompt,
-    answer_from_code,
-    initial_messages,
-    task_prompt,
-)
+from kernelvault.agents.prompting import UnsupportedPrompt, answer_from_code, initial_messages
 from kernelvault.contracts import TARGETS, Task
 from kernelvault.corpus.dedup import Contamination, find_contaminated_tasks, find_duplicates, normalized_hash
 from kernelvault.corpus.qa_release import (
@@ -56,6 +50,7 @@ from kernelvault.corpus.qa_release import (
 )
 from kernelvault.corpus.qa_schema import QA_CONFIG
 from kernelvault.corpus.schema import KERNEL_TO_KERNEL
+from kernelvault.corpus.split import HELD_OUT_FRACTION, held_out_tasks
 from kernelvault.corpus.stats import load_attempts
 from kernelvault.toolchain.tasks import TaskFormatError, parse_task
 
@@ -104,7 +99,8 @@ class ReleaseReport:
     near_duplicates: dict[str, int] = field(default_factory=dict)
     contaminated: list[Contamination] = field(default_factory=list)
     dropped_rows: int = 0
-    validation_tasks: list[str] = field(default_factory=list)  # the rl configs' held-out tasks (by name)
+    held_out_tasks: list[str] = field(default_factory=list)  # by name: sft's test split, rl's validation
+    held_out_qa: int = 0  # QA entries in sft's test split
     qa_contaminated: list[QAContamination] = field(default_factory=list)
 
     def lines(self) -> list[str]:
@@ -120,9 +116,11 @@ class ReleaseReport:
         for item in self.qa_contaminated:
             lines.append(f"decontamination: dropped QA entry {item.entry_id[:12]} on {item.topic} (matches the "
                          f"evaluation question {item.eval_question[:60]!r}, similarity {item.similarity:.2f})")  # fmt: skip
-        if self.validation_tasks:
-            lines.append(f"rl, rl_verl: validation split of {len(self.validation_tasks)} held-out task(s): "
-                         f"{', '.join(self.validation_tasks)}")  # fmt: skip
+        if self.held_out_tasks:
+            lines.append(f"held out of training (sft test split, rl and rl_verl validation split): "
+                         f"{len(self.held_out_tasks)} task(s): {', '.join(self.held_out_tasks)}")  # fmt: skip
+        if self.held_out_qa:
+            lines.append(f"held out of training (sft test split): {self.held_out_qa} QA entries")
         return lines
 
 
@@ -174,17 +172,17 @@ def sft_rows(table: pa.Table) -> list[dict[str, Any]]:
         if row["messages"]:
             messages = [
                 {"role": m["role"], "content": m["content"] or "",
-                 "reasoning_content": (m.get("reasoning") or None) if m["role"] == "assistant" else None}
+                 "reasoning_content": (m["reasoning_content"] or None) if m["role"] == "assistant" else None}
                 for m in row["messages"]
             ]  # fmt: skip
         else:  # a candidate without a conversation (bundled examples, imported generations)
+            # The agents' own opening, as the `rl` prompts have it, for the platform this row was verified on.
+            try:
+                opening = initial_messages(row["task_source"], row["target"], row["platform"])
+            except UnsupportedPrompt:  # a pairing the agents never prompt for (HIP for a function task)
+                continue
             messages = [
-                {"role": "system", "content": SYSTEM_PROMPT, "reasoning_content": None},
-                {
-                    "role": "user",
-                    "content": task_prompt(row["task_source"], row["target"]),
-                    "reasoning_content": None,
-                },
+                *({**m, "reasoning_content": None} for m in opening),
                 {"role": "assistant", "content": answer_from_code(row["code"]), "reasoning_content": None},
             ]
         rows.append({
@@ -234,20 +232,6 @@ def rl_rows(tables: dict[str, pa.Table]) -> list[dict[str, Any]]:
     return rows
 
 
-def validation_tasks(task_ids: Sequence[str], fraction: float, seed: int = 0) -> set[str]:
-    """A seeded share of the tasks, held out of RL training (at least one where there are two or more).
-
-    Chosen by a hash of (seed, task id), not by the order of the rows: adding tasks to a later release does
-    not move a task that was held out across to training."""
-    ids = sorted(set(task_ids))
-    if fraction <= 0 or len(ids) < 2:
-        return set()
-    count = min(len(ids) - 1, max(1, round(fraction * len(ids))))
-    return set(
-        sorted(ids, key=lambda task_id: hashlib.sha256(f"{seed}:{task_id}".encode()).hexdigest())[:count]
-    )
-
-
 def verl_rows(rl: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {
@@ -272,11 +256,12 @@ def build_release(
     eval_tasks: Sequence[Task] = (),
     near_threshold: float = 0.85,
     contamination_threshold: float = 0.8,
-    validation_fraction: float = 0.1,
+    held_out_fraction: float = HELD_OUT_FRACTION,
     eval_questions: Sequence[str] = (),
     sft_qa: bool = True,
 ) -> ReleaseReport:
-    """`validation_fraction`: the share of tasks whose `rl`/`rl_verl` prompts form the validation split.
+    """`held_out_fraction`: the share of tasks held out of training (`corpus.split`): their rows are `sft`'s test
+    split, their prompts the `rl`/`rl_verl` validation split; QA entries are held out by the same rule, apart.
     `eval_questions`: QA questions of an evaluation set (the `qa` entries that match them are dropped);
     `sft_qa`: verified QA entries go into `sft` as chat turns."""
     report = ReleaseReport()
@@ -310,6 +295,11 @@ def build_release(
             if not tables[target].num_rows:
                 del tables[target]
     sft: list[dict[str, Any]] = []
+    # Kernel tasks and QA entries are held out apart, so that a small release holds out a task of each kind.
+    held = held_out_tasks(
+        {task_id for table in tables.values() for task_id in table.column("task_id").to_pylist()},
+        held_out_fraction,
+    )
     for target, table in tables.items():
         table, exact, near = mark_duplicates(table, near_threshold)
         tables[target] = table
@@ -325,11 +315,16 @@ def build_release(
         report.exact_duplicates[QA_CONFIG] = 0  # same question and answer: the same entry id, checked once
         write_table(qa, release_dir / QA_CONFIG)
         report.rows[QA_CONFIG] = qa.num_rows
-        sft += qa_sft_rows(qa) if sft_qa else []
+        if sft_qa:
+            qa_rows = qa_sft_rows(qa)
+            held |= held_out_tasks({row["task_id"] for row in qa_rows}, held_out_fraction)
+            sft += qa_rows
     rl = rl_rows(tables)
-    held = validation_tasks([row["task_id"] for row in rl], validation_fraction)
     verl = verl_rows(rl)
-    write_table(pa.Table.from_pylist(sft, schema=SFT_SCHEMA), release_dir / "sft")
+    for split, chosen in (("train", False), ("test", True)):
+        part = [row for row in sft if (row["task_id"] in held) == chosen]
+        if part or split == "train":
+            write_table(pa.Table.from_pylist(part, schema=SFT_SCHEMA), release_dir / "sft", split)
     report.rows["sft"] = len(sft)
     for config, rows, schema in (("rl", rl, RL_SCHEMA), ("rl_verl", verl, VERL_SCHEMA)) if tables else ():
         for split, chosen in (("train", False), ("validation", True)):
@@ -339,10 +334,13 @@ def build_release(
             if part or split == "train":
                 write_table(pa.Table.from_pylist(part, schema=schema), release_dir / config, split)
         report.rows[config] = len(rows)
-    report.validation_tasks = sorted({row["task_name"] for row in rl if row["task_id"] in held})
+    report.held_out_tasks = sorted(
+        {row["task_name"] for row in [*rl, *sft] if row["task_id"] in held and row["target"] != QA_CONFIG}
+    )
+    report.held_out_qa = sum(row["task_id"] in held for row in sft if row["target"] == QA_CONFIG)
     (release_dir / "release_report.json").write_text(json.dumps({
         "rows": report.rows, "exact_duplicates": report.exact_duplicates, "near_duplicates": report.near_duplicates,
         "contaminated": [vars(item) for item in report.contaminated], "dropped_rows": report.dropped_rows,
-        "validation_tasks": report.validation_tasks,
+        "held_out_tasks": report.held_out_tasks, "held_out_qa": report.held_out_qa,
     }, indent=2))  # fmt: skip
     return report

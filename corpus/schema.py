@@ -1,9 +1,11 @@
-"""Schema v1 of a corpus row: one verified attempt at one task.
+"""Schema v2 of a corpus row: one verified attempt at one task.
 
 The schema is written out field by field, never inferred from data (inference breaks late in long
 runs when a column is null in the first rows). Its version travels in the Parquet metadata
 (`kernelvault.schema_version`); `check_schema` refuses files from a newer version with a clear
-message, and readers of older versions get a migration there when v2 exists.
+message, and `conform` migrates older ones. v2 renamed the conversation's `reasoning` to
+`reasoning_content` (the name TRL's conversational format, chat templates and vLLM use); a v1 shard
+is read with the field renamed.
 
 Nested evidence (stages, per-case checks, per-case timings, the conversation) are lists of structs,
 which `datasets` loads as lists of dicts. Free-form maps (toolchain versions, sampling settings) are
@@ -23,7 +25,7 @@ import pyarrow.parquet as pq
 
 from kernelvault.contracts import Candidate, Task, Verdict
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # A release's attempt configs: per target, PyTorch-to-kernel rows, and kernel-to-kernel rows (optimisation tasks:
 # the row has a baseline) under their own name.
 KERNEL_TO_KERNEL: dict[str, str] = {"triton": "triton2triton", "hip": "hip2hip"}
@@ -44,7 +46,8 @@ TIMING = pa.struct([
     ("inputs", pa.string()),  # the timing protocol: "fresh" or "rotate" (null: not recorded)
     ("checked_calls", pa.int64()),  # timed calls whose outputs' checksums matched the reference's
 ])  # fmt: skip
-MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string()), ("reasoning", pa.string())])
+# An assistant message's reasoning (the model's thinking) where TRL, chat templates and vLLM read it.
+MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string()), ("reasoning_content", pa.string())])
 
 ATTEMPT_FIELDS: list[pa.Field] = [
     pa.field("schema_version", pa.int16(), nullable=False),
@@ -128,13 +131,34 @@ def check_schema(schema: pa.Schema) -> int:
     return version
 
 
-def conform(table: pa.Table) -> pa.Table:
-    """Bring a table read from a shard of this or an older v1 layout to ATTEMPT_SCHEMA.
+def _v1_messages(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A v1 conversation column (messages with `reasoning`) with v2's field names (`reasoning_content`)."""
+    rows = [
+        None if row is None else [{**{k: v for k, v in m.items() if k != "reasoning"},
+                                   "reasoning_content": m.get("reasoning")} for m in row]
+        for row in column.to_pylist()
+    ]  # fmt: skip
+    return pa.chunked_array([pa.array(rows, type=pa.list_(MESSAGE))])
 
-    Columns added to v1 after a shard was written are nullable and come back as nulls; a missing
-    required column is an error naming it.
+
+def conform(table: pa.Table) -> pa.Table:
+    """Bring a table read from a shard of this or an older layout to ATTEMPT_SCHEMA.
+
+    A v1 shard's conversation gets v2's field name; columns added after a shard was written are nullable
+    and come back as nulls; a missing required column is an error naming it. The rows' `schema_version` is
+    the layout they now have.
     """
-    check_schema(table.schema)
+    version = check_schema(table.schema)
+    if version < 2 and "messages" in table.column_names:
+        table = table.set_column(
+            table.schema.get_field_index("messages"), "messages", _v1_messages(table.column("messages"))
+        )
+    if version < SCHEMA_VERSION:
+        table = table.set_column(
+            table.schema.get_field_index("schema_version"),
+            "schema_version",
+            pa.array([SCHEMA_VERSION] * table.num_rows, type=pa.int16()),
+        )
     columns = []
     for schema_field in ATTEMPT_SCHEMA:
         if schema_field.name in table.column_names:
@@ -147,8 +171,8 @@ def conform(table: pa.Table) -> pa.Table:
 
 
 def conform_shards_in_place(folder: Path) -> list[Path]:
-    """Rewrite the shards in `folder` written with an older v1 layout (a column or a timing field added since) to
-    ATTEMPT_SCHEMA; the shards rewritten.
+    """Rewrite the shards in `folder` written with an older layout (v1, or a column or a timing field added since)
+    to ATTEMPT_SCHEMA; the shards rewritten.
 
     `datasets.load_dataset("parquet", data_dir=...)` refuses a folder whose shards disagree on their schema, so a
     run resumed by a newer KernelVault would otherwise leave a folder no one can load. Each rewrite is atomic (a
@@ -157,7 +181,7 @@ def conform_shards_in_place(folder: Path) -> list[Path]:
     rewritten = []
     for shard in sorted(Path(folder).glob("train-*.parquet")):
         stored = pq.read_schema(shard)
-        if stored.remove_metadata().equals(ATTEMPT_SCHEMA.remove_metadata()):
+        if stored.equals(ATTEMPT_SCHEMA, check_metadata=False) and check_schema(stored) == SCHEMA_VERSION:
             continue
         table = conform(pq.read_table(shard))
         temporary = shard.with_name(f".{shard.name}.{os.getpid()}.conform.tmp")

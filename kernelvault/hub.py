@@ -33,10 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from packaging.version import InvalidVersion, Version
+
 if TYPE_CHECKING:
     from huggingface_hub import HfApi
 
-VERSION_PATTERN = re.compile(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)")
 REPO_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 DEFAULT_LOCAL_HUB = Path.home() / ".cache" / "kernelvault" / "hub"
 
@@ -55,9 +56,21 @@ class PublishResult:
     url_or_path: str  # the repo's folder (LocalHub) or its page at the tag (RemoteHub)
 
 
+def parse_version(text: str) -> Version | None:
+    """`X.Y.Z` as a `packaging` version; None for anything else: a `v` prefix, a pre-, post- or dev release, a
+    local part, an epoch, leading zeros (packaging reads them, and would write `01.2.3` back as `1.2.3`)."""
+    try:
+        parsed = Version(text)
+    except InvalidVersion:
+        return None
+    if len(parsed.release) != 3 or parsed.epoch or parsed.base_version != text:
+        return None
+    return parsed
+
+
 def check_version(version: str) -> str:
     """The tag of a version `X.Y.Z` (`vX.Y.Z`); anything else is a one-line ValueError."""
-    if not VERSION_PATTERN.fullmatch(version):
+    if parse_version(version) is None:
         hint = f" (without the v: {version[1:]})" if version[:1] == "v" else ""
         raise ValueError(f"version must be X.Y.Z with numbers, got {version!r}{hint}")
     return f"v{version}"
@@ -85,13 +98,11 @@ def release_files(release_dir: Path) -> list[Path]:
     return files
 
 
-def _version_key(tag: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in tag[1:].split("."))
-
-
 def _sorted_versions(tags: list[str]) -> list[str]:
+    """The version tags (`vX.Y.Z`) among a repo's tags, oldest first; other tags are left out."""
+    versions = {tag: parse_version(tag[1:]) for tag in tags if tag.startswith("v")}
     return sorted(
-        (tag for tag in tags if tag.startswith("v") and VERSION_PATTERN.fullmatch(tag[1:])), key=_version_key
+        (tag for tag, version in versions.items() if version is not None), key=lambda tag: versions[tag]
     )
 
 

@@ -78,7 +78,7 @@ def trajectory_rows(
     rows = []
     for record in trajectory.turns:
         messages = [
-            {"role": m["role"], "content": m["content"], "reasoning": m.get("reasoning")}
+            {"role": m["role"], "content": m["content"], "reasoning_content": m.get("reasoning_content")}
             for m in record.messages
         ]
         candidate = Candidate(trajectory.task.task_id, target, record.reply.content,  # type: ignore[arg-type]

@@ -98,7 +98,9 @@ def own_pool_stage(verifier: Verifier, device: str, persistent: bool = True) -> 
 
 def row_of(run_id: str, attempt: Attempt, verdict: Verdict) -> dict[str, Any]:
     """The shard row of one verified attempt (the driver's writer, or an actor's own `ShardSink`)."""
-    messages = [{"role": role, "content": content, "reasoning": None} for role, content in attempt.messages]
+    messages = [
+        {"role": role, "content": content, "reasoning_content": None} for role, content in attempt.messages
+    ]
     return attempt_row(run_id, attempt.task, attempt.candidate, verdict, sample_index=attempt.sample_index,
                        turn=attempt.turn, model=attempt.model, messages=messages or None)  # fmt: skip
 

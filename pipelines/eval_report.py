@@ -9,15 +9,15 @@ becomes a column, with the budget read from the rows (samples from the sample in
 recorded sampling settings) and the suite taken to be the tasks that appear in them, so trajectories
 lost to provider errors cannot be counted as missing there.
 
-The HTML page is self-contained: styles inline, plots as PNG data URIs, no script and no network, so it
-can be mailed, archived or attached to a model card as it is. Plots: correctness by category, the
+The HTML page (`report.html.jinja`, rendered by jinja2 with autoescape on) is self-contained: styles inline,
+plots as PNG data URIs, no script and no network, so it can be mailed, archived or attached to a model card
+as it is. Plots: correctness by category, the
 speedup distribution, the reward distribution and attempts to the first correct kernel.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import io
 import json
 import math
@@ -27,6 +27,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+import jinja2
 
 from kernelvault.contracts import TARGETS
 from kernelvault.pipelines.eval_metrics import (
@@ -352,79 +354,35 @@ DEFINITIONS: tuple[tuple[str, str], ...] = (
 # Documents
 
 
-def _html_table(table_id: str, header: list[str], rows: list[list[str]], numeric: bool = True) -> str:
-    head = "".join(f"<th>{html.escape(cell)}</th>" for cell in header)
-    body = "".join(
-        "<tr>" + "".join(
-            f"<th scope=row>{html.escape(cell)}</th>" if i == 0 else
-            f"<td{' class=num' if numeric else ''}>{html.escape(cell)}</td>"
-            for i, cell in enumerate(row)
-        ) + "</tr>"
-        for row in rows
-    )  # fmt: skip
-    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
-STYLE = """
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d232a; margin: 0;
-       background: #f6f7f9; }
-main { max-width: 1200px; margin: 0 auto; padding: 24px 32px 64px; background: #fff; }
-h1 { font-size: 24px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 32px 0 8px; border-bottom: 1px solid #dde1e6; }
-.meta { color: #5a6470; margin: 0 0 16px; }
-table { border-collapse: collapse; margin: 8px 0 4px; font-variant-numeric: tabular-nums; }
-th, td { border: 1px solid #dde1e6; padding: 4px 10px; vertical-align: top; }
-thead th { background: #eef1f4; text-align: left; } tbody th { text-align: left; font-weight: 500; }
-td.num { text-align: right; white-space: nowrap; } tbody tr:nth-child(even) { background: #fafbfc; }
-.warning { border: 2px solid #c62828; background: #fdecea; color: #7f1d1d; padding: 10px 14px; margin: 12px 0;
-           font-weight: 600; }
-.note { color: #5a6470; }
-.plots { display: grid; grid-template-columns: repeat(auto-fit, minmax(520px, 1fr)); gap: 16px; }
-figure { margin: 0; } figure img { width: 100%; height: auto; border: 1px solid #eef1f4; }
-figcaption { color: #5a6470; font-size: 13px; }
-dt { font-weight: 600; } dd { margin: 0 0 6px 16px; }
-"""
+# The page is a jinja2 template with autoescape on (model names, task names and notes come from the rows).
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).resolve().parent),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=False,
+)
 
 
 def html_document(views: Sequence[RunView], plots: dict[str, bytes], title: str) -> str:
     labels = [view.label for view in views]
-    parts = [
-        "<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body><main>",
-        f"<h1>{html.escape(title)}</h1>",
-        f'<p class="meta">{len(views)} run(s) · generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by '
-        "kernelvault report · metrics recomputed from the attempt rows</p>",
-    ]  # fmt: skip
-    for view in views:
-        parts += [f'<div class="warning">{html.escape(line)}</div>' for line in warnings_of(view)]
-    parts += ["<h2>Runs</h2>", _html_table("runs", *runs_table(views), numeric=False)]
-    parts += ["<h2>Results</h2>", _html_table("results", *results_table([v.metrics for v in views], labels))]
-    notes = [(view.label, note) for view in views for note in view.metrics.notes]
-    if notes:
-        parts.append("<ul class=note>" + "".join(
-            f"<li>{html.escape(label)}: {html.escape(note)}</li>" for label, note in notes) + "</ul>")  # fmt: skip
-    parts.append('<p class="note">"≥ x": a lower bound (some results were not measured); "not measured": the '
-                 'platform did not measure it, which is not the same as 0.</p>')  # fmt: skip
     clean = [view for view in views if view.clean_metrics is not None]
-    if clean:
-        parts += [
-            "<h2>Results without contaminated tasks</h2>",
-            _html_table("clean-results", *results_table([v.clean_metrics for v in clean],  # type: ignore[misc]
-                                                         [v.label for v in clean])),
-        ]  # fmt: skip
-    parts += ['<h2>Plots</h2><div class="plots">']
-    for name, caption in PLOTS:
-        data = base64.b64encode(plots[name]).decode("ascii")
-        parts.append(f'<figure><img id="plot-{name}" alt="{html.escape(caption)}" '
-                     f'src="data:image/png;base64,{data}"><figcaption>{html.escape(caption)}</figcaption></figure>')  # fmt: skip
-    parts.append("</div>")
-    parts += ["<h2>By category</h2>", _html_table("categories", *category_table(views))]
-    parts += ["<h2>By task</h2>", _html_table("tasks", *task_table(views))]
-    parts.append("<h2>Definitions</h2><dl>" + "".join(
-        f"<dt>{html.escape(term)}</dt><dd>{html.escape(text)}</dd>" for term, text in DEFINITIONS) +
-        "</dl><p class=note>Full definitions with formulas: docs/evaluation.md.</p>")  # fmt: skip
-    parts.append("</main></body></html>")
-    return "\n".join(parts)
+    clean_table = results_table([v.clean_metrics for v in clean], [v.label for v in clean])  # type: ignore[misc]
+    return TEMPLATES.get_template("report.html.jinja").render(
+        title=title,
+        runs=len(views),
+        generated=f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M}",
+        warnings=[line for view in views for line in warnings_of(view)],
+        runs_table=runs_table(views),
+        results_table=results_table([v.metrics for v in views], labels),
+        notes=[(view.label, note) for view in views for note in view.metrics.notes],
+        clean_table=clean_table if clean else None,
+        plots=[(name, caption, base64.b64encode(plots[name]).decode("ascii")) for name, caption in PLOTS],
+        category_table=category_table(views),
+        task_table=task_table(views),
+        definitions=DEFINITIONS,
+    )
 
 
 def _markdown_table(header: list[str], rows: list[list[str]]) -> str:

@@ -6,7 +6,10 @@ by `kernelvault.toolchain.reward.graded_reward`; the binary reward shown beside 
 
 - `ExecutionReward` (single turn): verifies every completion of a batch concurrently (a thread per
   verification, each running its candidate in a sandboxed worker process; at most `concurrency` at once;
-  identical completions of one task are verified once) and returns the graded totals.
+  identical completions of one task are verified once) and returns the graded totals. A plain call returns
+  the list of floats, so GRPOTrainer runs it as a synchronous reward function; `acall` is the same, awaitable,
+  for callers with an event loop of their own. `kernelvault.rl.verifiers.execution_reward("hub:ORG/NAME@vX.Y.Z")`
+  (or a release folder) is the one-line way in: the reward, with the version's `rl` prompts beside it (`.dataset`).
 - `TrajectoryReward` (multi-turn): the rollout (`kernelvault.rl.rollout`) already verified every turn; this returns the
   discounted trajectory return it computed and logs the per-turn components.
 
@@ -29,6 +32,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -148,7 +152,10 @@ class RewardReporter:
 
 
 class ExecutionReward:
-    """Single-turn GRPO reward: verify each completion with the toolchain, return the graded total."""
+    """Single-turn GRPO reward: verify each completion with the toolchain, return the graded total.
+
+    `target` is the language a completion is verified as where the dataset has no `target` column (a release's
+    `rl` config has one, per row)."""
 
     def __init__(
         self,
@@ -167,40 +174,49 @@ class ExecutionReward:
         self.model_name = model_name
         self.tasks = TaskBook()
         self.reporter = RewardReporter(group_size, log_dir, threshold)
+        self.dataset: Any = None  # the version's `rl` splits (a datasets.DatasetDict), when made from one
+        self.platform: str | None = None  # where the verdicts come from, when known
 
-    async def __call__(self, prompts: list[Any], completions: list[Any], completion_ids: list[list[int]] | None = None,
-                       **columns: Any) -> list[float]:  # fmt: skip
+    def __call__(self, prompts: list[Any], completions: list[Any], completion_ids: list[list[int]] | None = None,
+                 **columns: Any) -> list[float]:  # fmt: skip
+        """GRPOTrainer's reward function contract (TRL 1.16): the batch's prompts and completions, every dataset
+        column as a keyword list (`task_source` is required), `log_metric`/`log_extra`/`trainer_state`."""
         sources = columns.get("task_source")
         if sources is None:
             raise ValueError(
                 "the RL dataset needs a task_source column (the reference program) to verify against"
             )
         names = columns.get("task_name") or [None] * len(sources)
+        targets = columns.get("target") or [self.target] * len(sources)
         tasks = [self.tasks.get(source, name) for source, name in zip(sources, names, strict=True)]
         texts = [completion_text(completion) for completion in completions]
         started = time.perf_counter()
-        verdicts = await self.verify_all(tasks, texts)
+        verdicts = self.verify_all(tasks, texts, targets)
         seconds = time.perf_counter() - started
         samples = [scored_from_verdict(task, verdict) for task, verdict in zip(tasks, verdicts, strict=True)]
         self.reporter.report(samples, columns, {"verify/batch_seconds": seconds})
         return [sample.graded for sample in samples]
 
-    async def verify_all(self, tasks: Sequence[Task], texts: Sequence[str]) -> list[Verdict]:
-        """Verify (task, text) pairs concurrently; equal pairs share one verification."""
-        semaphore = asyncio.Semaphore(self.concurrency)  # made here: the trainer's event loop owns it
-        pending: dict[tuple[str, str], asyncio.Task[Verdict]] = {}
+    async def acall(self, prompts: list[Any], completions: list[Any],
+                    completion_ids: list[list[int]] | None = None, **columns: Any) -> list[float]:  # fmt: skip
+        """The same call, awaitable: the batch is verified in a worker thread, so the event loop stays free."""
+        return await asyncio.to_thread(self.__call__, prompts, completions, completion_ids, **columns)
 
-        async def one(task: Task, text: str) -> Verdict:
-            candidate = Candidate(task.task_id, self.target, text, f"model:{self.model_name}")  # type: ignore[arg-type]
-            async with semaphore:
-                return await asyncio.to_thread(self.verify, task, candidate)
-
-        for task, text in zip(tasks, texts, strict=True):
-            key = (task.task_id, text)
-            if key not in pending:
-                pending[key] = asyncio.ensure_future(one(task, text))
-        await asyncio.gather(*pending.values())
-        return [pending[(task.task_id, text)].result() for task, text in zip(tasks, texts, strict=True)]
+    def verify_all(self, tasks: Sequence[Task], texts: Sequence[str], targets: Sequence[str] | None = None
+                   ) -> list[Verdict]:  # fmt: skip
+        """Verify (task, text) pairs concurrently, at most `concurrency` at once; equal pairs share one
+        verification."""
+        targets = list(targets) if targets is not None else [self.target] * len(tasks)
+        keys = [
+            (task.task_id, target, text) for task, target, text in zip(tasks, targets, texts, strict=True)
+        ]
+        pending: dict[tuple[str, str, str], Future[Verdict]] = {}
+        with ThreadPoolExecutor(max_workers=max(1, self.concurrency), thread_name_prefix="kv-reward") as pool:
+            for task, (task_id, target, text) in zip(tasks, keys, strict=True):
+                if (task_id, target, text) not in pending:
+                    candidate = Candidate(task_id, target, text, f"model:{self.model_name}")  # type: ignore[arg-type]
+                    pending[(task_id, target, text)] = pool.submit(self.verify, task, candidate)
+            return [pending[key].result() for key in keys]
 
 
 class TrajectoryReward:

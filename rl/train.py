@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelvault.contracts import Task
-from kernelvault.dataset_ref import parse_dataset_ref, pin
 from kernelvault.rl.config import ConfigError, RLConfig
+from kernelvault.rl.data import load_rl_dataset
 from kernelvault.rl.rewards import ExecutionReward, TrajectoryReward
 from kernelvault.rl.rollout import RolloutConfig, prompt_key, trl_rollout_func
 from kernelvault.rl.verifiers import VerdictSource, verdict_source
@@ -55,33 +55,10 @@ def _dataset_rows(config: RLConfig, platform: str = "cpu") -> list[dict[str, Any
         return [{"prompt": initial_messages(task.source, config.target, platform),
                  "task_id": task.task_id, "task_name": task.name, "task_source": task.source,
                  "target": config.target} for task in loaded.tasks]  # fmt: skip
-    import datasets
-
-    spec = str(config.dataset)
-    try:  # a repo on the hub KV_HUB picks (the local hub by default), as in every other command
-        ref = pin(parse_dataset_ref(spec, config.dataset_revision, bare_repo=False))
+    try:  # a release folder or a version on the hub KV_HUB picks (the local hub by default), as everywhere
+        table = load_rl_dataset(str(config.dataset), config.dataset_revision, config.dataset_config)["train"]
     except ValueError as error:
         raise ConfigError(str(error)) from None
-    if ref.folder is None:
-        table = datasets.load_dataset(ref.repo, config.dataset_config, revision=ref.revision, split="train")
-    else:
-        folder = (
-            ref.folder / config.dataset_config
-            if (ref.folder / config.dataset_config).is_dir()
-            else ref.folder
-        )
-        # A release's rl config: train-*.parquet (its validation-*.parquet are held-out tasks); a bare folder: all.
-        files = sorted(str(path) for path in folder.glob("train-*.parquet")) or sorted(
-            str(path) for path in folder.glob("*.parquet")
-        )
-        if not files:
-            raise ConfigError(
-                f"no parquet files in {folder} (expected a release folder with {config.dataset_config}/)"
-            )
-        table = datasets.load_dataset("parquet", data_files=files, split="train")
-    missing = {"prompt", "task_source"} - set(table.column_names)
-    if missing:
-        raise ConfigError(f"{spec} lacks the columns {sorted(missing)} of the rl config")
     keep = [c for c in ("prompt", "task_id", "task_name", "task_source", "target") if c in table.column_names]
     return table.select_columns(keep).to_list()
 

@@ -19,9 +19,10 @@ import atexit
 import os
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kernelvault.rl.rewards import VerifyFunction
+from kernelvault.rl.rewards import ExecutionReward, VerifyFunction
 
 if TYPE_CHECKING:
     from kernelvault.toolchain.lane_pool import LanePool
@@ -73,3 +74,37 @@ def verdict_source_from_env() -> VerdictSource:
         devices=os.environ.get("KV_DEVICES") or None,
         lanes_per_gpu=int(os.environ.get("KV_LANES_PER_GPU", "1")),
     )
+
+
+def execution_reward(
+    dataset: str,
+    revision: str | None = None,
+    *,
+    reward_url: str | None = None,
+    platform: str | None = None,
+    timeout_s: float = 60.0,
+    devices: str | None = None,
+    lanes_per_gpu: int = 1,
+    group_size: int | None = None,
+    log_dir: Path | None = None,
+    model_name: str = "policy",
+) -> ExecutionReward:
+    """The reward for a dataset version's `rl` prompts, in one line, with the prompts in `.dataset`:
+
+        reward = execution_reward("hub:ORG/NAME@v1.0.0")   # or a release folder
+        GRPOTrainer(model, reward_funcs=reward, train_dataset=reward.dataset["train"], args=...)
+
+    The version is named as in every command (the local hub by default, `KV_HUB=hf` for the Hugging Face
+    Hub). Verdicts come from a lane pool on this machine (`platform`, `devices`, `lanes_per_gpu`), or from
+    a reward service at `reward_url` (`kernelvault rl serve`), as in `kernelvault rl`. `group_size` (GRPO's
+    num_generations) turns on the per-group signal metrics. A one-line ValueError when the dataset or the
+    platform cannot be had."""
+    from kernelvault.rl.data import load_rl_dataset
+
+    splits = load_rl_dataset(dataset, revision)
+    source = verdict_source(reward_url, platform=platform, timeout_s=timeout_s, devices=devices,
+                            lanes_per_gpu=lanes_per_gpu)  # fmt: skip
+    reward = ExecutionReward(source.verify, concurrency=max(1, source.slots), group_size=group_size, log_dir=log_dir,
+                 model_name=model_name)  # fmt: skip
+    reward.dataset, reward.platform = splits, source.platform
+    return reward

@@ -55,13 +55,6 @@ class SFTRunConfig:
         "share of HIP samples in the training mix (the larger side is subsampled); unset: as in the corpus",
         default=None,
     )
-    eval_task_fraction: float = _help(
-        "share of tasks held out for evaluation loss and pass rate (whole tasks, never single rows)",
-        default=0.1,
-    )
-    eval_tasks: list[str] = _help(
-        "hold out these task names (overrides eval_task_fraction)", default_factory=list
-    )
     final_answer_only: bool = _help(
         "train on prompt + final answer only, dropping a trajectory's earlier turns", default=False
     )
@@ -118,7 +111,7 @@ class SFTRunConfig:
     save_steps: int = _help("checkpoint every N steps", default=200)
     save_total_limit: int | None = _help("keep at most N checkpoints", default=3)
     resume: bool = _help("continue from the last checkpoint in output_dir when there is one", default=True)
-    seed: int = _help("seed for the split, the mix, shuffling and random weights", default=0)
+    seed: int = _help("seed for the mix, shuffling and random weights", default=0)
     trainer: dict[str, Any] = _help("other SFTConfig / TrainingArguments settings, passed through "
                                     "(a JSON object on the command line)", default_factory=dict)  # fmt: skip
 
@@ -158,15 +151,18 @@ class SFTRunConfig:
             )
         if self.dtype not in ("bfloat16", "float32", "float16", "auto"):
             raise ValueError(f"dtype must be bfloat16, float32, float16 or auto, got {self.dtype!r}")
-        for name in ("hip_fraction", "eval_task_fraction"):
-            value = getattr(self, name)
-            if value is not None and not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must be between 0 and 1, got {value}")
+        if self.hip_fraction is not None and not 0.0 <= self.hip_fraction <= 1.0:
+            raise ValueError(f"hip_fraction must be between 0 and 1, got {self.hip_fraction}")
         if not isinstance(self.trainer, dict):
             raise ValueError(f"trainer must be a mapping of SFTConfig settings, got {self.trainer!r}")
 
 
 FIELDS = {item.name: item for item in dataclasses.fields(SFTRunConfig)}
+# Settings that no longer exist, with what took their place.
+RETIRED = {
+    name: "the held-out tasks are the dataset's own: the sft config's test split, chosen when the release is built"
+    for name in ("eval_task_fraction", "eval_tasks")
+}
 
 
 def load_config(yaml_path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> SFTRunConfig:
@@ -177,6 +173,8 @@ def load_config(yaml_path: str | Path | None = None, overrides: dict[str, Any] |
     if yaml_path is not None:
         values.update(read_config(yaml_path, bundled_configs("kernelvault.sft"), SFTRunConfig)[1])
     values.update(overrides or {})
+    if retired := sorted(set(values) & set(RETIRED)):
+        raise ValueError(f"{', '.join(retired)}: no longer a setting; {RETIRED[retired[0]]}")
     if unknown := sorted(set(values) - set(FIELDS)):
         raise ValueError(
             f"unknown setting(s) {', '.join(unknown)}; settings of SFTConfig go under `trainer:`"

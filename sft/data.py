@@ -1,14 +1,16 @@
-"""SFT data: the `sft` config of one dataset version, filtered, split by task, mixed, in chat form.
+"""SFT data: the `sft` config of one dataset version, filtered, mixed, in chat form.
 
     corpus folder ──► build_release (temporary) ─┐
-    release folder ──────────────────────────────┼─► load_dataset(…, "sft") ─► filter ─► split by task
-    ORG/NAME@vX.Y.Z (local hub or the Hub) ──────┘                                          │
+    release folder ──────────────────────────────┼─► load_dataset(…, "sft") ─► filter ─┬─ train split
+    ORG/NAME@vX.Y.Z (local hub or the Hub) ──────┘                                     └─ test split
                       train: mix HIP/Triton by ratio ◄─────────────────────────────────────┤
                       eval: every row of the held-out tasks ◄──────────────────────────────┘
                       both ─► messages with `reasoning_content` + chat_template_kwargs
 
-A held-out task has all its rows on the eval side: attempts at one task share the reference program,
-so splitting by row would leak the eval tasks into training.
+The split is the release's, not chosen here: the `sft` config's test split holds every row of the tasks the
+release held out (`kernelvault.corpus.split`, a hash of the task id), the same tasks whose prompts are the `rl`
+config's validation split, so a plain TRL user of the version and `kernelvault sft` train and evaluate on the
+same tasks. A release with no test split (built by an older KernelVault) is split here by the same rule.
 
 Loss masking. Each sample carries `chat_template_kwargs = {"loss_from_message": k}`; TRL passes it to
 the chat template, and the kernelvault template marks assistant turns from message k on as generation
@@ -20,7 +22,6 @@ assistant messages, `turn` being the last field of the row's attempt_id (`run/ta
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ import datasets
 
 from kernelvault.contracts import TARGETS, Task
 from kernelvault.corpus.qa_schema import QA_CONFIG
+from kernelvault.corpus.split import held_out_tasks
 from kernelvault.dataset_ref import parse_dataset_ref, pin
 from kernelvault.sft.config import SFTRunConfig
 from kernelvault.toolchain.tasks import TaskFormatError, parse_task
@@ -75,23 +77,20 @@ def _every_split(loaded: datasets.DatasetDict) -> datasets.Dataset:
     )
 
 
-def _load_folder_config(folder: Path, config: str, split: str | None = "train") -> datasets.Dataset:
+def _load_folder_config(folder: Path, config: str) -> datasets.DatasetDict:
     # A throwaway cache: `datasets` keys a local folder's cache on the folder's base name and the config,
     # and a local hub checkout is named after its tag, so every `v0.1.0` of every repo would share one cache
     # entry and a load could silently return another dataset's rows.
     with tempfile.TemporaryDirectory(prefix="kv-sft-cache-") as cache:
         by_card = {"name": config} if (folder / "README.md").is_file() else {"data_dir": config}
-        loaded = datasets.load_dataset(
-            str(folder), split=split, cache_dir=cache, keep_in_memory=True, **by_card
-        )
-        return loaded if split is not None else _every_split(loaded)
+        return datasets.load_dataset(str(folder), cache_dir=cache, keep_in_memory=True, **by_card)
 
 
-def load_configs(source: DatasetSource) -> tuple[datasets.Dataset, datasets.Dataset]:
-    """The `sft` config and every split of the `rl` config (the prompts of the tasks SFT holds out may be in
-    either); a corpus folder is released (dedup included) on the fly."""
+def load_configs(source: DatasetSource) -> tuple[datasets.DatasetDict, datasets.Dataset]:
+    """The `sft` config's splits and every split of the `rl` config (the prompts of the held-out tasks are in
+    its validation split); a corpus folder is released (dedup included) on the fly."""
     if source.kind == "hub":
-        sft = datasets.load_dataset(source.location, "sft", revision=source.revision, split="train")
+        sft = datasets.load_dataset(source.location, "sft", revision=source.revision)
         rl = _every_split(datasets.load_dataset(source.location, "rl", revision=source.revision))
         return sft, rl
     assert source.folder is not None
@@ -109,7 +108,7 @@ def _load_rl(folder: Path) -> datasets.Dataset:
     """Every split of a release folder's `rl` config; none in a release of QA entries only (no tasks)."""
     if not (folder / "rl").is_dir():
         return datasets.Dataset.from_list([])
-    return _load_folder_config(folder, "rl", split=None)
+    return _every_split(_load_folder_config(folder, "rl"))
 
 
 def keep_row(row: dict[str, Any], config: SFTRunConfig) -> bool:
@@ -124,22 +123,17 @@ def keep_row(row: dict[str, Any], config: SFTRunConfig) -> bool:
     return bool(row["messages"]) and row["messages"][-1]["role"] == "assistant"
 
 
-def held_out_tasks(task_names: dict[str, str], config: SFTRunConfig) -> set[str]:
-    """Task ids to hold out: the named ones, else a seeded, order-independent share of the tasks."""
-    if config.eval_tasks:
-        unknown = sorted(set(config.eval_tasks) - set(task_names.values()))
-        if unknown:
-            raise ValueError(f"eval_tasks not in the data: {', '.join(unknown)}")
-        return {task_id for task_id, name in task_names.items() if name in config.eval_tasks}
-    count = len(task_names)
-    held = round(config.eval_task_fraction * count)
-    if config.eval_task_fraction > 0 and count >= 2:
-        held = min(max(held, 1), count - 1)  # at least one task on each side
-    # A hash of (seed, task id), not a shuffle of the row order: the split does not move when rows are added.
-    order = sorted(
-        task_names, key=lambda task_id: hashlib.sha256(f"{config.seed}:{task_id}".encode()).hexdigest()
-    )
-    return set(order[:held])
+def train_and_test(sft: datasets.DatasetDict) -> tuple[datasets.Dataset, datasets.Dataset]:
+    """The `sft` config's train and test splits; a release without a test split (built by an older KernelVault)
+    is split by the release's own rule (`corpus.split.held_out_tasks`) over its kernel tasks and QA entries."""
+    if "test" in sft:
+        return sft["train"], sft["test"]
+    rows = _every_split(sft)
+    targets, ids = rows["target"], rows["task_id"]
+    held = held_out_tasks({i for i, t in zip(ids, targets, strict=True) if t != QA_CONFIG})
+    held |= held_out_tasks({i for i, t in zip(ids, targets, strict=True) if t == QA_CONFIG})
+    train = rows.filter(lambda row: row["task_id"] not in held)
+    return train, rows.filter(lambda row: row["task_id"] in held)
 
 
 def agent_turn_count(row: dict[str, Any]) -> int:
@@ -259,25 +253,27 @@ def _eval_prompts(
 
 def load_sft_data(config: SFTRunConfig) -> SFTData:
     source = resolve_source(config.dataset, config.revision)
-    sft, rl = load_configs(source)
-    kept = sft.filter(keep_row, fn_kwargs={"config": config})
-    if kept.num_rows == 0:
-        raise ValueError(f"no SFT rows left in {source.describe()} after the filters ({sft.num_rows} before)")
-    names = dict(zip(kept["task_id"], kept["task_name"], strict=True))
-    eval_ids = held_out_tasks(names, config)
+    splits, rl = load_configs(source)
+    train, test = train_and_test(splits)
+    train, held = (split.filter(keep_row, fn_kwargs={"config": config}) for split in (train, test))
+    loaded, kept = sum(split.num_rows for split in splits.values()), train.num_rows + held.num_rows
+    if kept == 0:
+        raise ValueError(f"no SFT rows left in {source.describe()} after the filters ({loaded} before)")
+    if train.num_rows == 0:
+        raise ValueError(f"no SFT rows of a training task left in {source.describe()} after the filters (the "
+                         f"{held.num_rows} left are all of held-out tasks)")  # fmt: skip
+    train_tasks = dict(zip(train["task_id"], train["task_name"], strict=True))
+    eval_tasks = dict(zip(held["task_id"], held["task_name"], strict=True))
     to_chat = {
         "fn_kwargs": {"final_answer_only": config.final_answer_only},
-        "remove_columns": [name for name in ("messages", "reasoning") if name in kept.column_names],
+        "remove_columns": [name for name in ("messages", "reasoning") if name in train.column_names],
     }
-    train = kept.filter(lambda row: row["task_id"] not in eval_ids)
     train = mix_targets(train, config.hip_fraction, config.seed).map(training_example, **to_chat)
     if config.max_train_samples is not None:
         train = train.shuffle(seed=config.seed).select(range(min(config.max_train_samples, train.num_rows)))
-    held = kept.filter(lambda row: row["task_id"] in eval_ids)
     return SFTData(
         source=source, train=train, eval=held.map(training_example, **to_chat) if held.num_rows else None,
-        train_tasks={task_id: name for task_id, name in names.items() if task_id not in eval_ids},
-        eval_tasks={task_id: names[task_id] for task_id in eval_ids},
-        eval_prompts=_eval_prompts(rl, eval_ids, config.targets, source.describe()),
-        counts={"loaded": sft.num_rows, "kept": kept.num_rows},
+        train_tasks=train_tasks, eval_tasks=eval_tasks,
+        eval_prompts=_eval_prompts(rl, set(eval_tasks), config.targets, source.describe()),
+        counts={"loaded": loaded, "kept": kept},
     )  # fmt: skip

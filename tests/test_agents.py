@@ -138,7 +138,7 @@ def test_rows_carry_the_conversation_reasoning_and_sampling(scripted_run) -> Non
     second = relu[1]
     roles = [m["role"] for m in second["messages"]]
     assert roles[0] == "system" and roles[-1] == "assistant" and roles.count("assistant") >= 2
-    assert second["messages"][-1]["reasoning"] == "remove the break"
+    assert second["messages"][-1]["reasoning_content"] == "remove the break"
     assert second["model"] == "qwen3-test" and '"temperature": 0.6' in second["sampling"]
     assert second["completion_tokens"] > 0 and second["platform"] == "cpu"
 

@@ -90,3 +90,22 @@ def test_empty_and_blank_answers():
         result = extract_code(answer)
         assert result.code is None
         assert "empty" in result.message
+
+
+def test_a_fence_indented_in_a_list_item_is_read_without_its_indentation():
+    indented = "".join(f"   {line}\n" if line else "\n" for line in KERNEL.splitlines())
+    answer = f"Plan:\n\n1. Fuse the ops.\n2. The module:\n\n   ```python\n{indented}   ```\n\n3. Done.\n"
+    result = extract_code(answer)
+    assert result.code == KERNEL, result.message
+
+
+def test_a_fence_in_a_blockquote_and_after_a_stray_closing_think_tag():
+    quoted = "".join(f"> {line}\n" if line else ">\n" for line in KERNEL.splitlines())
+    assert extract_code(f"> ```python\n{quoted}> ```\n").code == KERNEL
+    # Qwen3 may drop the opening <think>: the closing tag on its own line is text, not an HTML block
+    assert extract_code(f"planning\n</think>\n```python\n{KERNEL}```\n").code == KERNEL
+
+
+def test_an_unterminated_fence_in_a_list_item_is_still_unterminated():
+    result = extract_code("1. The kernel:\n\n   ```python\n   import torch\n")
+    assert result.code is None and "unterminated" in result.message

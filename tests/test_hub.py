@@ -159,10 +159,33 @@ def test_checkout_is_read_only_and_made_once(tmp_path):
         hub.checkout(REPO, "v9.9.9")
 
 
-@pytest.mark.parametrize("version", ["v0.1.0", "1.0", "01.2.3", "1.2.3-rc1", ""])
+@pytest.mark.parametrize(
+    "version",
+    [
+        "v0.1.0",
+        "1.0",
+        "01.2.3",
+        "1.2.3-rc1",
+        "1.2.3rc1",
+        "1.2.3.post1",
+        "1.2.3+local",
+        "1!1.2.3",
+        " 1.2.3",
+        "",
+    ],
+)
 def test_bad_versions_are_refused(tmp_path, version):
     with pytest.raises(ValueError, match="X.Y.Z"):
         publish(write_release(tmp_path / "r", [0], "x"), REPO, version, LocalHub(tmp_path / "hub"))
+
+
+def test_versions_sort_as_numbers_and_other_tags_are_not_versions(tmp_path):
+    hub = LocalHub(tmp_path / "hub")
+    for index, version in enumerate(["0.10.0", "0.9.0", "0.9.1", "1.0.0"]):
+        publish(write_release(tmp_path / f"r{index}", [index], version), REPO, version, hub)
+    for tag in ("v1.1.0rc1", "latest", "v2"):  # tags someone added by hand
+        subprocess.run(["git", "-C", str(hub.repo_path(REPO)), "tag", tag], check=True)
+    assert hub.versions(REPO) == ["v0.9.0", "v0.9.1", "v0.10.0", "v1.0.0"]
 
 
 def test_hub_from_env_is_local_unless_asked(tmp_path, monkeypatch):

@@ -82,6 +82,9 @@ found["bundled_tasks"] = len(tasks.load_tasks(None).tasks)
 found["examples"] = str(kernelvault.pipelines.candidates.BUNDLED_EXAMPLES)
 import kernelvault.pipelines.qa_job as qa_job
 found["qa_entries"] = len(qa_job.load_bundled_qa().entries)
+import kernelvault.agents.prompting as prompting, kernelvault.pipelines.eval_report as eval_report
+found["platform_notes"] = len(prompting.platform_notes())
+found["report_template"] = eval_report.TEMPLATES.get_template("report.html.jinja").filename
 print(json.dumps(found))
 """
     result = _run(installed, tmp_path, "-c", probe)
@@ -93,6 +96,8 @@ print(json.dumps(found))
     assert found["toolchain_file"].startswith(str(installed))
     assert found["bundled_tasks"] > 50 and found["examples"].startswith(str(installed))
     assert found["qa_entries"] >= 40  # the bundled ROCm QA examples (examples/qa/*.yaml) are package data too
+    # the platform paragraphs of the agents' prompts and the report's page template travel with their packages
+    assert found["platform_notes"] == 6 and found["report_template"].startswith(str(installed))
 
 
 def test_the_main_job_runs_from_another_folder_on_the_installed_package(

@@ -52,16 +52,20 @@ def test_published_versions_load_by_tag_for_every_config(
     assert hub.versions("acme/kernels") == ["v0.1.0", "v0.2.0"]
     expected = {"v0.1.0": {"triton": 3, "sft": 2, "rl": 3, "rl_verl": 3},
                 "v0.2.0": {"triton": 4, "sft": 3, "rl": 3, "rl_verl": 3}}  # fmt: skip
+    # A cache of our own: `datasets` keys a local folder's cache on its name, here the tag.
+    cache = str(tmp_path / "cache")
     for tag, configs in expected.items():
         path = str(hub.checkout("acme/kernels", tag))
         for config, rows in configs.items():
-            splits = datasets.load_dataset(path, config)  # every split the card lists
+            splits = datasets.load_dataset(path, config, cache_dir=cache)  # every split the card lists
             assert sum(split.num_rows for split in splits.values()) == rows, (tag, config)
-            # the rl configs hold out a task as their validation split: by tag too
-            assert set(splits) == ({"train", "validation"} if config.startswith("rl") else {"train"}), (
-                tag,
-                config,
-            )
+            # a task is held out: its prompts are the rl configs' validation split, its sft rows (where it has a
+            # correct attempt) sft's test split; by tag too
+            held = set(datasets.load_dataset(path, "rl", split="validation", cache_dir=cache)["task_name"])
+            solved = {"v0.1.0": {"relu", "softmax"}, "v0.2.0": {"relu", "softmax", "silu"}}[tag]
+            expected_splits = {"train"} | ({"validation"} if config.startswith("rl") else set())
+            expected_splits |= {"test"} if config == "sft" and held & solved else set()
+            assert len(held) == 1 and set(splits) == expected_splits, (tag, config)
     card = (hub.checkout("acme/kernels", "v0.2.0") / "README.md").read_text()
     assert "config_name: sft" in card and "v0.2.0" in card
 

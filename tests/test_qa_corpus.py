@@ -139,8 +139,12 @@ def test_a_release_carries_the_qa_config_its_statistics_and_its_sft_turns(bundle
     marked = [row for row in qa.to_pylist() if row["duplicate_of"]]
     assert [row["answer"] for row in marked] == ["Call `hipDeviceSynchronize` first."]
     assert marked[0]["duplicate_of"] == twin["entry_id"]
-    sft = datasets.load_dataset("parquet", data_dir=str(tmp_path / "release" / "sft"), split="train")
+    splits = datasets.load_dataset("parquet", data_dir=str(tmp_path / "release" / "sft"))
+    # QA entries are held out too, apart from the kernel tasks
+    sft = datasets.concatenate_datasets([splits["train"], splits["test"]])
     assert sft.num_rows == len(verified) - 1 and set(sft["target"]) == {"qa"}
+    assert splits["test"].num_rows == report.held_out_qa > 0
+    assert not set(splits["train"]["task_id"]) & set(splits["test"]["task_id"])
     assert sft[0]["messages"][1]["role"] == "user" and sft[0]["messages"][2]["role"] == "assistant"
     card = "\n".join(qa_card_lines(qa))
     for library in ("hip", "rocprim", "rocsparse", "all"):
@@ -150,9 +154,9 @@ def test_a_release_carries_the_qa_config_its_statistics_and_its_sft_turns(bundle
     assert "qa" in [config["config_name"] for config in card.data.configs]
     assert "### ROCm library QA (`qa`)" in card.text
     # the SFT recipe takes them with `targets: [qa]` (or beside triton and hip)
-    data = load_sft_data(load_config(None, {"dataset": str(tmp_path / "release"), "targets": ["qa"],
-                                            "eval_task_fraction": 0.0}))  # fmt: skip
-    assert data.train.num_rows == sft.num_rows and data.train[0]["messages"][-1]["role"] == "assistant"
+    data = load_sft_data(load_config(None, {"dataset": str(tmp_path / "release"), "targets": ["qa"]}))
+    assert data.train.num_rows == splits["train"].num_rows and data.eval.num_rows == splits["test"].num_rows
+    assert data.train[0]["messages"][-1]["role"] == "assistant"
     no_sft = build_release(out, tmp_path / "release-no-sft", sft_qa=False)
     assert no_sft.rows["sft"] == 0 and no_sft.rows["qa"] == len(rows) + 1
 

@@ -247,3 +247,17 @@ def test_a_run_with_nothing_correct_reports_zero_not_unmeasured(tmp_path: Path) 
     assert "| fast_1.5 | 0.0% |" in markdown and "| Corr@2 | 0.0% |" in markdown
     assert "| geomean speedup (correct) | - |" in markdown and "| compile rate | 50.0% (1/2) |" in markdown
     assert len(files.plots) == 4 and all(path.read_bytes().startswith(b"\x89PNG") for path in files.plots)
+
+
+def test_names_from_the_rows_are_escaped_in_the_html_page(tmp_path: Path) -> None:
+    """The page is a jinja2 template with autoescape: a model name or a note that looks like markup is shown as
+    text, never run or parsed as HTML."""
+    hostile = '<img src=x onerror="alert(1)">'
+    rows = trajectory("r", hostile, "cpu", task("relu"), 0, [("correct", None)], 1)
+    write_run(tmp_path / "hostile", "r", rows, None)
+    files = write_report([tmp_path / "hostile"], tmp_path / "out", title="<b>bold</b> & more")
+    page = files.html.read_text(encoding="utf-8")
+    assert hostile not in page and "<b>bold</b>" not in page and "<script" not in page
+    assert html.escape(hostile, quote=False).replace('"', "&#34;") in page
+    assert "<h1>&lt;b&gt;bold&lt;/b&gt; &amp; more</h1>" in page and page.count('<table id="') == 4
+    assert page.count('src="data:image/png;base64,') == 4

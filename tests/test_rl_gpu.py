@@ -11,7 +11,6 @@ rl-step-time.md to $KV_RESULTS_DIR (default /tmp/kv-results):
 from __future__ import annotations
 
 import argparse
-import asyncio
 import functools
 import json
 import os
@@ -59,8 +58,9 @@ def test_grpo_steps_with_verification_on_the_gpu(tmp_path: Path) -> None:
     texts = [(EXAMPLES / broken.get(i, f"{name}.py")).read_text() for i, name in enumerate(names)]
     reward = ExecutionReward(functools.partial(verify_once, verifier), concurrency=1)
     started = time.perf_counter()
-    rewards = asyncio.run(reward(prompts=[None] * 8, completions=texts, task_source=[t.source for t in tasks],
-                                 task_name=names))  # fmt: skip
+    rewards = reward(
+        prompts=[None] * 8, completions=texts, task_source=[t.source for t in tasks], task_name=names
+    )
     group_seconds = time.perf_counter() - started
 
     lines = ["# GRPO step time on the GPU", "",

@@ -72,11 +72,13 @@ def test_execution_reward_verifies_a_batch_and_logs_each_component(tmp_path: Pat
         [{"role": "assistant", "content": "ReLU keeps the positive part."}],  # no code: parse_error, 0
     ]
     recorder = Recorder()
-    rewards = asyncio.run(reward(
+    # Called as GRPOTrainer calls a reward function it finds synchronous: the floats come back, not a coroutine.
+    assert not pytest.importorskip("trl.trainer.utils").is_async_callable(reward)
+    rewards = reward(
         prompts=[[{"role": "user", "content": "relu"}]] * 4, completions=completions, completion_ids=[[1]] * 4,
         task_source=[RELU.source] * 4, task_name=["relu"] * 4, log_metric=recorder.log_metric,
         log_extra=recorder.log_extra, trainer_state=None,
-    ))  # fmt: skip
+    )  # fmt: skip
     assert rewards == [pytest.approx(1.4), pytest.approx(1.4), 0.0, 0.0]
     assert counting.calls == 3  # the duplicate shared one verification
     assert recorder.extra["failure_kind"] == ["correct", "correct", "static_reject", "parse_error"]
@@ -100,11 +102,67 @@ def test_execution_reward_runs_verifications_concurrently() -> None:
         return verify_once(Verifier(VerifyConfig(platform="cpu")), task, candidate)  # a parse error: instant
 
     reward = ExecutionReward(slow_verify, concurrency=4)
+    batch = {
+        "prompts": [None] * 4,
+        "completions": [f"answer {i}" for i in range(4)],
+        "task_source": [RELU.source] * 4,
+    }
     begin = time.monotonic()
-    rewards = asyncio.run(reward(prompts=[None] * 4, completions=[f"answer {i}" for i in range(4)],
-                                 task_source=[RELU.source] * 4))  # fmt: skip
-    assert rewards == [0.0] * 4
+    assert reward(**batch) == [0.0] * 4
     assert time.monotonic() - begin < 1.5, "four 0.5 s verifications should overlap"
+
+    async def beside_other_work() -> tuple[list[float], int]:  # the awaitable path leaves the event loop free
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.05)
+
+        ticker = asyncio.ensure_future(tick())
+        rewards = await reward.acall(**batch)
+        ticker.cancel()
+        return rewards, ticks
+
+    rewards, ticks = asyncio.run(beside_other_work())
+    assert rewards == [0.0] * 4 and ticks >= 5
+
+
+def test_execution_reward_from_a_dataset_version_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`execution_reward("hub:ORG/NAME@vX.Y.Z")`: the version's rl prompts and a reward that scores
+    completions of them with the toolchain, each row verified as its own target."""
+    from corpus_rows import example_code, row_for
+
+    from kernelvault.corpus.release import build_release
+    from kernelvault.corpus.shards import ShardWriter
+    from kernelvault.hub import LocalHub, publish
+
+    monkeypatch.setenv("KV_HUB_DIR", str(tmp_path / "hub"))
+    monkeypatch.delenv("KV_HUB", raising=False)
+    with ShardWriter(tmp_path / "corpus", "triton", "run1") as writer:
+        writer.write_many(
+            [row_for("relu", example_code("relu"), True, 0), row_for("silu", example_code("silu"), True, 0)]
+        )
+    build_release(tmp_path / "corpus", tmp_path / "release")
+    publish(tmp_path / "release", "acme/kernels", "0.1.0", LocalHub(tmp_path / "hub"))
+
+    from kernelvault.rl.verifiers import execution_reward
+
+    reward = execution_reward("hub:acme/kernels@v0.1.0", platform="cpu", devices="cpu", group_size=2)
+    assert reward.platform == "cpu" and set(reward.dataset) == {"train", "validation"}
+    rows = [*reward.dataset["train"], *reward.dataset["validation"]]
+    relu = next(row for row in rows if row["task_name"] == "relu")
+    columns = {key: [relu[key]] * 2 for key in relu if key != "prompt"}
+    completions = [fenced(EXAMPLES / "relu.py"), [{"role": "assistant", "content": "no code"}]]
+    assert reward(prompts=[relu["prompt"]] * 2, completions=completions, **columns) == [
+        pytest.approx(1.4),
+        0.0,
+    ]
+    with pytest.raises(ValueError, match="no dataset acme/missing in the local hub"):
+        execution_reward("hub:acme/missing@v0.1.0", platform="cpu")
 
 
 def test_trajectory_reward_returns_the_rollout_return() -> None:

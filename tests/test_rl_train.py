@@ -54,11 +54,13 @@ def test_grpo_steps_scored_by_the_toolchain(tmp_path_factory: pytest.TempPathFac
                 "signal/graded_zero_spread", "signal/binary_usable", "timing/generation_s",
                 "timing/verification_s", "timing/optimisation_s", "rewards/execution/mean"):  # fmt: skip
         assert key in step, key
-    # A random model's answers do not parse: the toolchain says so, and every group is dead.
+    # A random model's answers are noise (mostly no code block; now and then a fence around noise, which the
+    # static wall refuses): the toolchain says why each earns nothing, and every group is dead.
     lines = [json.loads(line) for line in (out / "rewards-rank0.jsonl").read_text().splitlines()]
-    assert len(lines) == 8 and {line["failure_kind"] for line in lines} == {"parse_error"}
+    assert len(lines) == 8 and all(line["failure_kind"] and line["graded"] == 0.0 for line in lines)
     assert [line["step"] for line in lines] == [0] * 4 + [1] * 4
-    assert step["frac_reward_zero_std"] == 1.0 and step["verify/frac_parsed"] == 0.0
+    parsed = sum(line["failure_kind"] != "parse_error" for line in lines[4:]) / 4
+    assert step["frac_reward_zero_std"] == 1.0 and step["verify/frac_parsed"] == parsed
     assert (out / "model.safetensors").exists()
 
 

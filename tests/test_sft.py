@@ -33,9 +33,9 @@ from kernelvault.sft.config import load_config  # noqa: E402
 from kernelvault.sft.data import (  # noqa: E402
     DatasetSource,
     SFTData,
-    held_out_tasks,
     load_sft_data,
     mix_targets,
+    train_and_test,
     training_example,
 )
 
@@ -100,7 +100,7 @@ def tiny_settings(model: Path, output_dir: Path, **overrides: object) -> list[st
     """Command-line options for a short run of the tiny config on the published dataset."""
     settings: dict[str, object] = {
         "dataset": REPO, "revision": "v0.1.0", "model": model, "output-dir": output_dir, "max-steps": 6,
-        "save-steps": 3, "eval-steps": 3, "max-length": 2048, "eval-tasks": "cumsum", "evaluate": "off",
+        "save-steps": 3, "eval-steps": 3, "max-length": 8192, "evaluate": "off",
     }  # fmt: skip
     settings.update(overrides)
     return [
@@ -200,13 +200,26 @@ def test_final_answer_only_trains_on_the_prompt_and_the_answer_that_passed(tiny_
     assert "FEWSHOT_ANSWER" in whole and "THE_TASK" in whole  # the prompt the agent saw is kept whole
 
 
-def test_data_comes_from_the_tag_split_by_task_and_filtered(hub: Path) -> None:
-    data = load_sft_data(load_config(None, {"dataset": REPO, "revision": "v0.1.0", "eval_tasks": ["cumsum"]}))
+def published_split(hub: Path) -> tuple[set[str], set[str]]:
+    """The task names of the published version's `sft` train and test splits, as a plain `datasets` user sees them."""
+    from kernelvault.hub import LocalHub
+
+    splits = datasets.load_dataset(str(LocalHub(hub / "hub").checkout(REPO, "v0.1.0")), "sft",
+                                   cache_dir=str(hub / "hf-cache"))  # fmt: skip
+    assert set(splits) == {"train", "test"}
+    return set(splits["train"]["task_name"]), set(splits["test"]["task_name"])
+
+
+def test_data_comes_from_the_tag_with_the_published_split_and_filtered(hub: Path) -> None:
+    """`kernelvault sft` trains and evaluates on the version's own split (its test split), not one of its own."""
+    train_names, test_names = published_split(hub)
+    assert len(test_names) == 1 and not train_names & test_names
+    assert train_names | test_names == set(CORPUS_TASKS)
+    data = load_sft_data(load_config(None, {"dataset": REPO, "revision": "v0.1.0"}))
     assert data.source.kind == "local-hub" and data.source.revision == "v0.1.0"
-    assert sorted(data.train_tasks.values()) == ["leaky_relu", "mse_loss"]
-    assert set(data.train["task_name"]) == {"leaky_relu", "mse_loss"}
-    assert data.eval is not None and set(data.eval["task_name"]) == {"cumsum"}  # all its rows, none in train
-    assert [(target, task.name) for target, task in data.eval_prompts] == [("triton", "cumsum")]
+    assert set(data.train_tasks.values()) == set(data.train["task_name"]) == train_names
+    assert data.eval is not None and set(data.eval["task_name"]) == test_names  # all its rows, none in train
+    assert [(target, task.name) for target, task in data.eval_prompts] == [("triton", *test_names)]
     assert data.eval_prompts[0][1].task_id == data.eval["task_id"][0]  # the reference the rows were made for
     sample = data.train[0]
     assert sample["messages"][-1]["role"] == "assistant" and "ModelNew" in sample["messages"][-1]["content"]
@@ -219,17 +232,16 @@ def test_data_comes_from_the_tag_split_by_task_and_filtered(hub: Path) -> None:
         load_sft_data(load_config(None, {"dataset": "acme/missing"}))
 
 
-def test_held_out_tasks_are_a_seeded_share_that_ignores_row_order() -> None:
-    names = {f"id{i:02d}": f"task{i}" for i in range(10)}
-    config = load_config(None, {"eval_task_fraction": 0.2, "seed": 3})
-    held = held_out_tasks(names, config)
-    assert len(held) == 2
-    assert held_out_tasks(dict(reversed(list(names.items()))), config) == held
-    assert held_out_tasks(names, load_config(None, {"eval_task_fraction": 0.2, "seed": 4})) != held
-    three = {"a": "a", "b": "b", "c": "c"}
-    assert len(held_out_tasks(three, load_config(None, {"eval_task_fraction": 1.0}))) == 2  # one still trains
-    assert held_out_tasks(three, load_config(None, {"eval_task_fraction": 0.0})) == set()
-    assert held_out_tasks(three, load_config(None, {"eval_tasks": ["b"]})) == {"b"}
+def test_a_release_without_a_test_split_is_split_on_load_by_the_releases_rule() -> None:
+    from kernelvault.corpus.split import held_out_tasks
+
+    rows = [{"task_id": f"id{i:02d}", "task_name": f"task{i}", "target": "triton", "n": n}
+            for i in range(30) for n in range(2)]  # fmt: skip
+    train, test = train_and_test(datasets.DatasetDict({"train": datasets.Dataset.from_list(rows)}))
+    assert set(test["task_id"]) == held_out_tasks({row["task_id"] for row in rows}) != set()
+    assert not set(train["task_id"]) & set(test["task_id"]) and train.num_rows + test.num_rows == len(rows)
+    with pytest.raises(ValueError, match="eval_task_fraction: no longer a setting; the held-out tasks are"):
+        load_config(None, {"eval_task_fraction": 0.2})
 
 
 def test_hip_and_triton_are_mixed_by_ratio() -> None:
@@ -249,8 +261,8 @@ def test_loss_falls_on_a_repeated_batch(hub: Path, tiny_model: Path, tmp_path: P
 
     config = load_config(TINY_YAML, {
         "dataset": REPO, "revision": "v0.1.0", "model": str(tiny_model), "output_dir": str(tmp_path),
-        "max_train_samples": 1, "packing": False, "max_steps": 24, "learning_rate": 1e-2, "eval_task_fraction": 0.0,
-        "evaluate": "off", "save_steps": 100,
+        "max_train_samples": 1, "packing": False, "max_steps": 24, "learning_rate": 1e-2,
+        "evaluate": "off", "save_steps": 100, "eval_steps": 0,
     })  # fmt: skip
     result = run_sft(config)
     losses = [entry["loss"] for entry in result.log_history if "loss" in entry]
@@ -274,7 +286,8 @@ def test_tiny_sft_from_the_local_hub_by_tag_resumes_and_measures_pass_rate(hub: 
     assert code == 0, errors
     assert f"resuming from {interrupted / 'checkpoint-3'}" in printed and "trained 6 steps" in printed
     metrics = json.loads((interrupted / "sft_metrics.json").read_text())
-    assert metrics["split"]["revision"] == "v0.1.0" and metrics["split"]["eval_tasks"] == ["cumsum"]
+    _, test_names = published_split(hub)
+    assert metrics["split"]["revision"] == "v0.1.0" and metrics["split"]["eval_tasks"] == sorted(test_names)
     assert metrics["metrics"]["eval_loss"] > 0 and metrics["metrics"]["tokens_per_second"] > 0
     assert 0 < metrics["metrics"]["sequence_fill"] <= 1  # tiny.yaml packs
     # the first invocation's history came back with the checkpoint
@@ -287,7 +300,7 @@ def test_tiny_sft_from_the_local_hub_by_tag_resumes_and_measures_pass_rate(hub: 
     assert (rate["target"], rate["tasks"], rate["measured"], rate["solved"]) == ("triton", 1, 1, 0)
     assert "pass rate triton: 0/1 = 0.0%" in printed
     rows = datasets.load_dataset("parquet", data_dir=rate["rows"], split="train")
-    assert rows["task_name"] == ["cumsum"] and rows["model"][0].startswith("kernelvault-sft/")
+    assert rows["task_name"] == sorted(test_names) and rows["model"][0].startswith("kernelvault-sft/")
     assert rows["failure_kind"][0] is not None  # a verdict from the toolchain, e.g. parse_error
 
     # Resuming gives the weights an uninterrupted run gives.

@@ -89,8 +89,8 @@ def test_qwen3_8b_lora_runs_20_steps_at_4096_tokens(variant: str, tmp_path: Path
     code = main([
         "--config", str(config), "--dataset", str(corpus),
         "--model", "random:qwen3-8b", "--max-length", "4096", "--max-steps", "20",
-        "--save-steps", "1000", "--eval-steps", "0", "--eval-task-fraction",
-        "0.2", "--evaluate", "off", "--save-merged", "false", "--output-dir", str(out), *options,
+        "--save-steps", "1000", "--eval-steps", "0", "--evaluate", "off", "--save-merged", "false",
+        "--output-dir", str(out), *options,
     ])  # fmt: skip
     assert code == 0
     metrics = json.loads((out / "sft_metrics.json").read_text())

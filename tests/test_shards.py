@@ -162,7 +162,7 @@ def test_shards_carry_the_schema_version(tmp_path):
         writer.write(make_row(0))
     schema = pq.read_schema(writer.written[0])
     assert schema.metadata[SCHEMA_VERSION_KEY] == str(SCHEMA_VERSION).encode()
-    assert check_schema(schema) == 1
+    assert check_schema(schema) == SCHEMA_VERSION == 2
 
 
 def test_check_schema_refuses_a_newer_version(tmp_path):
@@ -248,3 +248,42 @@ def test_a_resumed_run_brings_older_shards_to_the_current_layout_so_datasets_loa
     before = (folder / f"train-{RUN}-00000-00001.parquet").stat().st_mtime_ns
     ShardWriter(tmp_path, "triton", RUN).close()
     assert (folder / f"train-{RUN}-00000-00001.parquet").stat().st_mtime_ns == before
+
+
+def _v1_layout(table: pa.Table) -> pa.Table:
+    """The table as schema v1 wrote it: the conversation's reasoning under `reasoning`."""
+    message = pa.struct([("role", pa.string()), ("content", pa.string()), ("reasoning", pa.string())])
+    messages = [[{"role": m["role"], "content": m["content"], "reasoning": m["reasoning_content"]} for m in row or []]
+                for row in table.column("messages").to_pylist()]  # fmt: skip
+    table = table.set_column(table.schema.get_field_index("messages"), "messages",
+                             pa.array(messages, type=pa.list_(message)))  # fmt: skip
+    table = table.set_column(table.schema.get_field_index("schema_version"), "schema_version",
+                             pa.array([1] * table.num_rows, type=pa.int16()))  # fmt: skip
+    return table.replace_schema_metadata({SCHEMA_VERSION_KEY: b"1"})
+
+
+def test_v1_shards_read_with_reasoning_content_and_a_resumed_run_rewrites_them(tmp_path, hf_cache):
+    """v2 renamed the messages' `reasoning` to `reasoning_content`: a v1 corpus still reads, its reasoning kept,
+    and a run resumed by this version leaves a folder that `datasets` loads as one schema."""
+    import datasets
+
+    from kernelvault.corpus.stats import load_attempts
+
+    rows = [make_row(i) for i in range(2)]
+    rows[0]["messages"] = [{"role": "user", "content": "write relu", "reasoning_content": None},
+                           {"role": "assistant", "content": "```python\n...```", "reasoning_content": "mask the tail"}]  # fmt: skip
+    folder = tmp_path / "data" / "triton"
+    folder.mkdir(parents=True)
+    v1 = _v1_layout(pa.Table.from_pylist(rows, schema=ATTEMPT_SCHEMA))
+    pq.write_table(v1, folder / f"train-{RUN}-00000-00000.parquet")
+    read = load_attempts(folder).to_pylist()
+    assert read[0]["messages"][1] == {"role": "assistant", "content": "```python\n...```",
+                                      "reasoning_content": "mask the tail"}  # fmt: skip
+    assert read[0]["schema_version"] == SCHEMA_VERSION and read[1]["messages"] == []
+    with ShardWriter(tmp_path, "triton", RUN) as writer:  # the resumed run
+        writer.write(make_row(2))
+    assert {check_schema(pq.read_schema(path)) for path in folder.glob("*.parquet")} == {SCHEMA_VERSION}
+    dataset = datasets.load_dataset("parquet", data_dir=str(folder), split="train")
+    by_index = {row["sample_index"]: row for row in dataset}
+    assert sorted(by_index) == [0, 1, 2]
+    assert by_index[0]["messages"][1]["reasoning_content"] == "mask the tail"

@@ -13,7 +13,13 @@ from huggingface_hub import DatasetCard
 
 from kernelvault.contracts import Candidate, RewardBreakdown, RunEnvironment, Task, Verdict, content_hash
 from kernelvault.corpus.card import KNOWN_CONFIGS, build_card, release_configs, size_category
-from kernelvault.corpus.schema import ATTEMPT_SCHEMA, SCHEMA_VERSION_KEY, SchemaVersionError, attempt_row
+from kernelvault.corpus.schema import (
+    ATTEMPT_SCHEMA,
+    SCHEMA_VERSION,
+    SCHEMA_VERSION_KEY,
+    SchemaVersionError,
+    attempt_row,
+)
 from kernelvault.corpus.stats import (
     ConfigStats,
     compute_stats,
@@ -215,7 +221,7 @@ def test_card_body_has_loading_schema_stats_plots_and_platforms(tmp_path):
     stats, plots = make_release(tmp_path / "release")
     text = build_card(tmp_path / "release", "kv/kernels", "0.3.0", stats, plots).text
     assert 'datasets.load_dataset("kv/kernels", "triton", revision="v0.3.0", split="train")' in text
-    assert "attempt schema v1" in text
+    assert f"attempt schema v{SCHEMA_VERSION}" in text
     assert format_table(stats, markdown=True) in text
     assert "![triton-speedup](plots/triton-speedup.png)" in text
     assert "| `cpu` | 6 |" in text and "| `cuda` | 4 |" in text

@@ -56,7 +56,7 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rows = [row_for(name, example_code("relu"), name == "relu", 0) for name in names]
     with ShardWriter(root / "corpus", "triton", "run1", max_rows=100) as writer:
         writer.write_many(rows)
-    build_release(root / "corpus", root / "release", validation_fraction=0.25)
+    build_release(root / "corpus", root / "release", held_out_fraction=0.25)
     return root / "release"
 
 

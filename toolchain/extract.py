@@ -7,6 +7,11 @@ Blocks in other languages (a shell command, a C++ excerpt) are ignored, and thin
 (`<think>…</think>`) is dropped before looking. A plain Python file (no fences at all) is taken whole
 when it parses as Python, so ready candidate files and KernelBench generations work unchanged.
 Anything else is a `parse_error`, recorded with the raw text, never raised.
+
+Fences are found by a CommonMark parser (markdown-it-py), so a block indented inside a list item or quoted in
+a blockquote is read as markdown renders it, without its indentation or `>` markers. Raw HTML is not parsed
+as HTML (a stray `</think>` line must not swallow the block after it). CommonMark closes an unclosed fence at
+the end of its container; here such a block counts only as an unterminated fence, never as the answer.
 """
 
 from __future__ import annotations
@@ -14,16 +19,36 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from markdown_it import MarkdownIt
+
 from kernelvault.toolchain.source_tree import parse as parse_source
 
-# A fence opens with ``` or ~~~ (three or more), an optional info string, and closes with the same.
-_FENCE = re.compile(
-    r"^(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$",
-    re.MULTILINE | re.DOTALL,
-)
+_MARKDOWN = MarkdownIt("commonmark", {"html": False})
 _PYTHON_LABELS = {"python", "py", "python3"}
 # Reasoning models may leave their thinking in the answer; code inside it is not the answer.
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class _Fence:
+    info: str  # the info string, lower case ("" for an unlabeled fence)
+    body: str
+    closed: bool  # False: the answer (or the list item, quote) ended before a closing fence
+
+
+def _fences(text: str) -> list[_Fence]:
+    lines = text.splitlines()
+    fences = []
+    for token in _MARKDOWN.parse(text):
+        if token.type != "fence" or token.map is None:
+            continue
+        start, end = token.map
+        # The block's last line is its closing fence: the fence character, at least as many (list indentation
+        # and blockquote markers before it).
+        last = lines[end - 1].lstrip(" \t>").rstrip() if start < end - 1 and end <= len(lines) else ""
+        closed = len(last) >= len(token.markup) and set(last) == {token.markup[0]}
+        fences.append(_Fence(token.info.strip().lower(), token.content, closed))
+    return fences
 
 
 @dataclass(frozen=True)
@@ -36,7 +61,8 @@ def extract_code(answer: str) -> ExtractedCode:
     text = _THINK.sub("", answer).strip()
     if not text:
         return ExtractedCode(None, "the answer is empty")
-    blocks = [(m.group("info").strip().lower(), m.group("body")) for m in _FENCE.finditer(text)]
+    fences = _fences(text)
+    blocks = [(fence.info, fence.body) for fence in fences if fence.closed]
     if blocks:
         labeled = [body for info, body in blocks if info.split()[:1] and info.split()[0] in _PYTHON_LABELS]
         unlabeled = [body for info, body in blocks if not info]
@@ -52,7 +78,7 @@ def extract_code(answer: str) -> ExtractedCode:
         if not code.strip():
             return ExtractedCode(None, "the python code block is empty")
         return ExtractedCode(code + "\n", "one fenced python block")
-    if "```" in text:
+    if fences:
         return ExtractedCode(None, "unterminated code fence in the answer")
     try:
         parse_source(text)

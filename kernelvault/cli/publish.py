@@ -5,13 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kernelvault.cli.common import (
-    UsageError,
-    add_qa_release_options,
-    attempt_tables,
-    build_release_printed,
-    task_suite,
-)
+from kernelvault.cli.common import UsageError, add_qa_release_options, build_release_printed, task_suite
 
 
 def publish_target(to: str | None, repo: str | None, version: str | None) -> tuple[str, str]:
@@ -37,9 +31,7 @@ def publish_target(to: str | None, repo: str | None, version: str | None) -> tup
 def cmd_publish(args: argparse.Namespace) -> int:
     import tempfile
 
-    from kernelvault.corpus.card import build_card
-    from kernelvault.corpus.qa_release import load_qa_release, qa_card_lines
-    from kernelvault.corpus.stats import compute_stats, per_model_stats, write_plots
+    from kernelvault.corpus.card import write_release_card
     from kernelvault.hub import PublishError, check_repo_id, check_version, hub_from_env, publish
 
     repo, version = publish_target(args.to, args.repo, args.version)
@@ -61,13 +53,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="kv-release-") as temporary:
         release = Path(temporary) / "release"
         build_release_printed(args, dataset, release)
-        tables = attempt_tables(release)
-        stats = [compute_stats(table, config) for config, table in tables.items()]
-        plots = write_plots(tables, stats, release / "plots")
-        model_stats = [column for table in tables.values() for column in per_model_stats(table)]
-        qa = load_qa_release(release)
-        build_card(release, repo, version, stats, plots, license=args.license, model_stats=model_stats,
-                   qa_lines=qa_card_lines(qa) if qa is not None else ()).save(release / "README.md")  # fmt: skip
+        write_release_card(release, repo, version, license=args.license)
         try:
             result = publish(release, repo, version, hub)
         except PublishError as error:

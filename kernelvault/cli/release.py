@@ -16,8 +16,13 @@ def cmd_release(args: argparse.Namespace) -> int:
         )
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"release folder {out} is not empty")
+    from kernelvault.corpus.card import write_release_card
+
     build_release_printed(args, dataset, out)
+    # The card's `configs:` header is what lets `datasets` load each config of the folder by name.
+    write_release_card(out, license=args.license)
     print(f"release written to {out.resolve()}")
+    print(f'load with: datasets.load_dataset("{out}", "sft")')
     return 0
 
 
@@ -32,5 +37,6 @@ def register(commands: argparse._SubParsersAction) -> None:
         type=task_suite,
         help="evaluation task set to drop from the release (same forms as --tasks)",
     )
+    release.add_argument("--license", default="apache-2.0", help="the license the dataset card states")
     add_qa_release_options(release)
     release.set_defaults(handler=cmd_release)
