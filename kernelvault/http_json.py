@@ -3,25 +3,24 @@
 The reward service (rl/reward_service.py), the SFT model server (sft/serve.py) and the scripted OpenAI server
 (simulated_openai.py) each build their routes on `json_app` and serve them with `ThreadedServer`:
 
-    app = json_app("title", error_body)      FastAPI: pydantic request models, /openapi.json and /docs
-    server = ThreadedServer(app, host, port) binds now (port 0: any free port; OSError if taken)
-    url = server.start()                      uvicorn in a daemon thread; returns once it accepts
-    server.stop()                             closes the port at once, in-flight requests included
+    app = json_app(title, error_body, error_model)   FastAPI: pydantic request models, /openapi.json and /docs
+    server = ThreadedServer(app, host, port)          binds now (port 0: any free port; OSError if taken)
+    url = server.start()                              uvicorn in a daemon thread; returns once it accepts
+    server.stop()                                     closes the port within ~0.2 s, in-flight requests too
 
 Every request leaves one line on the `kernelvault.http` logger at INFO (method, path, status, seconds):
 silent unless the caller configures logging (`rl serve` does; tests do not). Every error is a one-line JSON
 body in the service's own shape (`error_body(status, message)`): an unknown route (404), a wrong method
-(405), a malformed body (400, as the OpenAI API and vLLM answer it, with the first problem named), and any
-HTTPException a route raises.
+(405), a malformed body (400, as the OpenAI API and vLLM answer it, with the first problem named), a body
+over `max_body_bytes` (413), and any HTTPException a route raises.
 
-What it does not do: TLS, streaming, and a graceful drain on stop (requests still running then are cut off;
-every client here retries transport errors, and the stdlib servers this replaced did the same).
+What it does not do: TLS, streaming, and a graceful drain on stop (requests still running then are cut off,
+unanswered; every client of these services retries transport errors).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import socket
 import threading
@@ -82,8 +81,7 @@ def json_app(title: str, error_body: ErrorBody, error_model: type[BaseModel], de
              max_body_bytes: int | None = None) -> FastAPI:  # fmt: skip
     """A FastAPI app whose errors are one-line bodies of `error_model`'s shape, with the request log."""
     # "4XX" documents the one error shape for every client error; FastAPI then lists no 422 of its own.
-    # max_body_size: FastAPI answers 413 for a longer body, counting what it reads, before a route sees it.
-    app = FastAPI(title=title, description=description, max_body_size=max_body_bytes,
+    app = FastAPI(title=title, description=description,
                   responses={"4XX": {"model": error_model, "description": "a one-line error"}})  # fmt: skip
 
     @app.exception_handler(HTTPException)
@@ -99,6 +97,8 @@ def json_app(title: str, error_body: ErrorBody, error_model: type[BaseModel], de
     async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
         return JSONResponse(error_body(400, one_line(error)), 400)
 
+    if max_body_bytes is not None:
+        app.add_middleware(BodyLimit, max_bytes=max_body_bytes, error_body=error_body)
     app.add_middleware(RequestLog)  # added last: outermost, so it times and logs every answer
     return app
 
@@ -136,6 +136,40 @@ class RequestLog:
             LOG.info("%s %s %d %.3fs", scope["method"], path, answered, time.perf_counter() - started)
 
 
+class BodyLimit:
+    """A body over `max_bytes` is a 413 in the service's error shape: a declared Content-Length before any byte
+    is read, a chunked body once its bytes pass the limit.
+
+    Not FastAPI's `max_body_size`: Starlette answers that one with a plain-text 413 of its own.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int, error_body: ErrorBody) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.error_body = error_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            body = self.error_body(413, f"the body is over {self.max_bytes} bytes")
+            await JSONResponse(body, 413)(scope, receive, send)
+            return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes:  # FastAPI passes a middleware's HTTPException on to the app's handler
+                raise HTTPException(413)
+            return message
+
+        await self.app(scope, counted, send)
+
+
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket on host:port (port 0: any free one), reusable at once after a stop (SO_REUSEADDR)."""
     family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
@@ -143,8 +177,9 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 class ThreadedServer:
-    """uvicorn serving `app` from a daemon thread: the embedding its maintainers describe (`Server.run` in a
-    thread, `started` awaited, `should_exit` set to stop; signal handlers are only installed in the main thread).
+    """uvicorn serving `app` from a daemon thread, embedded as its maintainers describe: the server runs on the
+    thread's own loop, `started` is awaited, `should_exit` stops it (uvicorn installs no signal handlers off the
+    main thread, so the caller's Ctrl-C handling stays its own).
 
     The socket is bound in the constructor, so a taken port raises OSError in the caller and port 0 reports the
     real port before anything runs. `app.state.server` is this object (for `drop`).
@@ -213,17 +248,3 @@ class ThreadedServer:
                 connection.transport.close()
         while (await request.receive())["type"] != "http.disconnect":
             pass
-
-
-def send_json(
-    handler: Any, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
-) -> None:
-    """A JSON reply from a standard-library `BaseHTTPRequestHandler` (the services still built on http.server)."""
-    data = json.dumps(payload).encode()
-    handler.send_response(status)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(data)))
-    for name, value in (headers or {}).items():
-        handler.send_header(name, value)
-    handler.end_headers()
-    handler.wfile.write(data)

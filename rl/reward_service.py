@@ -1,16 +1,23 @@
-"""The reward service: the toolchain behind a small HTTP server with a job queue, for remote trainers.
+"""The reward service: the toolchain behind a small HTTP API with a job queue, for remote trainers.
 
 A GRPO run on many GPUs (verl across nodes, or TRL on a training box without spare GPUs) sends each
-completion here and gets the toolchain's `Verdict` back, reward included. The server is the standard
-library's threading HTTP server in front of a FIFO queue drained by `workers` threads, each calling the
-toolchain's `verify` (which runs the candidate in a sandboxed worker process, one GPU worker per device).
+completion here and gets the toolchain's `Verdict` back, reward included. The API is a FastAPI app on uvicorn
+(kernelvault/http_json.py). Jobs are verified first come, first served by a pool of `workers` threads, each
+calling the toolchain's `verify` (which runs the candidate in a sandboxed worker process, one GPU worker per
+device); nothing is batched. The HTTP side is asyncio: a job is a future of that pool, and a long poll is a
+wait on the job's event with a timeout, so waiting clients hold no thread.
 
     POST /v1/jobs          {"task": {"source", "name"}, "candidate": {"text", "target"}} → 202 {"id", "status"}
     GET  /v1/jobs/ID?wait=S                → {"id", "status": queued|running|done|failed, "verdict"?, "error"?}
-                                             (waits up to S seconds for the job to finish: a long poll)
+                                             (waits up to S seconds, at most max_wait_s, for the job to finish)
     POST /v1/verify        the same body   → {"id", "status": "done", "verdict"} once verified
     GET  /v1/health                        → {"platform", "device", "arch", "workers", "queued", "running", "done",
                                               "lanes": {"DEVICE#INDEX": device stages finished}}
+    GET  /openapi.json, /docs              the schema of the above (no token needed)
+
+Errors are one line, `{"error": "..."}`: 400 for a body that does not fit (`task.source: Field required`) or a
+task program that does not parse, 401 without the token, 404 for an unknown (or forgotten) job, 413 for a body
+over `max_body_bytes`. Each request is one line on the `kernelvault.http` log.
 
 `RemoteVerifier(url).verify(task, candidate)` is the client: the same signature as `LanePool.verify`, so
 the TRL reward functions, the rollouts and verl's `compute_score` take either. Transport failures are
@@ -19,34 +26,40 @@ retried with backoff (tenacity, the one retry layer); a verdict is never invente
 What it does not protect against: it executes whatever code it is sent (inside the toolchain's sandbox),
 so anyone who can reach the port can use its machines. It binds to 127.0.0.1 by default; on a cluster,
 bind to the private network and set a shared token (`--token` / KV_REWARD_TOKEN, sent as a Bearer header).
-There is no TLS. Finished jobs are kept in memory (the newest `keep_results`) and lost on restart.
+There is no TLS. Finished jobs are kept in memory (the newest `keep_results`) and lost on restart; a stop
+cuts off the requests in flight (a client's retry submits its job again) and lets running verifications end.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
 import hmac
 import http.client
 import itertools
 import json
-import queue
 import secrets
-import threading
 import time
 import urllib.error
 import urllib.request
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
 
 from kernelvault.contracts import TARGETS, Candidate, Task, Verdict, verdict_from_dict
-from kernelvault.http_json import send_json
+from kernelvault.http_json import ThreadedServer, json_app
 from kernelvault.rl.rewards import TaskBook, VerifyFunction
 from kernelvault.toolchain.tasks import TaskFormatError
 
 TOKEN_ENV = "KV_REWARD_TOKEN"
+BEARER = HTTPBearer(auto_error=False)  # the Authorization header, read by `authorised` (and shown in /docs)
 
 
 @dataclass(frozen=True)
@@ -60,6 +73,37 @@ class ServiceConfig:
     max_wait_s: float = 60.0  # longest long poll
 
 
+class TaskPart(BaseModel):
+    source: str  # the task program (a reference implementation and its inputs)
+    name: str | None = None
+
+
+class CandidatePart(BaseModel):
+    text: str  # the model's answer, code fences and all
+    target: Literal[TARGETS] = "triton"  # type: ignore[valid-type]
+    origin: str | None = None
+
+
+class JobRequest(BaseModel):
+    task: TaskPart
+    candidate: CandidatePart
+
+
+class JobState(BaseModel):
+    id: str
+    status: Literal["queued", "running", "done", "failed"]
+    verdict: dict[str, Any] | None = None  # Verdict.to_dict()
+    error: str | None = None
+
+
+class ServiceError(BaseModel):
+    error: str
+
+
+def _error_body(status: int, message: str) -> dict[str, Any]:
+    return {"error": message}
+
+
 @dataclass
 class Job:
     id: str
@@ -68,7 +112,7 @@ class Job:
     status: str = "queued"  # queued → running → done | failed
     verdict: Verdict | None = None
     error: str | None = None
-    done: threading.Event = field(default_factory=threading.Event)
+    done: asyncio.Event = field(default_factory=asyncio.Event)  # set on the server's loop
 
     def as_json(self) -> dict[str, Any]:
         state: dict[str, Any] = {"id": self.id, "status": self.status}
@@ -89,152 +133,104 @@ class RewardService:
         self.environment = environment
         self.config = config
         self.tasks = TaskBook()
-        self.queue: queue.Queue[Job | None] = queue.Queue()
-        self.jobs: OrderedDict[str, Job] = OrderedDict()
-        self.lock = threading.Lock()
+        self.jobs: OrderedDict[str, Job] = OrderedDict()  # changed on the server's loop only
         self.counter = itertools.count()
         self.finished = 0
-        self.server: ThreadingHTTPServer | None = None
-        self.threads: list[threading.Thread] = []
+        self.workers: ThreadPoolExecutor | None = None  # its queue is the job queue: first in, first verified
+        self.server: ThreadedServer | None = None
 
-    def submit(self, payload: dict[str, Any]) -> Job:
-        """Queue one verification; raises ValueError for a malformed request or task (answered with 400)."""
+    def submit(self, request: JobRequest) -> Job:
+        """Queue one verification (on the server's loop); a task program that does not parse is a 400."""
         try:
-            task_part, candidate_part = payload["task"], payload["candidate"]
-            source, text = task_part["source"], candidate_part["text"]
-        except (KeyError, TypeError):
-            raise ValueError(
-                'the body must be {"task": {"source", "name"}, "candidate": {"text", "target"}}'
-            ) from None
-        target = candidate_part.get("target", "triton")
-        if target not in TARGETS:
-            raise ValueError(f"target must be one of {', '.join(TARGETS)} (got {target!r})")
-        try:
-            task = self.tasks.get(source, task_part.get("name"))
+            task = self.tasks.get(request.task.source, request.task.name)
         except TaskFormatError as error:
-            raise ValueError(f"invalid task: {error}") from None
-        origin = str(candidate_part.get("origin") or "remote")
-        job = Job(
-            f"{next(self.counter)}-{secrets.token_hex(6)}",
-            task,
-            Candidate(task.task_id, target, text, origin),
-        )
-        with self.lock:
-            self.jobs[job.id] = job
-        self.queue.put(job)
+            raise HTTPException(400, f"invalid task: {error}") from None
+        part = request.candidate
+        job = Job(f"{next(self.counter)}-{secrets.token_hex(6)}", task,
+                  Candidate(task.task_id, part.target, part.text, part.origin or "remote"))  # fmt: skip
+        self.jobs[job.id] = job
+        assert self.workers is not None, "submit runs in a started service"
+        verifying = asyncio.get_running_loop().run_in_executor(self.workers, self._verify, job)
+        verifying.add_done_callback(functools.partial(self._finish, job))
         return job
 
+    def _verify(self, job: Job) -> Verdict:  # on a worker thread
+        job.status = "running"
+        return self.verify(job.task, job.candidate)
+
+    def _finish(self, job: Job, verifying: asyncio.Future[Verdict]) -> None:  # on the loop, before any waiter
+        if verifying.cancelled():
+            job.status, job.error = "failed", "the service stopped before verifying it"
+        elif (error := verifying.exception()) is not None:  # a harness bug fails this job, not the service
+            job.status, job.error = "failed", f"{type(error).__name__}: {error}"
+        else:
+            job.status, job.verdict = "done", verifying.result()
+        self.finished += 1
+        job.done.set()
+        finished = [key for key, item in self.jobs.items() if item.done.is_set()]
+        for key in finished[: max(0, len(finished) - self.config.keep_results)]:
+            del self.jobs[key]
+
     def job(self, job_id: str) -> Job | None:
-        with self.lock:
-            return self.jobs.get(job_id)
+        return self.jobs.get(job_id)
 
     def health(self) -> dict[str, Any]:
-        with self.lock:
-            states = [job.status for job in self.jobs.values()]
+        states = [job.status for job in list(self.jobs.values())]
         lanes = {"lanes": self.lane_jobs()} if self.lane_jobs is not None else {}
         return {**self.environment, "workers": self.config.workers, "queued": states.count("queued"),
                 "running": states.count("running"), "done": self.finished, **lanes}  # fmt: skip
 
-    def _work(self) -> None:
-        while (job := self.queue.get()) is not None:
-            job.status = "running"
-            try:
-                job.verdict = self.verify(job.task, job.candidate)
-                job.status = "done"
-            except Exception as error:  # noqa: BLE001 - a harness bug fails this job, not the service
-                job.status, job.error = "failed", f"{type(error).__name__}: {error}"
-            job.done.set()
-            with self.lock:
-                self.finished += 1
-                finished = [key for key, item in self.jobs.items() if item.done.is_set()]
-                for key in finished[: max(0, len(finished) - self.config.keep_results)]:
-                    del self.jobs[key]
+    def app(self) -> FastAPI:
+        app = json_app("KernelVault reward service", _error_body, ServiceError, description=__doc__ or "",
+                       max_body_bytes=self.config.max_body_bytes)  # fmt: skip
+
+        async def authorised(
+            credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
+        ) -> None:
+            token = self.config.token
+            given = credentials.credentials if credentials is not None else ""
+            if token and not hmac.compare_digest(given.encode(), token.encode()):
+                raise HTTPException(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
+
+        routes = APIRouter(dependencies=[Depends(authorised)])
+        state = {"response_model": JobState, "response_model_exclude_none": True}
+
+        @routes.post("/v1/jobs", status_code=202, **state)
+        async def queue_job(request: JobRequest) -> dict[str, Any]:
+            return self.submit(request).as_json()
+
+        @routes.get("/v1/jobs/{job_id}", **state)
+        async def poll_job(job_id: str, wait: float = 0.0) -> dict[str, Any]:
+            job = self.job(job_id)
+            if job is None:
+                raise HTTPException(404, "no such job (finished jobs are kept for a while, then dropped)")
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(job.done.wait(), min(max(0.0, wait), self.config.max_wait_s))
+            return job.as_json()
+
+        @routes.post("/v1/verify", **state)
+        async def verify(request: JobRequest) -> dict[str, Any]:
+            job = self.submit(request)
+            await job.done.wait()
+            return job.as_json()
+
+        @routes.get("/v1/health")
+        async def health() -> dict[str, Any]:
+            return self.health()
+
+        app.include_router(routes)
+        return app
 
     def start(self) -> str:
-        self.server = ThreadingHTTPServer((self.config.host, self.config.port), _handler(self))
-        self.server.daemon_threads = True
-        self.threads = [threading.Thread(target=self._work, daemon=True) for _ in range(self.config.workers)]
-        self.threads.append(threading.Thread(target=self.server.serve_forever, daemon=True))
-        for thread in self.threads:
-            thread.start()
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+        self.server = ThreadedServer(self.app(), self.config.host, self.config.port)  # OSError: port taken
+        self.workers = ThreadPoolExecutor(self.config.workers, thread_name_prefix="reward-verify")
+        return self.server.start()
 
     def stop(self) -> None:
         if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-        for _ in range(self.config.workers):
-            self.queue.put(None)
-
-
-def _handler(service: RewardService) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def _send(self, status: int, payload: dict[str, Any]) -> None:
-            send_json(self, status, payload)
-
-        def _authorised(self) -> bool:
-            token = service.config.token
-            if not token:
-                return True
-            given = self.headers.get("Authorization", "")
-            if hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-                return True
-            self._send(401, {"error": "missing or wrong bearer token"})
-            return False
-
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            if not self._authorised():
-                return
-            url = urlsplit(self.path)
-            if url.path == "/v1/health":
-                self._send(200, service.health())
-                return
-            if url.path.startswith("/v1/jobs/"):
-                job = service.job(url.path.removeprefix("/v1/jobs/"))
-                if job is None:
-                    self._send(
-                        404, {"error": "no such job (finished jobs are kept for a while, then dropped)"}
-                    )
-                    return
-                wait = parse_qs(url.query).get("wait", ["0"])[0]
-                try:
-                    job.done.wait(min(max(0.0, float(wait)), service.config.max_wait_s))
-                except ValueError:
-                    pass
-                self._send(200, job.as_json())
-                return
-            self._send(404, {"error": f"no route {url.path}"})
-
-        def do_POST(self) -> None:  # noqa: N802
-            if not self._authorised():
-                return
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > service.config.max_body_bytes:
-                self._send(413, {"error": f"body over {service.config.max_body_bytes} bytes"})
-                return
-            try:
-                payload = json.loads(self.rfile.read(length) or b"{}")
-                route = urlsplit(self.path).path
-                if route not in ("/v1/jobs", "/v1/verify"):
-                    self._send(404, {"error": f"no route {route}"})
-                    return
-                job = service.submit(payload)
-            except (ValueError, UnicodeDecodeError) as error:  # JSONDecodeError is a ValueError
-                self._send(400, {"error": str(error)})
-                return
-            if route == "/v1/jobs":
-                self._send(202, job.as_json())
-                return
-            job.done.wait()
-            self._send(200, job.as_json())
-
-    return Handler
+            self.server.stop()
+        if self.workers is not None:  # queued jobs are dropped; running verifications end on their own
+            self.workers.shutdown(wait=False, cancel_futures=True)
 
 
 def _transient(error: BaseException) -> bool:

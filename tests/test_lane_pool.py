@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -204,7 +205,7 @@ def test_rl_serve_puts_a_lane_on_each_named_gpu(relu_task: Task) -> None:
     ]
     server = subprocess.Popen(
         ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *serve],  # SIG_IGN for SIGINT survives the exec
-        stdout=subprocess.PIPE, text=True, cwd=ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
     )  # fmt: skip
     try:
         assert server.stdout is not None
@@ -223,6 +224,10 @@ def test_rl_serve_puts_a_lane_on_each_named_gpu(relu_task: Task) -> None:
         server.send_signal(signal.SIGINT)
         stopped = server.wait(timeout=60)
     assert stopped == 0
+    assert server.stderr is not None
+    logged = server.stderr.read().splitlines()  # one line per request: method, path, status, seconds
+    assert sum(" POST /v1/jobs 202 " in line for line in logged) == 4, logged
+    assert any(re.search(r" GET /v1/health 200 \d+\.\d{3}s$", line) for line in logged), logged
     assert all(verdict.correct is True for verdict in verdicts)
     spread = _spread(health["lanes"])
     assert set(spread) == {"0", "1"} and sum(spread.values()) == 4 and min(spread.values()) >= 1, health

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import http.client
 import json
 import threading
 import time
@@ -145,3 +146,150 @@ def test_client_retries_transport_errors_then_gives_up() -> None:
     finally:
         timer.join()
         late.stop()
+
+
+class GatedVerify:
+    """A verify function that waits for `gate` and records the order and overlap of its calls."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.started: list[str] = []
+        self.running = 0
+        self.most_running = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, task: Task, candidate: Candidate) -> Verdict:
+        with self.lock:
+            self.started.append(candidate.text)
+            self.running += 1
+            self.most_running = max(self.most_running, self.running)
+        try:
+            self.gate.wait(30)
+            if candidate.text == "boom":
+                raise RuntimeError("the harness broke")
+            return Verdict(task.task_id, "triton", "", "", False, False, "parse_error", "no code", ())
+        finally:
+            with self.lock:
+                self.running -= 1
+
+
+def get(url: str) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def job_body(text: str) -> dict:
+    return {"task": {"source": RELU.source, "name": "relu"}, "candidate": {"text": text}}
+
+
+def test_jobs_are_verified_in_order_and_long_polls_time_out() -> None:
+    gated = GatedVerify()
+    running = RewardService(gated, {"platform": "cpu"}, ServiceConfig(port=0, workers=1, max_wait_s=0.5))
+    url = running.start()
+    try:
+        ids = [post(f"{url}/v1/jobs", job_body(f"answer {index}"))[1]["id"] for index in range(5)]
+        while not gated.started:
+            time.sleep(0.01)
+        health = get(f"{url}/v1/health")[1]
+        waited = time.monotonic()
+        status, polled = get(f"{url}/v1/jobs/{ids[-1]}?wait=30")  # capped at max_wait_s
+        waited = time.monotonic() - waited
+        gated.gate.set()
+        states = [get(f"{url}/v1/jobs/{job}?wait=30")[1] for job in ids]
+        failed = post(f"{url}/v1/verify", job_body("boom"))
+    finally:
+        running.stop()
+    assert (health["queued"], health["running"], health["done"]) == (4, 1, 0)
+    assert status == 200 and polled == {"id": ids[-1], "status": "queued"}
+    assert 0.4 <= waited < 5, waited
+    assert gated.started[:5] == [f"answer {index}" for index in range(5)]  # first come, first verified
+    assert [state["status"] for state in states] == ["done"] * 5
+    assert states[0]["verdict"]["failure_kind"] == "parse_error" and "error" not in states[0]
+    error = {"id": failed[1]["id"], "status": "failed", "error": "RuntimeError: the harness broke"}
+    assert failed == (200, error)
+
+
+def test_the_workers_verify_that_many_jobs_at_once_never_more() -> None:
+    gated = GatedVerify()
+    running = RewardService(gated, {"platform": "cpu"}, ServiceConfig(port=0, workers=2))
+    url = running.start()
+    try:
+        ids = [post(f"{url}/v1/jobs", job_body(f"answer {index}"))[1]["id"] for index in range(6)]
+        while len(gated.started) < 2:
+            time.sleep(0.01)
+        time.sleep(0.2)  # time for a third to start, were the limit not kept
+        health = get(f"{url}/v1/health")[1]
+        gated.gate.set()
+        states = [get(f"{url}/v1/jobs/{job}?wait=30")[1]["status"] for job in ids]
+    finally:
+        running.stop()
+    assert (health["queued"], health["running"]) == (4, 2) and gated.most_running == 2
+    assert states == ["done"] * 6
+
+
+def test_bad_requests_are_one_line_errors_and_openapi_lists_the_routes() -> None:
+    running = RewardService(
+        GatedVerify(), {"platform": "cpu"}, ServiceConfig(port=0, workers=1, max_body_bytes=4096)
+    )
+    url = running.start()
+    try:
+        target = post(f"{url}/v1/jobs", {**job_body("x"), "candidate": {"text": "x", "target": "cuda"}})
+        not_json = urllib.request.Request(
+            f"{url}/v1/jobs", data=b"{oops", headers={"Content-Type": "application/json"}, method="POST"
+        )
+        try:
+            urllib.request.urlopen(not_json, timeout=10)
+        except urllib.error.HTTPError as error:
+            not_json_error = (error.code, json.loads(error.read()))
+        too_big = post(f"{url}/v1/jobs", job_body("x" * 5000))
+        connection = http.client.HTTPConnection(url.removeprefix("http://"), timeout=10)
+        connection.request("POST", "/v1/jobs", body=iter([json.dumps(job_body("x" * 5000)).encode()]),
+                           encode_chunked=True, headers={"Transfer-Encoding": "chunked"})  # fmt: skip
+        answer = connection.getresponse()
+        too_big_chunked = (answer.status, json.loads(answer.read()))
+        connection.close()
+        unknown = get(f"{url}/v1/jobs/nope")
+        bad_wait = get(f"{url}/v1/jobs/nope?wait=soon")
+        schema = get(f"{url}/openapi.json")[1]
+    finally:
+        running.stop()
+    assert target[0] == 400 and target[1]["error"] == "candidate.target: Input should be 'triton' or 'hip'"
+    assert not_json_error[0] == 400 and not_json_error[1]["error"].startswith("the body is not JSON")
+    # over the limit by its Content-Length, or by the bytes counted of a chunked body
+    assert too_big == too_big_chunked == (413, {"error": "the body is over 4096 bytes"})
+    assert unknown == (404, {"error": "no such job (finished jobs are kept for a while, then dropped)"})
+    assert bad_wait[0] == 400 and bad_wait[1]["error"].startswith(
+        "query.wait: Input should be a valid number"
+    )
+    errors = [body["error"] for _, body in (target, not_json_error, too_big, unknown, bad_wait)]
+    assert all("\n" not in error for error in errors)
+    assert set(schema["paths"]) == {"/v1/jobs", "/v1/jobs/{job_id}", "/v1/verify", "/v1/health"}
+    assert schema["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
+    assert set(schema["paths"]["/v1/jobs"]["post"]["responses"]) == {"202", "4XX"}
+
+
+def test_a_stop_cuts_off_waiting_clients_at_once() -> None:
+    gated = GatedVerify()
+    running = RewardService(gated, {"platform": "cpu"}, ServiceConfig(port=0, workers=1))
+    url = running.start()
+    outcome: list[BaseException] = []
+
+    def verify_and_wait() -> None:
+        try:
+            post(f"{url}/v1/verify", job_body("slow"))
+        except OSError as error:  # the connection closed unanswered
+            outcome.append(error)
+
+    caller = threading.Thread(target=verify_and_wait)
+    caller.start()
+    while not gated.started:
+        time.sleep(0.01)
+    started = time.monotonic()
+    running.stop()
+    stopped_in = time.monotonic() - started
+    caller.join(timeout=10)
+    gated.gate.set()  # the verification still running ends on its own
+    assert stopped_in < 1.0 and outcome and not caller.is_alive(), (stopped_in, outcome)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import logging
 import os
 import signal
 import typing
@@ -261,6 +262,10 @@ def cmd_rl_serve(args: argparse.Namespace) -> int:
     stopping = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda _signum, _frame: stopping.set())
+    # One line per request (method, path, status, seconds: kernelvault/http_json.py) on stderr; the rest of
+    # logging stays at WARNING.
+    logging.basicConfig(format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    logging.getLogger("kernelvault.http").setLevel(logging.INFO)
     print(f"reward service at {url} ({verifier.choice.device}, lanes on {','.join(lanes)}, {workers} request(s) "
           f"at once, {'token required' if token else 'no token'}); Ctrl-C or SIGTERM stops it", flush=True)  # fmt: skip
     try:
