@@ -256,7 +256,7 @@ def _descends(pid: int, roots: set[int], parents: dict[int, int]) -> bool:
 def worker_processes(alive_on_purpose: frozenset[int] = frozenset()) -> list[str]:
     """Command lines of processes on this machine that run a KernelVault worker (any uid, any namespace), except
     `alive_on_purpose` and what they started, and the workers of other pytest processes of this run (xdist's
-    sibling workers: their own sessions' lanes). A worker left behind by a job is either still this process's
+    sibling workers: their own sessions' lanes) and of other checkouts' interpreters. A worker left behind by a job is either still this process's
     descendant or an orphan that init adopted; neither is excused."""
     parents = _parents()
     me = os.getpid()
@@ -271,7 +271,8 @@ def worker_processes(alive_on_purpose: frozenset[int] = frozenset()) -> list[str
             command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if WORKER_MODULE in command:
+        # this checkout's interpreter: a worker of another checkout's run on a shared machine is not this run's
+        if WORKER_MODULE in command and sys.executable in command:
             found.append(f"{pid}: {command[:160]}")
     return found
 
