@@ -162,6 +162,16 @@ REFUSED = [
         "    tl.store(x_ptr, FIN * tl.load(x_ptr))",
         "FIN inside a @triton.jit kernel is a Python object",
     ),
+    # what PyTorch calls while it turns Python objects into tensors runs out of the dispatch monitor's sight
+    ("conversion", "class Hint:\n    def __float__(self):\n        return 0.0", "Hint.__float__"),
+    ("conversion", "class Plan:\n    __len__ = lambda self: 1", "Plan.__len__"),
+    (
+        "conversion",
+        "class Op:\n    @classmethod\n    def __torch_function__(cls, *a):\n        pass",
+        "__torch_function__",
+    ),
+    ("tensor_subclass", "class Scratch(torch.Tensor):\n    pass", "Scratch(torch.Tensor)"),
+    ("tensor_subclass", "from torch import Tensor as T\n\n\nclass Scratch(T):\n    pass", "torch.Tensor"),
     ("resolves", "import contextlib\nr = contextlib.redirect_stdout", "output streams"),
     # the process's environment: reads only, under any spelling
     ("foreign_write", "import os\nos.environ.update(TRITON_CACHE_DIR='/tmp/x')", ".update of os.environ"),

@@ -30,6 +30,9 @@ The rules, by what they stop:
 - `kernel_python`: a call inside a `@triton.jit` body to something that is not Triton or another kernel:
   under the CPU interpreter a kernel body is plain Python, and would run it.
 - `proc`: a string naming `/proc/` or `/dev/`.
+- `conversion`: a class defining `__float__`, `__index__`, `__iter__`, `__getitem__`, `__array__`, `__torch_function__`...:
+  PyTorch calls these while it turns Python objects into tensors, where the dispatch monitor does not look.
+- `tensor_subclass`: a subclass of `torch.Tensor` (its `__torch_dispatch__` runs beside the monitor's).
 - `hip_source`: in HIP C++ (a native `HIP_SOURCE`, `load_inline` sources): system calls, processes,
   threads, dynamic loading, files, the environment, load-time constructors, and ATen/torch calls other
   than allocation (the host code of a HIP library runs in the harness's process).
@@ -55,12 +58,14 @@ from kernelvault.toolchain.wall_names import identity_findings
 from kernelvault.toolchain.wall_policy import (
     ALLOWED_DUNDERS,
     ALLOWED_PRIVATE,
+    CONVERSION_METHODS,
     FORBIDDEN_BUILTINS,
     FRAME_ATTRIBUTES,
     HOST_DATA_METHODS,
     KERNEL_BUILTINS,
     OS_ALLOWED,
     OWN_ROOTS,
+    TENSOR_CLASSES,
     WallFinding,
     module_allowed,
     module_reason,
@@ -476,6 +481,22 @@ class _Wall(ast.NodeVisitor):
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for outside in [*node.decorator_list, *node.bases, *[keyword.value for keyword in node.keywords]]:
             self.visit(outside)
+        for base in node.bases:
+            chain = _chain(base)
+            dotted = self._resolve(chain) if chain is not None else None
+            if dotted in TENSOR_CLASSES:
+                self.add("tensor_subclass", base, f"class {node.name}({dotted}): a tensor subclass's own dispatch "
+                         "runs beside the monitor's")  # fmt: skip
+        for statement in node.body:
+            names = (
+                [statement.name] if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef))
+                else [leaf.id for target in getattr(statement, "targets", [getattr(statement, "target", None)])
+                      if target is not None for leaf in ast.walk(target) if isinstance(leaf, ast.Name)]
+            )  # fmt: skip
+            for name in names:
+                if name in CONVERSION_METHODS:
+                    self.add("conversion", statement, f"{node.name}.{name}: PyTorch calls it while it turns Python "
+                             "objects into tensors, where the dispatch monitor does not see what it does")  # fmt: skip
         self._visit_in_scope("class", _bindings(node.body), list(node.body))
 
     def _visit_comprehension(

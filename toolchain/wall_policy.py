@@ -97,6 +97,19 @@ ALLOWED_PRIVATE = frozenset({
     "torch.nn.modules.utils._pair", "torch.nn.modules.utils._single", "torch.nn.modules.utils._triple",
     "torch.nn.modules.utils._quadruple", "torch.nn.modules.utils._ntuple",
 })  # fmt: skip
+# What PyTorch's C++ calls on Python objects while it builds a tensor from data (`torch.tensor([obj])`: each
+# element's `__float__`, a sequence's `__iter__`...) or takes a number from one, with the Python dispatch key
+# excluded, so that code there runs out of the dispatch monitor's sight; and a class's own dispatch hooks. A
+# candidate's class may define none of them (`conversion`; `sandboxed.integrity.CandidateClasses` behind it).
+CONVERSION_METHODS = frozenset({
+    "__float__", "__int__", "__index__", "__complex__", "__bool__", "__trunc__", "__iter__", "__next__",
+    "__len__", "__getitem__", "__array__", "__array_interface__", "__cuda_array_interface__", "__dlpack__",
+    "__dlpack_device__", "__buffer__", "__torch_function__", "__torch_dispatch__",
+})  # fmt: skip
+# Classes a candidate may not subclass: a tensor subclass's `__torch_dispatch__` runs after the monitor has
+# stepped aside for the op (`tensor_subclass`).
+TENSOR_CLASSES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter",
+                            "torch.nn.parameter.Buffer", "torch._C.TensorBase"})  # fmt: skip
 # Callables a @triton.jit body may name besides triton/tl and other kernels.
 KERNEL_BUILTINS = frozenset({"range", "min", "max", "abs", "len", "int", "float", "bool", "print", "isinstance",
                              "getattr", "hasattr", "tuple", "list", "zip", "enumerate", "round"})  # fmt: skip

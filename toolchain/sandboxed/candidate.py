@@ -65,6 +65,7 @@ from kernelvault.toolchain.sandboxed import integrity, requests, tensor_files, t
 from kernelvault.toolchain.sandboxed.bundles import BundleSender
 from kernelvault.toolchain.sandboxed.integrity import (
     INIT_OPS,
+    CandidateClasses,
     PatchSnapshot,
     ProcessGuards,
     TensorPrinting,
@@ -402,12 +403,15 @@ class CandidateGuards:
         self.printing.install()
         self.value_methods = TensorValueMethods(self.violations, self.monitor)
         self.value_methods.install()
+        self.classes = CandidateClasses(self.violations, job.module_name)
+        self.classes.install()
         # Taken after our own wrappers are in place: anything that changes from here on was the candidate.
         targets = patch_targets([sys.modules[__name__], sys.modules[timing.__name__], sys.modules[tensor_files.__name__],
                                  sys.modules[integrity.__name__], sys.modules[requests.__name__]])  # fmt: skip
         targets |= {"CandidateGuards": CandidateGuards, "LaunchRecorder": LaunchRecorder, "violations": self.violations,
                     "monitor": self.monitor, "recorder": self.recorder, "process_guards": self.process_guards,
-                    "printing": self.printing, "value_methods": self.value_methods}  # fmt: skip
+                    "printing": self.printing, "value_methods": self.value_methods,
+                    "classes": self.classes}  # fmt: skip
         if job.language == "hip":
             import kernelvault.hip as hip  # the module the candidate imports: its names are snapshotted too
 
@@ -421,6 +425,7 @@ class CandidateGuards:
         self.process_guards.uninstall()
         self.printing.uninstall()
         self.value_methods.uninstall()
+        self.classes.uninstall()
         self.recorder.uninstall()
         hip_runtime.set_launch_observer(None)
 

@@ -47,6 +47,8 @@ import torch
 import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from kernelvault.toolchain.wall_policy import CONVERSION_METHODS
+
 # aten ops a kernel's host code may use: allocation, views, layout copies, fills and metadata. Not
 # `_local_scalar_dense` (`.item()`, `float(x)`) in general: reading a tensor's values into Python is how host
 # code computes. Reading a 0-d *argument* is glue (`eps.item()`, `start.item()`: real answers pass such an
@@ -210,6 +212,12 @@ class TorchComputeMonitor(TorchDispatchMode):
         if not self.active:
             return func(*args, **(kwargs or {}))
         name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
+        foreign = next((kind for kind in types if not _torch_tensor_type(kind)), None)
+        if foreign is not None:
+            # its own __torch_dispatch__ runs after this mode has stepped aside for the op: what it computes
+            # there is out of the monitor's sight, whatever the op was (a glue `clone`)
+            self.violations.add("tensor_subclass", f"aten.{name} on a {foreign.__name__}, a tensor subclass that is "
+                                f"not PyTorch's own, while {self.what}")  # fmt: skip
         if self.in_launch and name in RECORD_FUNCTION_OPS:
             return func(*args, **(kwargs or {}))  # the harness's own `kv::launch` range (`DeviceRecord`)
         host_made = False
@@ -308,6 +316,57 @@ class TensorPrinting:
             import torch._tensor_str as printer
 
             printer._str = self._original
+            self._original = None
+
+
+def _torch_tensor_type(kind: Any) -> bool:
+    """`torch.Tensor` itself, or a subclass PyTorch defines (`nn.Parameter`, a functional or fake tensor): the
+    module it names really binds it under its name, and that module is PyTorch's."""
+    if kind is torch.Tensor:
+        return True
+    home, name = getattr(kind, "__module__", ""), getattr(kind, "__name__", "")
+    module = sys.modules.get(home) if isinstance(home, str) else None
+    return isinstance(home, str) and home.split(".")[0] == "torch" and getattr(module, name, None) is kind
+
+
+class CandidateClasses:
+    """Every class the candidate's module defines while it is watched (at import, in `forward`: a `class`
+    statement runs `builtins.__build_class__`): one that defines a conversion method PyTorch calls out of the
+    monitor's sight (`CONVERSION_METHODS`) is `host_data`, and a subclass of `torch.Tensor` is `tensor_subclass`.
+    The static wall refuses the same definitions; this is the tripwire behind it. Classes of other modules
+    (PyTorch's own, imported lazily during a job) are not looked at."""
+
+    def __init__(self, violations: Violations, module_name: str) -> None:
+        self.violations = violations
+        self.module_name = module_name
+        self._original: Any = None
+
+    def install(self) -> None:
+        original = self._original = builtins.__build_class__
+        guard = self
+
+        def build_class(func: Any, name: str, *bases: Any, **keywords: Any) -> Any:
+            made = original(func, name, *bases, **keywords)
+            if getattr(func, "__globals__", {}).get("__name__") == guard.module_name:
+                guard.check(made)
+            return made
+
+        builtins.__build_class__ = build_class
+
+    def check(self, made: Any) -> None:
+        if not isinstance(made, type):
+            return
+        defined = sorted(CONVERSION_METHODS & set(vars(made)))
+        if defined:
+            self.violations.add("host_data", f"class {made.__name__} defines {', '.join(defined)}: PyTorch calls "
+                                "these while it turns Python objects into tensors, out of the monitor's sight")  # fmt: skip
+        if issubclass(made, torch.Tensor):
+            self.violations.add("tensor_subclass", f"class {made.__name__} subclasses torch.Tensor: its own "
+                                "dispatch runs beside the monitor's")  # fmt: skip
+
+    def uninstall(self) -> None:
+        if self._original is not None:
+            builtins.__build_class__ = self._original
             self._original = None
 
 
