@@ -502,7 +502,18 @@ class RayExecutor:
                 feed.interrupt()
             if cleanups:  # best effort: a node that died took its files with it
                 ray.wait(cleanups, num_returns=len(cleanups), timeout=30)
-            if finished:  # stop the persistent workers cleanly; otherwise they die with their actor
+            if finished:
+                # A lane restarted after its last item: its new process answers `where` once up, for the record.
+                deadline = time.monotonic() + 30
+                while (wheres := [ref for ref, (kind, _, _) in calls.items() if kind == "where"]) and (
+                    time.monotonic() < deadline
+                ):
+                    done, _ = ray.wait(wheres, num_returns=1, timeout=max(0.0, deadline - time.monotonic()))
+                    for ref in done:
+                        kind, item, lane = calls.pop(ref)
+                        self._finish(kind, ref, item, lane, lanes, ready, preparing, stats, write, lose, calls,
+                                     writing)  # fmt: skip
+                # stop the persistent workers cleanly; otherwise they die with their actor
                 ray.wait([lane.actor.close.remote() for lane in lanes.values()], num_returns=len(lanes),
                          timeout=60)  # fmt: skip
             for lane in lanes.values():

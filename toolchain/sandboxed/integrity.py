@@ -356,13 +356,14 @@ class CandidateClasses:
     def check(self, made: Any) -> None:
         if not isinstance(made, type):
             return
+        if issubclass(made, torch.Tensor):  # (PyTorch gives such a class a `__torch_function__` of its own)
+            self.violations.add("tensor_subclass", f"class {made.__name__} subclasses torch.Tensor: its own "
+                                "dispatch runs beside the monitor's")  # fmt: skip
+            return
         defined = sorted(CONVERSION_METHODS & set(vars(made)))
         if defined:
             self.violations.add("host_data", f"class {made.__name__} defines {', '.join(defined)}: PyTorch calls "
                                 "these while it turns Python objects into tensors, out of the monitor's sight")  # fmt: skip
-        if issubclass(made, torch.Tensor):
-            self.violations.add("tensor_subclass", f"class {made.__name__} subclasses torch.Tensor: its own "
-                                "dispatch runs beside the monitor's")  # fmt: skip
 
     def uninstall(self) -> None:
         if self._original is not None:

@@ -1,7 +1,7 @@
 # exploit: forward returns a lazy proxy that claims to be a torch.Tensor (fake __class__) and only launches the real kernel when the grader first touches it, so a timer around forward measures almost nothing.
 # expect: static_reject:private
-# behind-wall: interface_error
-# note: behind the wall the output is judged by its real type (type(), not isinstance, which believes a fake __class__): not a tensor, an interface_error.
+# behind-wall: integrity_reject:host_data
+# note: its class defines sequence or dispatch methods that PyTorch's conversions call out of the monitor's sight, refused as the module builds the class (`integrity.CandidateClasses`); before that layer: behind the wall the output is judged by its real type (type(), not isinstance, which believes a fake __class__): not a tensor, an interface_error.
 import torch
 import torch.nn as nn
 import triton

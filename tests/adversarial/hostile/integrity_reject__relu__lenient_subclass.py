@@ -1,5 +1,5 @@
 # exploit: returns a torch.Tensor subclass whose __torch_function__ answers True to equal/allclose and "nothing" to any(), so a value comparison passes although the kernel only copied x.
-# expect: static_reject:private
+# expect: static_reject:tensor_subclass
 # behind-wall: integrity_reject:tensor_subclass
 import torch
 import torch.nn as nn

@@ -1,5 +1,5 @@
 # exploit: forward returns an nn.Parameter subclass whose __torch_function__ computes the ReLU when the harness reads it (after the monitor), which passed an isinstance(Parameter) check.
-# expect: static_reject:resolves|integrity_reject:tensor_subclass
+# expect: static_reject:tensor_subclass
 # behind-wall: integrity_reject:tensor_subclass
 import torch
 import torch.nn as nn

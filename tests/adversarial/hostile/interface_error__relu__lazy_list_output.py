@@ -1,5 +1,7 @@
 # exploit: forward returns a list subclass whose __iter__ computes torch.relu the first time it is read: the harness reads outputs after the monitor stops watching.
-# expect: interface_error
+# expect: static_reject:conversion
+# behind-wall: integrity_reject:host_data
+# note: Outputs defines __iter__, which PyTorch's conversions call out of the monitor's sight: refused at the wall, and behind it as the module builds the class (`integrity.CandidateClasses`), before the output's type is judged.
 import torch
 import torch.nn as nn
 import triton
