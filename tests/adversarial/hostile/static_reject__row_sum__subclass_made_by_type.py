@@ -20,7 +20,9 @@ def _dispatch(cls, func, types, args=(), kwargs=None):
     return torch.empty(1)
 
 
-Workspace = type("Workspace", (torch.Tensor,), {"rows": None, "result": None, "__torch_dispatch__": classmethod(_dispatch)})
+Workspace = type(
+    "Workspace", (torch.Tensor,), {"rows": None, "result": None, "__torch_dispatch__": classmethod(_dispatch)}
+)
 
 
 class ModelNew(nn.Module):
