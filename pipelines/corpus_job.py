@@ -77,8 +77,9 @@ class RunSummary:
     stage_seconds: dict[str, list[float]] = field(default_factory=dict)
     verified_here: int = 0
     executor: ExecutorStats | None = None  # how the engine's stages ran (lanes used, items lost and redone)
-    stopped_by: str | None = None  # the intake closed early (`kernelvault.pipelines.intake`): why
+    stopped_by: str | None = None  # why it stopped early: `SIGINT`, a time limit (`pipelines.intake`)
     not_started: int = 0  # attempts of this session's source left for a resume because of that
+    abandoned: int = 0  # attempts started and not written because a signal halted the run (redone on resume)
 
     def record_stages(self, verdict: Verdict) -> None:
         self.verified_here += 1
@@ -133,7 +134,7 @@ class RunSummary:
         if self.retry_later:
             rows.append(("not written, retried on resume", str(len(self.retry_later))))
         if self.stopped_by:
-            rows.append(("stopped early", f"at {self.stopped_by}: {self.not_started} attempts not started "
+            rows.append(("stopped early", f"by {self.stopped_by}: {self.left_for_resume()} "
                          "(the same command resumes)"))  # fmt: skip
         if self.executor is not None and self.executor.worker_starts:
             rows.append(("worker starts", self.executor.worker_summary()))
@@ -149,6 +150,11 @@ class RunSummary:
         lines += [f"{name:<{width}}  {value}" for name, value in rows]
         return "\n".join(lines)
 
+    def left_for_resume(self) -> str:
+        """`3 attempts abandoned, 12 not started`: what a stopped run left for the same command to do."""
+        abandoned = f"{self.abandoned} attempts abandoned, " if self.abandoned else ""
+        return f"{abandoned}{self.not_started} attempts not started"
+
     def to_json(self) -> dict[str, object]:
         return {
             "run_id": self.run_id, "platform": self.platform, "resumed": self.resumed, "skipped": self.skipped,
@@ -158,7 +164,7 @@ class RunSummary:
             "near_duplicates": self.near_duplicates, "retry_later": self.retry_later, "unexpected": self.unexpected,
             "shards": [str(p) for p in self.shards], "seconds": self.seconds,
             "attempts_per_minute": self.attempts_per_minute(), "stages": self.stage_stats(),
-            "stopped_by": self.stopped_by, "not_started": self.not_started,
+            "stopped_by": self.stopped_by, "not_started": self.not_started, "abandoned": self.abandoned,
             "workers": self.executor.worker_json() if self.executor is not None else None,
         }  # fmt: skip
 
@@ -240,6 +246,7 @@ def run_corpus_job(
                          flush_interval_s=flush_interval_s, on_shard=record_shard)  # fmt: skip
     ledger_lock = threading.Lock()  # the source runs on the feeding thread, the writer on this one
     intake = intake or Intake()
+    handled = [0]  # attempts whose verdict came back (written, or deferred to a resume)
 
     def started_attempts() -> Iterator[Attempt]:
         for attempt in intake.gate(attempts):
@@ -250,6 +257,7 @@ def run_corpus_job(
     def write(item: VerifiedAttempt) -> None:
         with ledger_lock:
             _write_verdict(item.attempt, item.verdict, writer, ledger, summary)
+        handled[0] += 1
         bar.update(1)
 
     writing = None
@@ -259,6 +267,7 @@ def run_corpus_job(
         def account(item: VerifiedAttempt) -> None:  # its row is in a landed shard, or it has none
             with ledger_lock:
                 _write_verdict(item.attempt, item.verdict, None, ledger, summary)
+            handled[0] += 1
             bar.update(1)
 
         def commit(shard: Landed) -> None:
@@ -273,10 +282,11 @@ def run_corpus_job(
             key=_key,
         )  # fmt: skip
     with writer:
-        summary.executor = verify_attempts(started_attempts(), verifier, engine, write, writing)
+        summary.executor = verify_attempts(started_attempts(), verifier, engine, write, writing, halt=intake.halt)  # fmt: skip
     bar.close()
-    if intake.left:
+    if intake.left or intake.signal_number is not None:  # a signal names the stop even with nothing left
         summary.stopped_by, summary.not_started = intake.reason, intake.left
+        summary.abandoned = intake.taken - handled[0]
     return close_run(run, out_dir / "data" / target, started)
 
 
@@ -305,7 +315,7 @@ def open_run(out_dir: Path, identity: dict[str, Any], target: str, platform: str
 def close_run(run: OpenRun, config_folder: Path, started: float) -> RunSummary:
     """Mark the run finished when nothing is left to retry; count its rows; write runs/{run_id}.json."""
     summary = run.summary
-    if not summary.retry_later and not summary.not_started:
+    if not summary.retry_later and not summary.not_started and not summary.abandoned:
         run.ledger.finish_run(run.run_id)
     run.ledger.close()
     summary.count_rows(run_shards(config_folder, run.run_id))
