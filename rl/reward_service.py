@@ -28,6 +28,7 @@ import hmac
 import http.client
 import itertools
 import json
+import logging
 import queue
 import secrets
 import threading
@@ -47,6 +48,7 @@ from kernelvault.rl.rewards import TaskBook, VerifyFunction
 from kernelvault.toolchain.tasks import TaskFormatError
 
 TOKEN_ENV = "KV_REWARD_TOKEN"
+LOG = logging.getLogger(__name__)  # one line per request; `kernelvault rl serve` sends it to stderr
 
 
 @dataclass(frozen=True)
@@ -172,11 +174,16 @@ def _handler(service: RewardService) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
+        started = 0.0  # when this request's handling began (do_GET / do_POST)
+        candidates = 0  # candidates the request submitted
+
         def log_message(self, *args: Any) -> None:
-            pass
+            pass  # http.server's own line; `_send` logs each request once, with what a trainer's operator needs
 
         def _send(self, status: int, payload: dict[str, Any]) -> None:
             send_json(self, status, payload)
+            LOG.info("%s %s %d %d candidate(s) %.2f s", self.command, urlsplit(self.path).path, status,
+                     self.candidates, time.monotonic() - self.started)  # fmt: skip
 
         def _authorised(self) -> bool:
             token = service.config.token
@@ -189,6 +196,7 @@ def _handler(service: RewardService) -> type[BaseHTTPRequestHandler]:
             return False
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            self.started, self.candidates = time.monotonic(), 0
             if not self._authorised():
                 return
             url = urlsplit(self.path)
@@ -212,6 +220,7 @@ def _handler(service: RewardService) -> type[BaseHTTPRequestHandler]:
             self._send(404, {"error": f"no route {url.path}"})
 
         def do_POST(self) -> None:  # noqa: N802
+            self.started, self.candidates = time.monotonic(), 0
             if not self._authorised():
                 return
             length = int(self.headers.get("Content-Length") or 0)
@@ -225,6 +234,7 @@ def _handler(service: RewardService) -> type[BaseHTTPRequestHandler]:
                     self._send(404, {"error": f"no route {route}"})
                     return
                 job = service.submit(payload)
+                self.candidates = 1
             except (ValueError, UnicodeDecodeError) as error:  # JSONDecodeError is a ValueError
                 self._send(400, {"error": str(error)})
                 return

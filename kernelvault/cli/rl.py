@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import logging
 import os
 import signal
+import sys
 from pathlib import Path
 
 from kernelvault.cli.common import UsageError
@@ -206,7 +208,7 @@ def _attempt_rows(dataset: Path) -> list[dict]:  # noqa: ANN202
 def cmd_rl_serve(args: argparse.Namespace) -> int:
     import threading
 
-    from kernelvault.rl.reward_service import TOKEN_ENV, RewardService, ServiceConfig
+    from kernelvault.rl.reward_service import LOG, TOKEN_ENV, RewardService, ServiceConfig
     from kernelvault.toolchain.lane_pool import LanePool, pool_lanes
     from kernelvault.toolchain.verify import (
         UnjailedModelOutput,
@@ -242,8 +244,19 @@ def cmd_rl_serve(args: argparse.Namespace) -> int:
     # SIGINT and SIGTERM both stop it, also where it was started with SIGINT ignored (a background job of a
     # script: Python then raises no KeyboardInterrupt) or by a service manager (which sends SIGTERM).
     stopping = threading.Event()
+    received: list[int] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        received.append(signum)
+        stopping.set()
+
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda _signum, _frame: stopping.set())
+        signal.signal(signum, on_signal)
+    # One line per request on stderr: method, path, status, candidates, seconds (the service's own logger only).
+    to_stderr = logging.StreamHandler(sys.stderr)
+    to_stderr.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    LOG.addHandler(to_stderr)
+    LOG.setLevel(logging.INFO)
     print(f"reward service at {url} ({verifier.choice.device}, lanes on {','.join(lanes)}, {workers} request(s) "
           f"at once, {'token required' if token else 'no token'}); Ctrl-C or SIGTERM stops it", flush=True)  # fmt: skip
     try:
@@ -251,8 +264,9 @@ def cmd_rl_serve(args: argparse.Namespace) -> int:
             pass
     finally:
         service.stop()
-        pool.close()
-    return 0
+        # A verification in progress is not waited for: its client's retry asks again (the jobs live in memory).
+        pool.close(abandon=True)
+    return 128 + received[0] if received else 0
 
 
 def cmd_rl_tiny_model(args: argparse.Namespace) -> int:
