@@ -22,7 +22,6 @@ import hashlib
 import json
 import secrets
 import statistics
-import sys
 import threading
 import time
 from collections import Counter
@@ -32,6 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from kernelvault import progress as kv_progress
 from kernelvault.contracts import Verdict
 from kernelvault.corpus.dedup import find_duplicates
 from kernelvault.corpus.ledger import AttemptInfo, RunLedger, attempt_key
@@ -241,7 +241,9 @@ def run_corpus_job(
     def record_shard(path: Path, rows: list[dict[str, Any]]) -> None:
         ledger.mark_finished(run_id, [attempt_of_row(row) for row in rows], path.name)
 
-    bar = _progress_bar(len(attempts), progress)
+    # Rows written (an attempt deferred to a resume counts too: it is done here); until the first, the lanes'
+    # workers start (jail, interpreter, torch: 5-20 s on a CPU) and the bar's clock shows it.
+    bar = kv_progress.bar(len(attempts), "verifying", "row", progress, status="workers starting")
     writer = ShardWriter(out_dir, config=target, run_id=run_id, max_rows=shard_rows,
                          flush_interval_s=flush_interval_s, on_shard=record_shard)  # fmt: skip
     ledger_lock = threading.Lock()  # the source runs on the feeding thread, the writer on this one
@@ -258,7 +260,7 @@ def run_corpus_job(
         with ledger_lock:
             _write_verdict(item.attempt, item.verdict, writer, ledger, summary)
         handled[0] += 1
-        bar.update(1)
+        _count(bar, 1)
 
     writing = None
     if engine.executor == "ray" and ray_writers == "actors":
@@ -268,7 +270,7 @@ def run_corpus_job(
             with ledger_lock:
                 _write_verdict(item.attempt, item.verdict, None, ledger, summary)
             handled[0] += 1
-            bar.update(1)
+            _count(bar, 1)
 
         def commit(shard: Landed) -> None:
             with ledger_lock:
@@ -352,17 +354,7 @@ def _write_verdict(attempt: Attempt, verdict: Verdict, writer: ShardWriter | Non
         writer.write(row_of(summary.run_id, attempt, verdict))
 
 
-class _NoBar:
-    def update(self, _: int) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress_bar(total: int, enabled: bool) -> Any:
-    if not enabled:
-        return _NoBar()
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc="verifying", unit="attempt", file=sys.stderr, dynamic_ncols=True)
+def _count(bar: kv_progress.TickingBar, rows: int, status: str = "") -> None:
+    """`rows` more on the bar; its status is `status` from now on (the first rows end "workers starting")."""
+    bar.set_postfix_str(status, refresh=False)
+    bar.update(rows)
