@@ -38,7 +38,8 @@ RUN_ON_CPU = {"runnable": "no_gpu", "library": "library_calls", "not_applicable"
 @pytest.fixture(scope="module")
 def bundled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict], str]:
     out = tmp_path_factory.mktemp("qa") / "out"
-    printed = io.StringIO()  # a module-scoped fixture has no capsys: keep what the command printed, bar included
+    # A module-scoped fixture has no capsys: keep what the command printed, and its bar on stderr.
+    printed = io.StringIO()
     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
         assert main(["corpus", "--target", "qa", "--out", str(out)]) == 0
     rows = {row["origin"]: row for shard in sorted((out / "data" / "qa").glob("*.parquet"))
