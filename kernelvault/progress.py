@@ -3,6 +3,7 @@
     bar(total, "verifying", "row")     a count of things done (rows written, entries checked): tqdm on stderr
     waiting("starting ... (about 10 s)")  one long step (workers starting, a model loading): what it is, how
                                           long it usually takes, and its clock; erased when done
+    status("step 3: generating")       the same line, open across calls (a training step's phases)
 
 Both redraw every `TICK_S` seconds while they are open, so their elapsed time moves while nothing is counted
 (a lane's first workers starting, a candidate running into its time limit): a user sees that the job is alive
@@ -55,11 +56,16 @@ def bar(total: int | None, desc: str, unit: str, enabled: bool = True, status: s
     return made
 
 
+def status(message: str, enabled: bool = True) -> TickingBar:
+    """`message: 00:12` with a moving clock, erased when closed; `set_description_str` changes what it says."""
+    return TickingBar(
+        total=None, desc=message, bar_format="{desc}: {elapsed}", disable=not enabled, leave=False
+    )
+
+
 @contextmanager
 def waiting(message: str, enabled: bool = True) -> Iterator[None]:
-    """One long step, shown as `message: 00:12` with a moving clock, and erased once done: what follows (a
-    result, or an error in one line) takes its place."""
-    with TickingBar(
-        total=None, desc=message, bar_format="{desc}: {elapsed}", disable=not enabled, leave=False
-    ):
+    """One long step as a `status` line, erased once done: what follows (a result, or an error in one line)
+    takes its place."""
+    with status(message, enabled):
         yield
