@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelvault import progress as kv_progress
 from kernelvault.agents.client import EndpointConfig, ModelClient, ProviderError, RunBudget, SamplingSettings
 from kernelvault.agents.graph import KernelAgent, Trajectory
 from kernelvault.agents.prompting import PROMPT_FILES, check_prompts
@@ -34,7 +35,7 @@ from kernelvault.corpus.ledger import AttemptInfo, attempt_key
 from kernelvault.corpus.schema import attempt_row
 from kernelvault.corpus.shards import ShardWriter
 from kernelvault.pipelines.candidates import Attempt
-from kernelvault.pipelines.corpus_job import RunSummary, _progress_bar, close_run, job_identity, open_run
+from kernelvault.pipelines.corpus_job import RunSummary, _count, close_run, job_identity, open_run
 from kernelvault.pipelines.corpus_stages import RETRIED_FAILURES, VerifiedAttempt
 from kernelvault.pipelines.engine import EngineOptions, verify_attempts
 from kernelvault.pipelines.trajectory_source import AsyncVerify, TrajectorySource
@@ -135,7 +136,10 @@ def run_agent_job(
 
     writer = ShardWriter(out_dir, config=target, run_id=run.run_id, max_rows=shard_rows,
                          flush_interval_s=flush_interval_s, on_shard=record_shard)  # fmt: skip
-    bar = _progress_bar(len(work), progress)
+    # Rows written (a trajectory's turns land together), with the trajectories done beside them.
+    bar = kv_progress.bar(
+        None, "verifying", "row", progress, status=f"trajectories 0/{len(work)}, workers starting"
+    )
     source = TrajectorySource(
         functools.partial(_run_trajectories, work, target, platform, config, run, writer, bar)
     )
@@ -171,8 +175,12 @@ async def _run_trajectories(work: list[tuple[Task, int]], target: str, platform:
         max_turns=config.max_turns, stop_on_correct=config.stop_on_correct,
     )  # fmt: skip
 
+    ended = 0
+
     async def one(task: Task, sample: int) -> None:
+        nonlocal ended
         key = attempt_key(task.task_id, sample, 0)
+        rows: list[dict[str, Any]] = []
         run.ledger.mark_started(run.run_id, AttemptInfo(key, task.task_id, task.name, sample, 0, platform,
                                                         config.endpoint.model, vars(config.sampling)))  # fmt: skip
         try:
@@ -184,8 +192,10 @@ async def _run_trajectories(work: list[tuple[Task, int]], target: str, platform:
             run.ledger.mark_failed(run.run_id, key, "infrastructure_error", str(error))
             run.summary.retry_later.append(f"{task.name}/{sample}: {error}")
         else:
-            writer.write_group(trajectory_rows(run.run_id, trajectory, config, target))
-        bar.update(1)
+            rows = trajectory_rows(run.run_id, trajectory, config, target)
+            writer.write_group(rows)
+        ended += 1
+        _count(bar, len(rows), f"trajectories {ended}/{len(work)}")
 
     try:
         # Trajectories are cheap coroutines; the client's semaphore and the engine's queues bound the work.

@@ -22,7 +22,6 @@ import hashlib
 import json
 import secrets
 import statistics
-import sys
 import threading
 import time
 from collections import Counter
@@ -32,6 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from kernelvault import progress as kv_progress
 from kernelvault.contracts import Verdict
 from kernelvault.corpus.dedup import find_duplicates
 from kernelvault.corpus.ledger import AttemptInfo, RunLedger, attempt_key
@@ -77,11 +77,12 @@ class RunSummary:
     stage_seconds: dict[str, list[float]] = field(default_factory=dict)
     verified_here: int = 0
     executor: ExecutorStats | None = None  # how the engine's stages ran (lanes used, items lost and redone)
-    stopped_by: str | None = None  # the intake closed early (`kernelvault.pipelines.intake`): why
+    stopped_by: str | None = None  # why it stopped early: `SIGINT`, a time limit (`pipelines.intake`)
     not_started: int = 0  # attempts of this session's source left for a resume because of that
     # Input the source read but could not use, as (file:line, reason): an --answers line that is not JSON,
     # lacks a field or matches no task (a source that reads user files lists them in its `skipped`).
     skipped_input: list[tuple[str, str]] = field(default_factory=list)
+    abandoned: int = 0  # attempts started and not written because a signal halted the run (redone on resume)
 
     def record_stages(self, verdict: Verdict) -> None:
         self.verified_here += 1
@@ -136,7 +137,7 @@ class RunSummary:
         if self.retry_later:
             rows.append(("not written, retried on resume", str(len(self.retry_later))))
         if self.stopped_by:
-            rows.append(("stopped early", f"at {self.stopped_by}: {self.not_started} attempts not started "
+            rows.append(("stopped early", f"by {self.stopped_by}: {self.left_for_resume()} "
                          "(the same command resumes)"))  # fmt: skip
         if self.executor is not None and self.executor.worker_starts:
             rows.append(("worker starts", self.executor.worker_summary()))
@@ -152,6 +153,11 @@ class RunSummary:
         lines += [f"{name:<{width}}  {value}" for name, value in rows]
         return "\n".join(lines)
 
+    def left_for_resume(self) -> str:
+        """`3 attempts abandoned, 12 not started`: what a stopped run left for the same command to do."""
+        abandoned = f"{self.abandoned} attempts abandoned, " if self.abandoned else ""
+        return f"{abandoned}{self.not_started} attempts not started"
+
     def to_json(self) -> dict[str, object]:
         return {
             "run_id": self.run_id, "platform": self.platform, "resumed": self.resumed, "skipped": self.skipped,
@@ -161,7 +167,7 @@ class RunSummary:
             "near_duplicates": self.near_duplicates, "retry_later": self.retry_later, "unexpected": self.unexpected,
             "shards": [str(p) for p in self.shards], "seconds": self.seconds,
             "attempts_per_minute": self.attempts_per_minute(), "stages": self.stage_stats(),
-            "stopped_by": self.stopped_by, "not_started": self.not_started,
+            "stopped_by": self.stopped_by, "not_started": self.not_started, "abandoned": self.abandoned,
             "workers": self.executor.worker_json() if self.executor is not None else None,
             "skipped_input": [_skipped_entry(where, reason) for where, reason in self.skipped_input],
         }  # fmt: skip
@@ -248,11 +254,14 @@ def run_corpus_job(
     def record_shard(path: Path, rows: list[dict[str, Any]]) -> None:
         ledger.mark_finished(run_id, [attempt_of_row(row) for row in rows], path.name)
 
-    bar = _progress_bar(len(attempts), progress)
+    # Rows written (an attempt deferred to a resume counts too: it is done here); until the first, the lanes'
+    # workers start (jail, interpreter, torch: 5-20 s on a CPU) and the bar's clock shows it.
+    bar = kv_progress.bar(len(attempts), "verifying", "row", progress, status="workers starting")
     writer = ShardWriter(out_dir, config=target, run_id=run_id, max_rows=shard_rows,
                          flush_interval_s=flush_interval_s, on_shard=record_shard)  # fmt: skip
     ledger_lock = threading.Lock()  # the source runs on the feeding thread, the writer on this one
     intake = intake or Intake()
+    handled = [0]  # attempts whose verdict came back (written, or deferred to a resume)
 
     def started_attempts() -> Iterator[Attempt]:
         for attempt in intake.gate(attempts):
@@ -263,7 +272,8 @@ def run_corpus_job(
     def write(item: VerifiedAttempt) -> None:
         with ledger_lock:
             _write_verdict(item.attempt, item.verdict, writer, ledger, summary)
-        bar.update(1)
+        handled[0] += 1
+        _count(bar, 1)
 
     writing = None
     if engine.executor == "ray" and ray_writers == "actors":
@@ -272,7 +282,8 @@ def run_corpus_job(
         def account(item: VerifiedAttempt) -> None:  # its row is in a landed shard, or it has none
             with ledger_lock:
                 _write_verdict(item.attempt, item.verdict, None, ledger, summary)
-            bar.update(1)
+            handled[0] += 1
+            _count(bar, 1)
 
         def commit(shard: Landed) -> None:
             with ledger_lock:
@@ -286,10 +297,11 @@ def run_corpus_job(
             key=_key,
         )  # fmt: skip
     with writer:
-        summary.executor = verify_attempts(started_attempts(), verifier, engine, write, writing)
+        summary.executor = verify_attempts(started_attempts(), verifier, engine, write, writing, halt=intake.halt)  # fmt: skip
     bar.close()
-    if intake.left:
+    if intake.left or intake.signal_number is not None:  # a signal names the stop even with nothing left
         summary.stopped_by, summary.not_started = intake.reason, intake.left
+        summary.abandoned = intake.taken - handled[0]
     return close_run(run, out_dir / "data" / target, started)
 
 
@@ -318,7 +330,7 @@ def open_run(out_dir: Path, identity: dict[str, Any], target: str, platform: str
 def close_run(run: OpenRun, config_folder: Path, started: float) -> RunSummary:
     """Mark the run finished when nothing is left to retry; count its rows; write runs/{run_id}.json."""
     summary = run.summary
-    if not summary.retry_later and not summary.not_started:
+    if not summary.retry_later and not summary.not_started and not summary.abandoned:
         run.ledger.finish_run(run.run_id)
     run.ledger.close()
     summary.count_rows(run_shards(config_folder, run.run_id))
@@ -355,17 +367,7 @@ def _write_verdict(attempt: Attempt, verdict: Verdict, writer: ShardWriter | Non
         writer.write(row_of(summary.run_id, attempt, verdict))
 
 
-class _NoBar:
-    def update(self, _: int) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress_bar(total: int, enabled: bool) -> Any:
-    if not enabled:
-        return _NoBar()
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc="verifying", unit="attempt", file=sys.stderr, dynamic_ncols=True)
+def _count(bar: kv_progress.TickingBar, rows: int, status: str = "") -> None:
+    """`rows` more on the bar; its status is `status` from now on (the first rows end "workers starting")."""
+    bar.set_postfix_str(status, refresh=False)
+    bar.update(rows)

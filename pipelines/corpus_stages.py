@@ -80,9 +80,12 @@ class PoolStage:
         self.pool.submit_prepared(item.prepared).add_done_callback(done)
         return verified
 
-    def close(self) -> None:
+    def discard(self, item: PreparedAttempt) -> None:
+        self.pool.verifier.discard(item.prepared)
+
+    def close(self, abandon: bool = False) -> None:
         if self.owned:
-            self.pool.close()
+            self.pool.close(abandon)
 
 
 def job_pool(verifier: Verifier, lanes: tuple[str, ...], persistent: bool = True) -> LanePool:

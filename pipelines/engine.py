@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -92,11 +93,14 @@ def verify_attempts(
     write: Callable[[VerifiedAttempt], None],
     writing: Any = None,
     on_pool: Callable[[LanePool], None] = lambda pool: None,
+    halt: threading.Event | None = None,
 ) -> ExecutorStats:
     """Verify every attempt; `write` gets each result on the calling thread, in the order they finish.
 
     `writing` (Ray only): the lane actors write their own rows (`kernelvault.pipelines.ray_executor.ActorWriting`).
     `on_pool` receives the local executor's lane pool once it is open (bench/gpu_busy.py reads its timeline).
+    `halt` (local executor): once set, the run stops within a few seconds (`kernelvault.pipelines.executor`);
+    the Ray executor does not read it (its source ends at a closed intake and it drains).
     Raises what a stage raised (a programming error); a candidate's failures are verdicts, never raised.
     """
     options.check()
@@ -110,8 +114,9 @@ def verify_attempts(
                             queue_size=options.queue_size or 2 * len(lanes))  # fmt: skip
     with job_pool(verifier, lanes, options.persistent) as pool:
         on_pool(pool)
-        stats = LocalExecutor(config).run(attempts, prepare, PoolStage(pool), write)
-    stats.add_workers(pool.lanes)  # after close: every lane's thread has ended
+        stats = LocalExecutor(config).run(attempts, prepare, PoolStage(pool), write, halt)
+        pool.close(abandon=halt is not None and halt.is_set())
+    stats.add_workers(pool.lanes)  # after close: every lane's thread has ended, unless the run was halted
     for job in pool.timeline:
         name = f"{pool.devices[job.lane]}#{job.lane}"
         stats.lane_items[name] = stats.lane_items.get(name, 0) + 1

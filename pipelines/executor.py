@@ -12,9 +12,17 @@ writer (a full queue holds up the lane that finished next), and the pool never h
 2 × `compile_workers` submissions, so the items in memory at once are bounded by those numbers however long the
 source is and however slow the writer.
 
+A halt (`run(halt=...)`, set by the first SIGINT/SIGTERM: `kernelvault.pipelines.intake`) stops the run now:
+nothing more is read from the source or handed to a lane, compile jobs not started are cancelled, the items on
+a lane get `halt_grace_s` to finish and be written, and the rest are abandoned (counted in
+`ExecutorStats.abandoned`; the caller's ledger redoes them). The compile processes ignore SIGINT and SIGTERM:
+a terminal's Ctrl-C reaches the whole process group, and the run, not each helper, decides what a signal means.
+
 What it does NOT do: keep the source's order (rows are written as lanes finish), survive its own process
-being killed (the run ledger does that; the pool's processes and the lanes' workers die with it), or retry a stage that raises: a stage that raises is a
-programming error, stops the run and is re-raised here.
+being killed (the run ledger does that; the pool's processes and the lanes' workers die with it), or retry a
+stage that raises: a stage that raises is a programming error, stops the run and is re-raised here. An
+abandoned item's lane job is not interrupted: it runs on until it ends or the process exits, and its workers
+die with the process (`kernelvault.toolchain.sandbox`).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -35,6 +44,7 @@ In = TypeVar("In")
 Mid = TypeVar("Mid")
 Out = TypeVar("Out")
 _END = object()  # one per producer: that producer is done
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 
 class DeviceStage(Protocol[Mid, Out]):  # type: ignore[misc]
@@ -44,7 +54,13 @@ class DeviceStage(Protocol[Mid, Out]):  # type: ignore[misc]
         """Queue the item on a lane; returns at once."""
         ...
 
-    def close(self) -> None: ...
+    def discard(self, item: Mid) -> None:
+        """Drop a prepared item that will never reach a lane (a halted run): remove what it holds."""
+        ...
+
+    def close(self, abandon: bool = False) -> None:
+        """`abandon`: items still queued never start and work on a lane is not waited for."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -54,6 +70,9 @@ class ExecutorConfig:
     )  # the device stage's lanes (a device id, or "cpu"): 2 items each at most
     compile_workers: int = 1  # processes for the prepare stage; 0: prepare in the feeding thread
     queue_size: int = 4  # items each queue holds before its producer waits
+    # After a halt, how long the items on a lane may take to finish and be written: a verification on a warm
+    # CPU lane takes 1-4 s; a signal's exit (writer closed, summary) stays within 10 s.
+    halt_grace_s: float = 3.0
 
 
 class BoundedQueue(Generic[In]):
@@ -74,8 +93,9 @@ class BoundedQueue(Generic[In]):
             self.high_water = max(self.high_water, self._queue.qsize())
             return
 
-    def get(self) -> Any:
-        while not self._stop.is_set():
+    def get(self, give_up: Callable[[], bool] = lambda: False) -> Any:
+        """The next item; `_END` once the run stops or `give_up()` is true."""
+        while not self._stop.is_set() and not give_up():
             try:
                 return self._queue.get(timeout=0.2)
             except queue.Empty:
@@ -87,6 +107,7 @@ class BoundedQueue(Generic[In]):
 class ExecutorStats:
     submitted: int = 0
     written: int = 0
+    abandoned: int = 0  # a halted run: items read from the source and not written (the caller redoes them)
     prepared_high_water: int = 0
     verified_high_water: int = 0
     pool_high_water: int = 0
@@ -105,7 +126,7 @@ class ExecutorStats:
                 self.worker_start_seconds[kind] = (
                     self.worker_start_seconds.get(kind, 0.0) + worker.start_seconds
                 )
-                for reason, count in worker.restarts.items():
+                for reason, count in list(worker.restarts.items()):  # a halted run's lanes may still work
                     key = f"{kind}: {reason}"
                     self.worker_restarts[key] = self.worker_restarts.get(key, 0) + count
 
@@ -126,18 +147,27 @@ class LocalExecutor:
         self.config = config
 
     def run(self, source: Iterable[In], prepare: Callable[[In], Mid], stage: DeviceStage[Mid, Out],
-            write: Callable[[Out], None]) -> ExecutorStats:  # fmt: skip
-        """Feed every item of source through prepare, the device stage and write; returns when all are written.
-        Closes the stage."""
+            write: Callable[[Out], None], halt: threading.Event | None = None) -> ExecutorStats:  # fmt: skip
+        """Feed every item of source through prepare, the device stage and write; returns when all are written,
+        or when a `halt` has stopped the run (see the module docstring). Closes the stage."""
         config, stats, stop = self.config, ExecutorStats(), threading.Event()
+        halt = halt or threading.Event()
         verified: BoundedQueue[Future[Out]] = BoundedQueue(config.queue_size, stop)
         errors: list[BaseException] = []
         on_devices, unwritten = _Count(), _Count()  # on a lane; not yet in the verified queue
         device_slots = threading.BoundedSemaphore(2 * max(1, len(config.lanes)))
+        halted_at: list[float] = []
 
         def fail(error: BaseException) -> None:
             errors.append(error)
             stop.set()
+
+        def grace_over() -> bool:
+            if not halt.is_set():
+                return False
+            if not halted_at:
+                halted_at.append(time.monotonic())
+            return time.monotonic() - halted_at[0] >= config.halt_grace_s
 
         def finished(future: Future[Out]) -> None:
             # on the lane's thread: a full queue holds that lane until the writer catches up
@@ -148,25 +178,30 @@ class LocalExecutor:
 
         def dispatch(item: Mid) -> None:
             while not device_slots.acquire(timeout=0.2):
-                if stop.is_set():
+                if stop.is_set() or halt.is_set():
+                    stage.discard(item)
                     return
-            if stop.is_set():
+            if stop.is_set() or halt.is_set():
                 device_slots.release()
+                stage.discard(item)
                 return
             unwritten.add(1)
             stats.prepared_high_water = max(stats.prepared_high_water, on_devices.add(1))
             stage.submit(item).add_done_callback(finished)
 
         def feed() -> None:
+            # Processes started from this thread (the compile pool) inherit its mask: blocked from their
+            # first instruction, a Ctrl-C cannot kill one before its initializer ignores the signal.
+            signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
             try:
                 if config.compile_workers <= 0:
                     for item in source:
-                        if stop.is_set():
+                        if stop.is_set() or halt.is_set():
                             return
                         stats.submitted += 1
                         dispatch(prepare(item))
                 else:
-                    _feed_pool(source, prepare, dispatch, config, stats, stop, fail)
+                    _feed_pool(source, prepare, dispatch, config, stats, stop, halt, fail)
                 unwritten.wait_for_zero(stop)  # the last verdicts are in the queue before its end
             except BaseException as error:  # noqa: BLE001 - re-raised by run()
                 fail(error)
@@ -177,7 +212,7 @@ class LocalExecutor:
         feeder.start()
         try:
             while not stop.is_set():
-                future = verified.get()
+                future = verified.get(give_up=grace_over)
                 if future is _END:
                     break
                 write(future.result())  # a stage that raised raises here, on the writer's thread
@@ -185,17 +220,20 @@ class LocalExecutor:
         except BaseException as error:
             fail(error)
         finally:
-            if errors:
+            halted = halt.is_set() and not errors
+            if errors or halted:
                 stop.set()
                 # A source that waits for verdicts (the agent job's trajectories) would wait for ever now.
                 interrupt = getattr(source, "interrupt", None)
                 if interrupt is not None:
                     interrupt()
             feeder.join()
-            stage.close()
+            stage.close(abandon=bool(errors) or halted)
         stats.verified_high_water = verified.high_water
         if errors:
             raise errors[0]
+        if halted:
+            stats.abandoned = stats.submitted - stats.written
         return stats
 
 
@@ -218,8 +256,16 @@ class _Count:
                 self._changed.wait(timeout=0.2)
 
 
+def _compile_process_init(parent_pid: int) -> None:
+    """A compile process: deaf to the stop signals (the run decides what they mean), dead with its parent."""
+    for number in _STOP_SIGNALS:
+        signal.signal(number, signal.SIG_IGN)  # ignored, not blocked: a compiler it starts inherits this
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+    die_with_parent(parent_pid)
+
+
 def _feed_pool(source: Iterable[Any], prepare: Callable[[Any], Any], dispatch: Callable[[Any], None],
-               config: ExecutorConfig, stats: ExecutorStats, stop: threading.Event,
+               config: ExecutorConfig, stats: ExecutorStats, stop: threading.Event, halt: threading.Event,
                fail: Callable[[BaseException], None]) -> None:  # fmt: skip
     """The prepare stage on a process pool: read the source, submit, and hand each result to `dispatch` as it
     finishes.
@@ -234,7 +280,7 @@ def _feed_pool(source: Iterable[Any], prepare: Callable[[Any], Any], dispatch: C
     lock = threading.Lock()
     # Threads live in this process: fork would copy their locks. The pool's processes die with this one.
     context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(config.compile_workers, mp_context=context, initializer=die_with_parent,
+    pool = ProcessPoolExecutor(config.compile_workers, mp_context=context, initializer=_compile_process_init,
                                initargs=(os.getpid(),))  # fmt: skip
 
     def hand_over() -> None:
@@ -252,16 +298,16 @@ def _feed_pool(source: Iterable[Any], prepare: Callable[[Any], Any], dispatch: C
     try:
         for item in source:
             while not slots.acquire(timeout=0.2):
-                if stop.is_set():
+                if stop.is_set() or halt.is_set():
                     return
-            if stop.is_set():
+            if stop.is_set() or halt.is_set():
                 return
             stats.submitted += 1
             with lock:
                 counts["outstanding"] += 1
                 stats.pool_high_water = max(stats.pool_high_water, counts["outstanding"])
             pool.submit(prepare, item).add_done_callback(finished.put)
-        while not stop.is_set():  # the source is done: let the last submissions through
+        while not stop.is_set() and not halt.is_set():  # the source is done: let the last submissions through
             with lock:
                 if counts["outstanding"] == 0:
                     break
@@ -271,4 +317,6 @@ def _feed_pool(source: Iterable[Any], prepare: Callable[[Any], Any], dispatch: C
     finally:
         finished.put(_END)
         mover.join()
-        pool.shutdown(wait=True, cancel_futures=True)
+        # Stopped early: compile jobs not started are cancelled, and those running are not waited for (their
+        # processes die with this thread: `die_with_parent`).
+        pool.shutdown(wait=not (stop.is_set() or halt.is_set()), cancel_futures=True)

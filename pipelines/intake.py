@@ -1,21 +1,29 @@
-"""When a job stops taking new attempts: at a time limit, or at the first SIGINT/SIGTERM; what it took still lands.
+"""When a job stops taking new attempts: at a time limit, or at once at the first SIGINT/SIGTERM.
 
 A batch run on a leased machine (a Slurm job, a device lease, a spot instance) has a deadline. Killed at it,
 a run loses every attempt in flight: prepared in the compile processes, queued for a lane, on a lane. The
 ledger marks them `started` and the next run does them again, so nothing is wrong, but the work is paid
 twice: on a GPU with 6 lanes and 8 compile processes that was 62 attempts of one 320 s chunk.
 
-Closing the intake instead ends the source: the engine then drains what it holds through the lanes and the
-writer, as at the natural end of a run, and the summary says how many attempts were not started. A second
-signal is the hard stop it always was (KeyboardInterrupt: the ledger resumes the rest).
+The time limit (`--stop-after`) closes the intake instead: the source ends, and the engine drains what it
+holds through the lanes and the writer, as at the natural end of a run; the summary says how many attempts
+were not started.
 
-What this does NOT do: bound how long the drain takes. It is the in-flight work (about two attempts per lane
-and two per compile process), each within the verifier's own time limits; a caller with a hard deadline
-leaves that margin, as `bench/tritonbench_h200_chunk.sh` does.
+A signal is a person or a scheduler asking the job to stop now. The first SIGINT (Ctrl-C) or SIGTERM closes
+the intake and sets `halt`: the engine hands nothing more to the lanes, gives the attempts already on a lane
+a few seconds to finish and be written (`kernelvault.pipelines.executor.ExecutorConfig.halt_grace_s`), and
+abandons the rest: not written, still `started` in the ledger, so the same command does them again. The
+command then exits 128 + the signal's number (130, 143). A second signal ends the process at once, by that
+signal, as a kill does (the ledger resumes from the last shard).
+
+What this does NOT do: bound how long the time limit's drain takes. It is the in-flight work (about two
+attempts per lane and two per compile process), each within the verifier's own time limits; a caller with a
+hard deadline leaves that margin, as `bench/tritonbench_h200_chunk.sh` does.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -38,7 +46,8 @@ class Intake:
         self._deadline = None if stop_after_s is None else time.monotonic() + stop_after_s
         self.stop_after_s = stop_after_s
         self._closed = threading.Event()
-        self.reason: str | None = None  # why it closed, for the summary
+        self.halt = threading.Event()  # set by a signal: stop now, not after a drain
+        self.reason: str | None = None  # why it closed, for the summary (a signal: its name, `SIGINT`)
         self.signal_number: int | None = None  # the signal that closed it (a caller exits with 128 + it)
         self.taken = 0  # items passed through
         self.left = 0  # items of the source not passed through once it closed
@@ -64,9 +73,17 @@ class Intake:
             self.taken += 1
             yield item
 
+    def stop_now(self, number: int) -> None:
+        """What the first SIGINT/SIGTERM does: close the intake and halt the engine."""
+        self.signal_number = number
+        # The signal names the stop, even where a time limit closed the intake before it.
+        self.reason = signal.Signals(number).name
+        self._closed.set()
+        self.halt.set()
+
     @contextmanager
     def closed_by_signals(self) -> Iterator[Intake]:
-        """SIGINT or SIGTERM once: close (what is in flight is finished and written); twice: stop now.
+        """SIGINT or SIGTERM once: `stop_now`; twice: the process ends at once, by that signal.
 
         Only the main thread may install handlers: elsewhere this does nothing, and signals keep their
         usual effect.
@@ -77,12 +94,17 @@ class Intake:
         previous = {number: signal.getsignal(number) for number in STOP_SIGNALS}
 
         def on_signal(number: int, frame: FrameType | None) -> None:
+            name = signal.Signals(number).name
             if self.signal_number is not None:
-                raise KeyboardInterrupt  # the second one: the hard stop (the ledger resumes the rest)
-            self.signal_number = number
-            self.close(f"signal {signal.Signals(number).name}")
-            print(f"kernelvault: {signal.Signals(number).name}: taking no new attempts, finishing those in "
-                  "flight (send it again to stop now)", file=sys.stderr, flush=True)  # fmt: skip
+                print(f"kernelvault: {name} again: stopping now (the same command resumes)", file=sys.stderr,
+                      flush=True)  # fmt: skip
+                signal.signal(number, signal.SIG_DFL)
+                os.kill(os.getpid(), number)  # ends the process: the caller sees it die by the signal
+                return
+            self.stop_now(number)
+            print(f"kernelvault: {name}: stopping: no new attempts; those on a lane have a few seconds to finish, "
+                  "the rest are redone by the same command (send it again to stop at once)", file=sys.stderr,
+                  flush=True)  # fmt: skip
 
         for number in STOP_SIGNALS:
             signal.signal(number, on_signal)

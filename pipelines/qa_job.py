@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 import yaml
 
+from kernelvault import progress as kv_progress
 from kernelvault.contracts import QAEntry
 from kernelvault.corpus.qa_schema import QA_CONFIG, QA_SCHEMA, qa_row
 from kernelvault.corpus.shards import ShardWriter
@@ -155,8 +156,9 @@ def _checked_rows(entries: list[QAEntry], checker: QAChecker, run_id: str, model
 
 
 def run_qa_job(entries: Iterable[QAEntry], out_dir: Path, run_id: str, checker: QAChecker,
-               workers: int = 2, model: str | None = None) -> QAJobSummary:  # fmt: skip
-    """Check every entry not already in `out_dir`'s `qa` shards and write its row there."""
+               workers: int = 2, model: str | None = None, progress: bool = True) -> QAJobSummary:  # fmt: skip
+    """Check every entry not already in `out_dir`'s `qa` shards and write its row there (a bar on stderr counts
+    the rows)."""
     started = time.perf_counter()
     summary = QAJobSummary()
     done = done_entry_ids(out_dir)
@@ -167,12 +169,16 @@ def run_qa_job(entries: Iterable[QAEntry], out_dir: Path, run_id: str, checker: 
             continue
         seen.add(entry.entry_id)
         todo.append(entry)
-    with ShardWriter(
-        out_dir, QA_CONFIG, run_id, schema=QA_SCHEMA, max_rows=200, flush_interval_s=60.0
-    ) as writer:
+    with (
+        ShardWriter(
+            out_dir, QA_CONFIG, run_id, schema=QA_SCHEMA, max_rows=200, flush_interval_s=60.0
+        ) as writer,
+        kv_progress.bar(len(todo), "checking", "entry", progress) as bar,
+    ):
         for row in _checked_rows(todo, checker, run_id, model, workers):
             writer.write(row)
             summary.add(row)
+            bar.update(1)
     summary.shards = writer.written
     summary.seconds = time.perf_counter() - started
     return summary

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelvault import progress as kv_progress
 from kernelvault.contracts import Task
 from kernelvault.rl.config import ConfigError, RLConfig
 from kernelvault.rl.data import load_rl_dataset
@@ -139,15 +140,23 @@ def _trainer_class() -> type:
     from trl import GRPOTrainer
 
     class TimedGRPOTrainer(GRPOTrainer):
-        """GRPOTrainer that also logs each step's generation, verification and optimisation time."""
+        """GRPOTrainer that also logs each step's generation, verification and optimisation time, and shows
+        the phase a step is in under TRL's bar (a line with a moving clock, on the main process): TRL's bar
+        moves once per step, and a step takes minutes on a real model."""
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             self.clock = {"generation": 0.0, "verification": 0.0}
+            self.step_status: kv_progress.TickingBar | None = None  # open from a step's begin to its end
             super().__init__(*args, **kwargs)
             self.add_callback(_StepTimer(self))
 
+        def _phase(self, what: str) -> None:
+            if self.step_status is not None:
+                self.step_status.set_description_str(f"step {self.state.global_step + 1}: {what}")
+
         def _generate(self, prompts: list[Any]) -> Any:
             started = time.perf_counter()
+            self._phase(f"generating {len(prompts)} completions")
             output = super()._generate(prompts)
             elapsed = time.perf_counter() - started
             timing = getattr(self.rollout_func, "last_timing", None)
@@ -159,8 +168,10 @@ def _trainer_class() -> type:
 
         def _calculate_rewards(self, *args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
+            self._phase("verifying the completions")
             output = super()._calculate_rewards(*args, **kwargs)
             self.clock["verification"] += time.perf_counter() - started
+            self._phase("log-probabilities, loss and the update")
             return output
 
         def record_step(self, seconds: float) -> None:
@@ -178,9 +189,15 @@ def _trainer_class() -> type:
 
         def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self.started = time.perf_counter()
+            self.trainer.step_status = kv_progress.status(
+                f"step {state.global_step + 1}: starting", enabled=self.trainer.accelerator.is_main_process
+            )
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self.trainer.record_step(time.perf_counter() - self.started)
+            if self.trainer.step_status is not None:
+                self.trainer.step_status.close()
+                self.trainer.step_status = None
 
     return TimedGRPOTrainer
 

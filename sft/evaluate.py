@@ -16,6 +16,7 @@ as unchecked beside the rate, since it might have been correct.
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,8 +107,9 @@ def measure_pass_rate(prompts: list[tuple[str, Task]], base_url: str, model_name
     for target in sorted({target for target, _ in prompts}):
         tasks = [task for t, task in prompts if t == target][: config.eval_max_tasks]
         # A new run each time: the endpoint (a fresh port, a new checkpoint) is part of the run's identity.
-        summary = run_agent_job(LoadedTasks(tasks=tasks), verifier, out_dir, target, job, progress=False,
-                                new_run=True)  # fmt: skip
+        print(f"pass rate {target}: {len(tasks)} held-out task(s) × {config.eval_samples} sample(s), up to "
+              f"{config.eval_turns} turns each, through the agents and the verifier", file=sys.stderr, flush=True)  # fmt: skip
+        summary = run_agent_job(LoadedTasks(tasks=tasks), verifier, out_dir, target, job, new_run=True)
         results.append(summarise(summary.shards, target, len(tasks), len(tasks) * config.eval_samples,
                                  out_dir / "data" / target))  # fmt: skip
     return results

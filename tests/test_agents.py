@@ -6,6 +6,7 @@ cross-compile), and the rows land in real shards with a real ledger.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -373,3 +374,27 @@ def test_function_task_feedback_and_prompts_never_ask_for_modelnew() -> None:
     (row,) = rl_rows({"triton": table})
     assert row["prompt"][1]["content"] == task_prompt(source, "triton")  # no few-shot exchange for a function
     assert not any("ModelNew" in message["content"] for message in row["prompt"])
+
+
+def test_the_corpus_bar_counts_rows_with_the_trajectories_beside_them(tmp_path: Path) -> None:
+    """One trajectory of three turns is three rows: the bar says so, not `1/1`."""
+    import contextlib
+    import io
+
+    from kernelvault.cli import main
+
+    prose = Answer("Softmax subtracts the row max, exponentiates and normalises.")  # no code: parse_error
+    server = FakeOpenAI(scenarios={MARKERS["softmax"]: [prose] * 3})
+    url, stop = server.start()
+    stderr = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+            code = main(["corpus", "--platform", "cpu", "--tasks", str(ROOT / "tasks" / "softmax.py"),
+                         "--base-url", url, "--model", "qwen3-test", "--turns", "3", "--allow-unjailed",
+                         "--out", str(tmp_path / "out")])  # fmt: skip
+    finally:
+        stop()
+    assert code == 0, stderr.getvalue()
+    assert len(rows_of(tmp_path / "out")) == 3
+    final = stderr.getvalue().replace("\r", "\n").strip().splitlines()[-1]
+    assert re.match(r"verifying: 3 rows \[\d\d:\d\d, trajectories 1/1\]$", final.strip()), final

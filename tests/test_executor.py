@@ -31,6 +31,8 @@ class SlowStage:
     def __init__(self, lanes: int = 2) -> None:
         self.pool = ThreadPoolExecutor(lanes, thread_name_prefix="lane")
         self.closed = 0
+        self.abandoned = False
+        self.discarded: list[int] = []
         self.lanes_used: set[str] = set()
 
     def work(self, item: int) -> tuple[str, int]:
@@ -42,9 +44,13 @@ class SlowStage:
     def submit(self, item: int) -> Future[tuple[str, int]]:
         return self.pool.submit(self.work, item)
 
-    def close(self) -> None:
+    def discard(self, item: int) -> None:
+        self.discarded.append(item)
+
+    def close(self, abandon: bool = False) -> None:
         self.closed += 1
-        self.pool.shutdown()
+        self.abandoned = abandon
+        self.pool.shutdown(wait=not abandon, cancel_futures=abandon)
 
 
 @pytest.mark.parametrize("compile_workers", [0, 1])
@@ -156,6 +162,64 @@ def test_a_stage_that_raises_stops_the_run_and_is_reraised() -> None:
             range(1000), explode, stage, lambda item: None
         )
     assert stage.closed == 1
+
+
+class HungStage(SlowStage):
+    """Items from `hang_from` on never finish: a lane busy with a candidate that hangs."""
+
+    def __init__(self, lanes: int, hang_from: int) -> None:
+        super().__init__(lanes)
+        self.hang_from = hang_from
+        self.release = threading.Event()
+
+    def work(self, item: int) -> tuple[str, int]:
+        if item >= self.hang_from:
+            self.release.wait(60)
+        return super().work(item)
+
+
+def pid_and_item(item: int) -> tuple[int, int]:
+    """A prepare stage that says which process ran it (a compile process of the pool)."""
+    return os.getpid(), item
+
+
+@pytest.mark.parametrize("compile_workers", [0, 1])
+def test_a_halt_writes_what_finishes_within_the_grace_and_abandons_the_rest(compile_workers: int) -> None:
+    """A Ctrl-C mid-run: the run returns within its grace although a lane is stuck, nothing more is handed to a
+    lane, and every item it read is either written or counted as abandoned."""
+    halt, written = threading.Event(), []
+    stage = HungStage(lanes=1, hang_from=2)
+
+    def write(item: tuple[str, int]) -> None:
+        written.append(item[1])
+        if item[1] == 1:
+            halt.set()  # the signal arrives with item 2 on the lane
+
+    config = ExecutorConfig(lanes=("a",), compile_workers=compile_workers, queue_size=2, halt_grace_s=0.5)
+    started = time.monotonic()
+    try:
+        stats = run_within(30, lambda: LocalExecutor(config).run(range(1000), abs, stage, write, halt))
+    finally:
+        stage.release.set()
+    assert time.monotonic() - started < 20  # (a process pool's start on a busy machine included)
+    assert written == [0, 1] and stats.written == 2  # type: ignore[attr-defined]
+    assert stats.submitted < 1000 and stats.abandoned == stats.submitted - 2  # type: ignore[attr-defined]
+    assert stage.closed == 1 and stage.abandoned
+
+
+def test_a_ctrl_c_that_reaches_the_compile_processes_does_not_break_the_run() -> None:
+    """A terminal sends Ctrl-C to the whole process group: the compile processes get it too, and ignore it."""
+    pids: set[int] = set()
+
+    def write(item: tuple[str, tuple[int, int]]) -> None:
+        pid, number = item[1]
+        if number == 0:
+            os.kill(pid, signal.SIGINT)
+        pids.add(pid)
+
+    config = ExecutorConfig(lanes=("a",), compile_workers=1, queue_size=2)
+    stats = run_within(60, lambda: LocalExecutor(config).run(range(20), pid_and_item, SlowStage(1), write))
+    assert stats.written == 20 and pids and os.getpid() not in pids  # type: ignore[attr-defined]
 
 
 def test_devices() -> None:

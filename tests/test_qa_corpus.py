@@ -38,8 +38,9 @@ RUN_ON_CPU = {"runnable": "no_gpu", "library": "library_calls", "not_applicable"
 @pytest.fixture(scope="module")
 def bundled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict], str]:
     out = tmp_path_factory.mktemp("qa") / "out"
-    printed = io.StringIO()  # a module-scoped fixture has no capsys: keep what the command printed
-    with contextlib.redirect_stdout(printed):
+    # A module-scoped fixture has no capsys: keep what the command printed, and its bar on stderr.
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
         assert main(["corpus", "--target", "qa", "--out", str(out)]) == 0
     rows = {row["origin"]: row for shard in sorted((out / "data" / "qa").glob("*.parquet"))
             for row in pq.read_table(shard).to_pylist()}  # fmt: skip
@@ -58,6 +59,7 @@ def test_every_bundled_entry_gets_what_its_expectation_says(bundled) -> None:
     _, rows, printed = bundled
     loaded = load_bundled_qa()
     assert len(rows) == len(loaded.entries) and f"checked {len(rows)} QA entries" in printed
+    assert f"| {len(rows)}/{len(rows)} [" in printed  # the bar counted every row as it was written
     wrong = []
     for entry in loaded.entries:
         row, expect = rows[entry.origin], loaded.expectations[entry.entry_id]

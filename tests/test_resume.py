@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -10,12 +11,21 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import datasets
 import pyarrow.parquet as pq
 import pytest
 from example_suite import EXAMPLES, SUBSET_EXAMPLES, copy_example_suite
+from processes import (
+    alive,
+    assert_no_process_left,
+    candidate_workers,
+    descendants,
+    start_in_a_terminal,
+    wait_for_a_candidate_worker,
+)
 
 from kernelvault.pipelines.candidates import ExampleCandidates
 from kernelvault.pipelines.corpus_job import run_corpus_job
@@ -32,6 +42,18 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return copy_example_suite(tmp_path_factory.mktemp("suite"))
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(suite: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[tuple, dict]:
+    """The rows of one uninterrupted run of the suite, by attempt: what every interrupted run must end with."""
+    tasks, examples = suite
+    out = tmp_path_factory.mktemp("uninterrupted") / "out"
+    subprocess.run(corpus_command(tasks, examples, out), check=True, capture_output=True, cwd=ROOT,
+                   timeout=300)  # fmt: skip
+    rows = rows_by_attempt(out)
+    assert len(rows) == len(SUBSET_EXAMPLES)
+    return rows
+
+
 def corpus_command(tasks: Path, examples: Path, out: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "kernelvault.cli", "corpus", "--target", "triton", "--tasks", str(tasks),
             "--examples", str(examples), "--out", str(out), "--platform", "cpu", "--workers", "2",
@@ -46,57 +68,11 @@ def rows_by_attempt(out: Path) -> dict[tuple[str, int, int], dict]:
     return {key: row for key, row in zip(keys, rows, strict=True)}
 
 
-def descendants(root: int) -> dict[int, bytes]:
-    """Every process below the run `root` (its pool, the jail's launchers, their workers), with its command line.
-
-    Other test runs' processes are not ours to count, so the walk follows parent links from `root` down."""
-    parents: dict[int, int] = {}
-    commands: dict[int, bytes] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            commands[int(entry.name)] = (entry / "cmdline").read_bytes()
-        except (OSError, ValueError, IndexError):
-            continue
-    below, frontier = set(), {root}
-    while frontier:
-        frontier = {pid for pid, parent in parents.items() if parent in frontier} - below
-        below |= frontier
-    return {pid: commands.get(pid, b"") for pid in below}
-
-
-def candidate_workers(processes: dict[int, bytes]) -> list[int]:
-    return [pid for pid, command in processes.items() if b"kernelvault.toolchain.sandboxed" in command]
-
-
-def wait_for_a_candidate_worker(process: subprocess.Popen, seconds: float = 120) -> None:
-    """Until the run has a candidate's worker (or has ended, or `seconds` passed)."""
-    deadline = time.monotonic() + seconds
-    while (
-        not candidate_workers(descendants(process.pid))
-        and process.poll() is None
-        and time.monotonic() < deadline
-    ):
-        time.sleep(0.1)
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"  # a zombie has exited; it only waits to be reaped
-
-
-def test_killed_runs_resume_to_the_uninterrupted_result(suite: tuple[Path, Path], tmp_path: Path) -> None:
+def test_killed_runs_resume_to_the_uninterrupted_result(
+    suite: tuple[Path, Path], uninterrupted: dict[tuple, dict], tmp_path: Path
+) -> None:
     tasks, examples = suite
-    reference_out, killed_out = tmp_path / "reference", tmp_path / "killed"
-    subprocess.run(corpus_command(tasks, examples, reference_out), check=True, capture_output=True, cwd=ROOT,
-                   timeout=300)  # fmt: skip
-    expected = rows_by_attempt(reference_out)
-    assert len(expected) == len(SUBSET_EXAMPLES)
+    killed_out, expected = tmp_path / "killed", uninterrupted
 
     chooser = random.Random(20261129)
     kills = watched_workers = 0
@@ -127,10 +103,7 @@ def test_killed_runs_resume_to_the_uninterrupted_result(suite: tuple[Path, Path]
     assert "resumed with" in final.stdout
 
     resumed = rows_by_attempt(killed_out)
-    assert resumed.keys() == expected.keys()
-    fields = ("code_hash", "compiled", "correct", "failure_kind", "reward", "candidate_origin")
-    for key, row in expected.items():
-        assert {f: resumed[key][f] for f in fields} == {f: row[f] for f in fields}
+    assert_same_rows(resumed, expected)
     assert len({row["run_id"] for row in resumed.values()}) == 1  # one run, continued
     loaded = datasets.load_dataset("parquet", data_dir=str(killed_out / "data" / "triton"), split="train")
     assert loaded.num_rows == len(expected)
@@ -139,6 +112,14 @@ def test_killed_runs_resume_to_the_uninterrupted_result(suite: tuple[Path, Path]
         started_twice = db.execute("SELECT COUNT(*) FROM attempts WHERE tries > 1").fetchone()[0]
     assert finished == len(expected)
     assert started_twice >= 1  # some attempts really were interrupted and redone
+
+
+def assert_same_rows(rows: dict[tuple, dict], expected: dict[tuple, dict]) -> None:
+    """The same attempts as an uninterrupted run (none lost, none twice: `rows_by_attempt`), with its verdicts."""
+    assert rows.keys() == expected.keys()
+    fields = ("code_hash", "compiled", "correct", "failure_kind", "reward", "candidate_origin")
+    for key, row in expected.items():
+        assert {f: rows[key][f] for f in fields} == {f: row[f] for f in fields}
 
 
 def test_a_changed_configuration_is_refused_unless_a_new_run_is_asked_for(tmp_path: Path) -> None:
@@ -238,21 +219,76 @@ def test_a_closed_intake_finishes_what_it_took_and_the_same_run_resumes_the_rest
         assert db.execute("SELECT finished_at FROM runs").fetchone()[0] is not None
 
 
-def test_sigint_stops_intake_and_writes_every_attempt_in_flight_before_exiting(tmp_path: Path) -> None:
-    """The bundled suite (23 attempts) on one lane and one compile process: a handful are in flight at once."""
-    total = sum(1 for _ in ExampleCandidates("triton").attempts(load_tasks(None).tasks))
-    out = tmp_path / "out"
-    command = [sys.executable, "-m", "kernelvault.cli", "corpus", "--target", "triton", "--out", str(out),
-               "--platform", "cpu", "--workers", "1", "--compile-workers", "1", "--no-progress"]  # fmt: skip
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_for_a_candidate_worker(process)
-    assert process.poll() is None, "the run ended before a candidate was on a lane"
-    process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=180)
-    assert process.returncode == 128 + signal.SIGINT, stderr
-    assert "taking no new attempts" in stderr
-    written = len(rows_by_attempt(out))
-    assert f"stopped at signal SIGINT: {total - written} attempts not started" in stdout
-    assert 1 <= written < total
-    # What was in flight at the signal was finished and written; the rest was never started.
-    assert ledger_statuses(out) == {"finished": written}
+def shard_count(out: Path) -> int:
+    return len(list((out / "data" / "triton").glob("*.parquet")))
+
+
+def wait_until(condition: Callable[[], bool], process: subprocess.Popen, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert process.poll() is None, "the run ended before the signal"
+
+
+def stopped_by_signal(process: subprocess.Popen, number: int, out: Path) -> tuple[str, dict]:
+    """Send `number` to the run's group; returns (stderr, its run record) once it has exited, as promised:
+    128 + n, within 10 s, no traceback and no process left behind."""
+    below = descendants(process.pid)
+    signalled = time.monotonic()
+    os.killpg(process.pid, number)
+    _, stderr = process.communicate(timeout=60)
+    assert time.monotonic() - signalled < 10, f"exited {time.monotonic() - signalled:.1f} s after the signal"
+    assert process.returncode == 128 + number, stderr
+    assert "Traceback" not in stderr, stderr
+    assert_no_process_left(below)
+    newest = max((out / "runs").glob("*.json"), key=lambda path: path.stat().st_mtime)
+    return stderr, json.loads(newest.read_text())
+
+
+def test_ctrl_c_stops_the_run_within_seconds_and_the_same_command_resumes_it_without_loss(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C once (after the first rows), SIGTERM once, Ctrl-C twice, then the same command to the end: every
+    stop is prompt, says why in its run record, and the rows end up those of an uninterrupted run: each attempt
+    of the source once. A candidate that hangs until its 10 s timeout holds a lane past any signal's grace."""
+    tasks, examples = copy_example_suite(tmp_path)
+    shutil.copy(EXAMPLES / "broken" / "timeout__relu.py", examples / "triton" / "broken")
+    source = ExampleCandidates("triton", examples).attempts(load_tasks(str(tasks)).tasks)
+    expected = {(attempt.task.task_id, attempt.sample_index, attempt.turn) for attempt in source}
+    out, total = tmp_path / "out", len(expected)
+    command = corpus_command(tasks, examples, out, "--timeout", "10")
+
+    first = start_in_a_terminal(command)
+    wait_until(lambda: shard_count(out) > 0, first)
+    stderr, record = stopped_by_signal(first, signal.SIGINT, out)
+    assert "SIGINT: stopping" in stderr
+    written = rows_by_attempt(out)
+    assert 1 <= len(written) < total  # the signal stopped something
+    assert record["stopped_by"] == "SIGINT" and record["attempts"] == len(written)
+    assert record["abandoned"] + record["not_started"] == total - len(written)
+    assert ledger_statuses(out).get("finished") == len(written)  # an abandoned attempt is not written
+
+    second = start_in_a_terminal(command)  # resumes; stopped while its lanes start or verify
+    wait_until(lambda: bool(candidate_workers(descendants(second.pid))), second)
+    _, record = stopped_by_signal(second, signal.SIGTERM, out)
+    assert record["stopped_by"] == "SIGTERM" and record["resumed"]
+
+    third = start_in_a_terminal(command)
+    wait_until(lambda: bool(candidate_workers(descendants(third.pid))), third)
+    below = descendants(third.pid)
+    os.killpg(third.pid, signal.SIGINT)
+    time.sleep(0.5)
+    signalled = time.monotonic()
+    os.killpg(third.pid, signal.SIGINT)  # the second Ctrl-C: at once, as a kill
+    third.communicate(timeout=60)
+    assert time.monotonic() - signalled < 3 and third.returncode == -signal.SIGINT
+    assert_no_process_left(below)
+    rows_by_attempt(out)  # readable, none twice
+
+    final = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert final.returncode == 0, final.stderr
+    assert "resumed with" in final.stdout
+    assert rows_by_attempt(out).keys() == expected  # none lost, none twice (`rows_by_attempt`)
+    assert ledger_statuses(out) == {"finished": total}
+    with sqlite3.connect(out / "ledger.sqlite") as db:
+        assert db.execute("SELECT finished_at FROM runs").fetchone()[0] is not None

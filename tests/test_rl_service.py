@@ -5,6 +5,11 @@ from __future__ import annotations
 import functools
 import http.client
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -293,3 +298,35 @@ def test_a_stop_cuts_off_waiting_clients_at_once() -> None:
     caller.join(timeout=10)
     gated.gate.set()  # the verification still running ends on its own
     assert stopped_in < 1.0 and outcome and not caller.is_alive(), (stopped_in, outcome)
+
+
+def test_rl_serve_logs_one_line_per_request_and_stops_with_130_at_ctrl_c() -> None:
+    """`kernelvault rl serve` as an operator runs it: each request is one line on stderr (method, path, status,
+    seconds), and Ctrl-C stops it at once with 130, a verification in progress included."""
+    command = [sys.executable, "-m", "kernelvault.cli", "rl", "serve", "--port", "0", "--platform", "cpu",
+               "--timeout", "60"]  # fmt: skip
+    # A machine without a jail serves unjailed only when asked; one with a jail uses it either way.
+    env = {**os.environ, "KV_ALLOW_UNJAILED": "1"}
+    server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, start_new_session=True)  # fmt: skip
+    try:
+        banner = server.stdout.readline()  # type: ignore[union-attr]
+        url = banner.split("reward service at ", 1)[1].split()[0]
+        with urllib.request.urlopen(f"{url}/v1/health", timeout=30) as response:
+            assert response.status == 200
+        body = {"task": {"source": SILU.source, "name": "silu"}, "candidate": {"text": "no code"}}
+        assert post(f"{url}/v1/verify", body)[0] == 200
+        hanging = (EXAMPLES / "broken" / "timeout__relu.py").read_text()
+        status, _ = post(f"{url}/v1/jobs", {"task": {"source": RELU.source}, "candidate": {"text": hanging}})
+        assert status == 202
+        time.sleep(3.0)  # its lane starts its workers and runs it
+        signalled = time.monotonic()
+        os.killpg(server.pid, signal.SIGINT)
+        _, stderr = server.communicate(timeout=60)
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGKILL)
+    assert time.monotonic() - signalled < 10 and server.returncode == 130, stderr
+    assert re.search(r"GET /v1/health 200 \d+\.\d+s", stderr), stderr
+    assert re.search(r"POST /v1/verify 200 \d+\.\d+s", stderr), stderr
+    assert re.search(r"POST /v1/jobs 202 \d+\.\d+s", stderr), stderr

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from processes import assert_no_process_left, descendants, start_in_a_terminal, wait_for_a_candidate_worker
 
 from kernelvault.cli.verify import stage_table
 from kernelvault.contracts import verdict_from_dict
@@ -88,6 +92,22 @@ def test_hanging_candidate_is_a_timeout(tmp_path: Path) -> None:
     result = verify_json("relu", EXAMPLES / "broken" / "timeout__relu.py", "--timeout", "20")
     assert result["failure_kind"] == "timeout"
     assert result["correct"] is False
+
+
+def test_ctrl_c_during_a_hanging_candidate_exits_130_at_once() -> None:
+    """The lane's job is not waited for: its workers go with the process."""
+    command = [sys.executable, "-m", "kernelvault.cli", "verify", "--task", str(TASKS / "relu.py"), "--candidate",
+               str(EXAMPLES / "broken" / "timeout__relu.py"), "--platform", "cpu", "--timeout", "60"]  # fmt: skip
+    process = start_in_a_terminal(command)
+    wait_for_a_candidate_worker(process)
+    time.sleep(1.0)  # the candidate spins in its worker
+    below = descendants(process.pid)
+    signalled = time.monotonic()
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert time.monotonic() - signalled < 10 and process.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1] == "kernelvault: interrupted"
+    assert_no_process_left(below)
 
 
 def test_model_answer_in_markdown_is_parsed(tmp_path: Path) -> None:

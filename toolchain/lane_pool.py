@@ -243,22 +243,38 @@ class LanePool:
         """The verdicts of submitted jobs, in the order given."""
         return [future.result() for future in futures]
 
-    def close(self) -> None:
+    def close(self, abandon: bool = False) -> None:
+        """Stop the lanes once every queued job is done, and wait for them.
+
+        `abandon` (a halted run, an exception on its way out): jobs not started are cancelled and their files
+        removed, and the lanes are not waited for. A job already on a lane runs on until it ends or the process
+        exits; its workers die with the process (`kernelvault.toolchain.sandbox`).
+        """
         if self._closed:
             return
         self._closed = True
-        self._preparers.shutdown(wait=True)  # what was submitted is queued before the lanes are told to stop
+        # Without `abandon`, what was submitted is queued before the lanes are told to stop.
+        self._preparers.shutdown(wait=not abandon, cancel_futures=abandon)
+        while abandon:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if job is not None and job[1].cancel():
+                self.verifier.discard(job[0])
         for _ in self._threads:
             self._jobs.put(None)
-        for thread in self._threads:
-            thread.join()
+        if not abandon:
+            for thread in self._threads:
+                thread.join()
 
     def __enter__(self) -> LanePool:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:  # fmt: skip
-        self.close()
+        # An exception on its way out (Ctrl-C included) does not wait for the jobs still queued or running.
+        self.close(abandon=error is not None)
 
 
 def verify_once(verifier: Verifier, task: Task, candidate: Candidate) -> Verdict:

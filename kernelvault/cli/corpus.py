@@ -172,8 +172,8 @@ def cmd_corpus(args: argparse.Namespace) -> int:
         print(f"retry on resume: {line}")
     print(f"wrote {summary.attempts} attempts in {len(summary.shards)} shard(s) to {out_dir.resolve()}")
     if summary.stopped_by:
-        print(f"stopped at {summary.stopped_by}: {summary.not_started} attempts not started; run the same "
-              "command again to resume")  # fmt: skip
+        print(f"stopped by {summary.stopped_by}: {summary.left_for_resume()}; run the same command again to "
+              "resume")  # fmt: skip
         if intake.signal_number is not None:  # stopped cleanly, but stopped: a caller's script learns it
             return 128 + intake.signal_number
     print(
@@ -250,7 +250,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     corpus.add_argument(
         "--stop-after", type=float, metavar="SECONDS",
         help="take no new attempts after this long; finish and write those in flight, then exit 0 (the same "
-        "command resumes the rest). Without a model, SIGINT/SIGTERM do the same once and stop at once twice",
+        "command resumes the rest). Without a model, a first SIGINT/SIGTERM stops within seconds (exit 128+n), "
+        "a second at once",
     )  # fmt: skip
     add_platform_options(corpus)
     add_qa_options(corpus)

@@ -133,7 +133,8 @@ def cmd_corpus_qa(args: argparse.Namespace) -> int:
         raise UsageError("no QA entries to check")
     run_id = time.strftime("qa-%Y%m%d-%H%M%S")
     workers = args.compile_workers or os.cpu_count() or 1
-    summary = run_qa_job(entries, out_dir, run_id, checker, workers=workers, model=model)
+    summary = run_qa_job(entries, out_dir, run_id, checker, workers=workers, model=model,
+                         progress=not args.no_progress)  # fmt: skip
     for line in summary.lines():
         print(line)
     print(f"wrote {summary.checked} rows in {len(summary.shards)} shard(s) to {out_dir.resolve()}")

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
+import importlib.util
 import logging
 import os
 import signal
+import sys
 import typing
 from pathlib import Path
 
@@ -136,13 +139,19 @@ def cmd_rl_train(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     needed = ["trl", "transformers", "accelerate"] + (["peft"] if config.use_peft else [])
     needed += ["langgraph"] if config.multi_turn else []
-    for module in needed:
-        try:
-            __import__(module)
-        except ImportError:
+    for module in needed:  # found, not imported: the imports take seconds, a missing one is an error at once
+        if importlib.util.find_spec(module) is None:
             extra = "agents" if module == "langgraph" else "train"
-            raise UsageError(f"kernelvault rl needs {module}: pip install 'kernelvault[{extra}]'") from None
-    from kernelvault.rl.train import summary_lines, train
+            raise UsageError(f"kernelvault rl needs {module}: pip install 'kernelvault[{extra}]'")
+    from kernelvault import progress
+
+    with progress.waiting("loading TRL and transformers (5-20 s; a minute on a first run)"):
+        for module in needed:
+            importlib.import_module(module)
+        from kernelvault.rl.train import summary_lines, train
+    print(f"GRPO on {config.model}: {config.max_steps} step(s) of {config.num_generations} completions per prompt; "
+          "each step generates, then verifies every completion (the first also starts the verifier's workers)",
+          file=sys.stderr, flush=True)  # fmt: skip
 
     try:
         result = train(config)
@@ -260,8 +269,14 @@ def cmd_rl_serve(args: argparse.Namespace) -> int:
     # SIGINT and SIGTERM both stop it, also where it was started with SIGINT ignored (a background job of a
     # script: Python then raises no KeyboardInterrupt) or by a service manager (which sends SIGTERM).
     stopping = threading.Event()
+    received: list[int] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        received.append(signum)
+        stopping.set()
+
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda _signum, _frame: stopping.set())
+        signal.signal(signum, on_signal)
     # One line per request (method, path, status, seconds: kernelvault/http_json.py) on stderr; the rest of
     # logging stays at WARNING.
     logging.basicConfig(format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
@@ -273,13 +288,17 @@ def cmd_rl_serve(args: argparse.Namespace) -> int:
             pass
     finally:
         service.stop()
-        pool.close()
-    return 0
+        # A verification in progress is not waited for: its client's retry asks again (the jobs live in memory).
+        pool.close(abandon=True)
+    return 128 + received[0] if received else 0
 
 
 def cmd_rl_tiny_model(args: argparse.Namespace) -> int:
-    from kernelvault.rl.tiny_model import build_tiny_policy
+    from kernelvault import progress
 
-    path = build_tiny_policy(Path(args.out), args.shape)
+    with progress.waiting("building a tiny Qwen3 and training its tokenizer (5 s; 30 s on a first run)"):
+        from kernelvault.rl.tiny_model import build_tiny_policy
+
+        path = build_tiny_policy(Path(args.out), args.shape)
     print(f"tiny Qwen3 ({args.shape}) and tokenizer written to {path.resolve()}")
     return 0

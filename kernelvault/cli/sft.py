@@ -12,6 +12,7 @@ Settings come from the YAML file, then from options (`--max-steps 20`); `kernelv
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 
 from kernelvault.cli.common import ArgumentUsageError, CommandParser, UsageError
@@ -40,8 +41,15 @@ def cmd_sft(args: argparse.Namespace) -> int:
             parse_dataset_ref(config.dataset, config.revision)
     except ValueError as error:
         raise UsageError(str(error)) from None
+    from kernelvault import progress
+
+    missing = [name for name in ("trl", "transformers", "datasets") if importlib.util.find_spec(name) is None]
+    if missing:  # said at once: the imports that would find it out take seconds
+        raise UsageError(f"kernelvault sft needs the 'train' extra ({missing[0]} is missing): "
+                         "pip install 'kernelvault[train]'")  # fmt: skip
     try:
-        from kernelvault.sft.train import report_lines, run_sft
+        with progress.waiting("loading TRL, transformers and datasets (5-20 s; a minute on a first run)"):
+            from kernelvault.sft.train import report_lines, run_sft
     except ImportError as error:
         raise UsageError(f"kernelvault sft needs the 'train' extra ({error.name} is missing): "
                          "pip install 'kernelvault[train]'") from None  # fmt: skip

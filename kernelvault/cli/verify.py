@@ -42,6 +42,7 @@ def stage_table(verdict: Verdict) -> list[str]:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from kernelvault import progress
     from kernelvault.toolchain.lane_pool import verify_once
     from kernelvault.toolchain.tasks import TaskFormatError, parse_task
 
@@ -55,7 +56,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     verifier = build_verifier(args)
     # A pool of one lane, the way every consumer runs candidates (on a GPU, the first visible one).
     candidate = Candidate(task.task_id, args.target, candidate_text, f"file:{candidate_path}")
-    verdict = verify_once(verifier, task, candidate)
+    # Most of the time goes to starting the jailed workers (the candidate's and the reference's): one line
+    # with a moving clock on stderr says so (stdout keeps only the result, one JSON object with --json).
+    with progress.waiting(f"verifying on {verifier.choice.platform}: jailed workers start, then the checks "
+                          "(5-30 s)"):  # fmt: skip
+        verdict = verify_once(verifier, task, candidate)
     environment = verdict.environment
     if args.json:
         summary = {
