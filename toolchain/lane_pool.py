@@ -35,7 +35,7 @@ import queue
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -138,6 +138,8 @@ class LanePool:
         # Each lane's workers, made and used on its own thread; read here for statistics only.
         self.lanes: list[WorkerLane] = []
         self._closed = False
+        # jobs on a lane now (an abandoning close answers them at once)
+        self._running: set[Future[Verdict]] = set()
         self._threads = [
             threading.Thread(
                 target=self._serve, args=(index, device), name=f"kv-lane-{device}-{index}", daemon=True
@@ -177,10 +179,15 @@ class LanePool:
                     self.verifier.discard(prepared)
                     continue
                 started = time.monotonic()
+                self._running.add(future)
                 try:
-                    future.set_result(self.verifier.complete(prepared, lane))
+                    verdict = self.verifier.complete(prepared, lane)
                 except BaseException as error:  # noqa: BLE001 - the caller gets it, the lane goes on
-                    future.set_exception(error)
+                    _settle(future, error=error)
+                else:
+                    _settle(future, verdict)
+                finally:
+                    self._running.discard(future)
                 self.timeline.append(DeviceJob(index, queued, started, time.monotonic()))
         finally:
             lane.close()
@@ -267,6 +274,13 @@ class LanePool:
         if not abandon:
             for thread in self._threads:
                 thread.join()
+            return
+        # Whoever waits on a job still on a lane is answered now (a thread of a service that waits for it would
+        # otherwise keep the process from exiting); the lane's own late answer is dropped.
+        for future in list(self._running):
+            _settle(
+                future, error=RuntimeError("the lane pool was closed while this job ran: it was abandoned")
+            )
 
     def __enter__(self) -> LanePool:
         return self
@@ -275,6 +289,19 @@ class LanePool:
                  traceback: TracebackType | None) -> None:  # fmt: skip
         # An exception on its way out (Ctrl-C included) does not wait for the jobs still queued or running.
         self.close(abandon=error is not None)
+
+
+def _settle(
+    future: Future[Verdict], verdict: Verdict | None = None, error: BaseException | None = None
+) -> None:
+    """Answer a job's future unless it was answered already (an abandoning close answers running jobs first)."""
+    try:
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(verdict)  # type: ignore[arg-type]
+    except InvalidStateError:
+        pass
 
 
 def verify_once(verifier: Verifier, task: Task, candidate: Candidate) -> Verdict:
