@@ -222,7 +222,7 @@ def test_rl_serve_puts_a_lane_on_each_named_gpu(relu_task: Task) -> None:
     finally:
         server.send_signal(signal.SIGINT)
         stopped = server.wait(timeout=60)
-    assert stopped == 0
+    assert stopped == 128 + signal.SIGINT  # stopped by Ctrl-C, as a script's `$?` should say
     assert all(verdict.correct is True for verdict in verdicts)
     spread = _spread(health["lanes"])
     assert set(spread) == {"0", "1"} and sum(spread.values()) == 4 and min(spread.values()) >= 1, health
