@@ -47,6 +47,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from kernelvault.toolchain.sandboxed.kernel_globals import defined_by
 from kernelvault.toolchain.wall_policy import CONVERSION_METHODS
 
 # aten ops a kernel's host code may use: allocation, views, layout copies, fills and metadata. Not
@@ -320,13 +321,8 @@ class TensorPrinting:
 
 
 def _torch_tensor_type(kind: Any) -> bool:
-    """`torch.Tensor` itself, or a subclass PyTorch defines (`nn.Parameter`, a functional or fake tensor): the
-    module it names really binds it under its name, and that module is PyTorch's."""
-    if kind is torch.Tensor:
-        return True
-    home, name = getattr(kind, "__module__", ""), getattr(kind, "__name__", "")
-    module = sys.modules.get(home) if isinstance(home, str) else None
-    return isinstance(home, str) and home.split(".")[0] == "torch" and getattr(module, name, None) is kind
+    """`torch.Tensor` itself, or a subclass PyTorch defines (`nn.Parameter`, a functional or fake tensor)."""
+    return kind is torch.Tensor or defined_by(kind, "torch")
 
 
 class CandidateClasses:

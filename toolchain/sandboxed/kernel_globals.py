@@ -24,7 +24,7 @@ _PLAIN = (bool, int, float, str, complex, type(None), torch.dtype)
 _NAME_WRITES = frozenset({"STORE_GLOBAL", "DELETE_GLOBAL", "STORE_DEREF", "DELETE_DEREF"})
 
 
-def _defined_by(value: Any, package: str) -> bool:
+def defined_by(value: Any, package: str) -> bool:
     """`value` (or its class) is what a module of `package` really defines under its name, not a look-alike."""
     home = getattr(value, "__module__", None)
     name = getattr(value, "__name__", None)
@@ -45,7 +45,7 @@ def _value_problem(value: Any, seen: set[int]) -> str | None:
         return (
             None if name == "math" or name == "triton" or name.startswith("triton.") else f"the module {name}"
         )
-    if _defined_by(kind, "triton"):  # an instance of one of Triton's classes: dtypes, constexprs, kernels
+    if defined_by(kind, "triton"):  # an instance of one of Triton's classes: dtypes, constexprs, kernels
         if kind.__name__ == "constexpr":
             return _value_problem(getattr(value, "value", None), seen)
         inner = getattr(
@@ -54,7 +54,7 @@ def _value_problem(value: Any, seen: set[int]) -> str | None:
         if callable(inner) and hasattr(inner, "__code__"):
             return function_problem(inner, seen)
         return None
-    if _defined_by(value, "triton") or _defined_by(value, "math"):  # Triton's functions, `math.sqrt`
+    if defined_by(value, "triton") or defined_by(value, "math"):  # Triton's functions, `math.sqrt`
         return None
     return f"a {kind.__name__}"
 
