@@ -123,7 +123,7 @@ def read_answers(path: Path) -> AnswerFiles:
             where = f"{name}:{number}"
             try:
                 data = json.loads(line)
-            except ValueError as error:
+            except json.JSONDecodeError as error:
                 skipped.append((where, f"not JSON ({error.msg})"))
                 continue
             result = _record(data, where, model_of_file(file))

@@ -1093,30 +1093,14 @@ class CandidateHost:
         recorder = job.guards.recorder
         recorder.device_scope = None
         # A HIP job's launch functions may each launch any number of its kernels; a Triton launch is one kernel.
-        budget = None if job.language == "hip" else sum(recorder.recorded_launches.values())
+        budget = None if job.request.language == "hip" else sum(recorder.recorded_launches.values())
         foreign = record.finish(OwnKernelNames(budget))
         if foreign:
             shown = "; ".join(name[:120] for name in foreign[:3])
             raise CandidateFailure("integrity_reject", f"device_record: the device ran {len(foreign)} kernel(s) or copies "
                                    f"that are not the candidate's own while its code ran: {shown}")  # fmt: skip
 
-    def _end(self, job: CandidateJob) -> dict[str, Any]:
-        if self.bundles is not None:
-            self.bundles.release()  # the parent has judged every output of the job
-        late = None
-        replaced = harness_replaced()
-        try:
-            job.guards.raise_if_violated()
-            self._close_record(job)
-        except (
-            CandidateFailure
-        ) as failure:  # a refused launch argument was already the failure of its request
-            late = failure.message if failure.kind == "integrity_reject" else None
-        if replaced and late is None:  # the worker is replaced (`serve`): no later job meets the patch
-            late = _harness_message(replaced)
-        stray = kill_other_processes()
-        if stray and late is None:
-            late = f"subprocess: {stray} process(es) the candidate started were still running after its job"
+    def _take_down(self, job: CandidateJob) -> None:
         job.guards.uninstall()
         restore_load_inline()
         sys.modules.pop(job.module_name, None)
@@ -1130,6 +1114,27 @@ class CandidateHost:
         else:
             os.environ["TMPDIR"] = job.saved_tmp[1]
         clear_folder(Path("/tmp"))  # the jail's private /tmp: nothing is left for the next job
+
+    def _end(self, job: CandidateJob) -> dict[str, Any]:
+        if self.bundles is not None:
+            self.bundles.release()  # the parent has judged every output of the job
+        late = None
+        replaced = harness_replaced()
+        try:
+            try:
+                job.guards.raise_if_violated()
+                self._close_record(job)
+            except CandidateFailure as failure:  # a refused launch argument was already the failure of its request
+                late = failure.message if failure.kind == "integrity_reject" else None
+            if replaced and late is None:  # the worker is replaced (`serve`): no later job meets the patch
+                late = _harness_message(replaced)
+            stray = kill_other_processes()
+            if stray and late is None:
+                late = f"subprocess: {stray} process(es) the candidate started were still running after its job"
+        finally:
+            # Taken down whatever happened above: a harness error here must not leave this job's wrappers on
+            # PyTorch for the next one (the worker would be replaced as `patched` after every job).
+            self._take_down(job)
         record = job.guards.record
         return {"ok": True, "kernels": job.guards.recorder.kernels, "compile_seconds": job.compile_seconds,
                 "build_seconds": job.build_seconds, "late_violation": late, "stray_processes": stray,
