@@ -40,7 +40,10 @@ def main() -> None:
             for worker in workers:
                 worker.last_restart = None
             message = (verdict.failure_message or "").replace("\n", " ").replace("|", "/")[:400]
-            print(f"| {path.stem} | {verdict.failure_kind} | {verdict.reward.total if verdict.reward else 0:.2f} | {reason} | {message} |", flush=True)
+            print(
+                f"| {path.stem} | {verdict.failure_kind} | {verdict.reward.total if verdict.reward else 0:.2f} | {reason} | {message} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -1124,13 +1124,14 @@ class CandidateHost:
             try:
                 job.guards.raise_if_violated()
                 self._close_record(job)
-            except CandidateFailure as failure:  # a refused launch argument was already the failure of its request
+            except CandidateFailure as failure:
+                # a refused launch argument was already the failure of its request
                 late = failure.message if failure.kind == "integrity_reject" else None
             if replaced and late is None:  # the worker is replaced (`serve`): no later job meets the patch
                 late = _harness_message(replaced)
             stray = kill_other_processes()
             if stray and late is None:
-                late = f"subprocess: {stray} process(es) the candidate started were still running after its job"
+                late = f"subprocess: {stray} process(es) the candidate started were still running after its job"  # fmt: skip
         finally:
             # Taken down whatever happened above: a harness error here must not leave this job's wrappers on
             # PyTorch for the next one (the worker would be replaced as `patched` after every job).
