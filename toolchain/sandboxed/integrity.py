@@ -494,20 +494,25 @@ _PLUMBING = (
 )  # fmt: skip
 
 
-def _called_by_the_toolchain() -> bool:
+def _nearest_caller() -> tuple[str, str, int] | None:
+    """(module, file, line) of the nearest frame that is not plumbing between a caller and the guarded call."""
+    frame = sys._getframe(2)  # past this function and `ProcessGuards._refuse`: the guard (plumbing) on
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if not (module in _PLUMBING or module.startswith(tuple(p + "." for p in _PLUMBING))):
+            return str(module), frame.f_code.co_filename, frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
+def _called_by_the_toolchain(caller: tuple[str, str, int] | None) -> bool:
     """True when the nearest real caller is Triton or torch (the GPU JIT runs the C compiler and ptxas).
 
     A candidate that calls Triton's internal build helpers with its own arguments gets through; the
     guards are a tripwire for the usual tricks, not a jail (see the module docstring).
     """
-    frame = sys._getframe(2)
-    while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if not (module in _PLUMBING or module.startswith(tuple(p + "." for p in _PLUMBING))):
-            # Judge by where the code lives, not by the module's name, which a candidate can set itself.
-            return frame.f_code.co_filename.startswith(_LIBRARY_DIRS)
-        frame = frame.f_back
-    return False
+    # Judge by where the code lives, not by the module's name, which a candidate can set itself.
+    return caller is not None and caller[1].startswith(_LIBRARY_DIRS)
 
 
 def _library_dirs() -> tuple[str, ...]:
@@ -544,9 +549,12 @@ class ProcessGuards:
         setattr(owner, name, replacement)
 
     def _refuse(self, sub_reason: str, detail: str) -> None:
-        if _called_by_the_toolchain():
+        caller = _nearest_caller()
+        if _called_by_the_toolchain(caller):
             return
-        self.violations.add(sub_reason, detail)
+        # Who asked: a refusal a user cannot trace to a line of code (theirs, or a library's) is no help.
+        where = f" (called from {caller[0]}, {Path(caller[1]).name}:{caller[2]})" if caller else ""
+        self.violations.add(sub_reason, detail + where)
         raise PermissionError(f"KernelVault sandbox: {detail} is not allowed")
 
     def _is_writable(self, path: Any) -> bool:
