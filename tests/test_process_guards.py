@@ -70,3 +70,33 @@ def test_pathlib_is_plumbing_too(guarded, tmp_path) -> None:  # noqa: ANN001
     with pytest.raises(PermissionError):
         _code_living_in(tmp_path, source)["put"](elsewhere)
     assert not (elsewhere / "x.bin").exists() or (elsewhere / "x.bin").read_bytes() == b"1"
+
+
+def test_a_refused_process_names_the_line_that_started_it(guarded, tmp_path) -> None:  # noqa: ANN001
+    violations, _, _ = guarded
+    candidate_code = _code_living_in(
+        tmp_path, "import subprocess\ndef start():\n    subprocess.run(['true'])\n"
+    )
+    with pytest.raises(PermissionError, match="KernelVault sandbox"):
+        candidate_code["start"]()
+    assert violations.found == ["subprocess: subprocess.Popen (called from kernelvault_guard_probe.py:3)"]
+
+
+def test_the_harness_modules_a_candidate_worker_may_import_late_start_no_process(tmp_path: Path) -> None:
+    """The H100 run of the load_inline examples: the jail module looked libc up with `ctypes.util.find_library`
+    (which starts ldconfig) when the candidate's worker first imported it, with the guards on; the build was refused
+    as the candidate's `subprocess.Popen`. Imported in a fresh interpreter here, with process starts guarded."""
+    import subprocess
+    import sys
+
+    probe = (
+        "from pathlib import Path\n"
+        "from kernelvault.toolchain.sandboxed.integrity import ProcessGuards, Violations\n"
+        "violations = Violations()\n"
+        f"ProcessGuards(violations, [Path({str(tmp_path)!r})]).install()\n"
+        "import kernelvault.toolchain.jail, kernelvault.toolchain.hip_build, kernelvault.toolchain.static_wall\n"
+        "print(violations.found)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip().splitlines()[-1] == "[]"

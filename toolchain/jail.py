@@ -36,7 +36,6 @@ recorded in every verdict.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import json
 import os
@@ -294,7 +293,9 @@ def probe_isolation(python: str = sys.executable, workroot: str | None = None) -
 # ----------------------------------------------------------------------------------------------------
 # The launcher: runs as `python -I jail.py SPEC -- ARGV` (root, or an ordinary user with user namespaces).
 
-_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+# The process's own symbols (libc's among them): `ctypes.util.find_library` would start `ldconfig` or a compiler
+# at import, and a candidate's worker imports this module (through hip_build) where starting a process is refused.
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 class JailError(Exception):

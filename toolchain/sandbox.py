@@ -23,7 +23,6 @@ namespace. The verdict records which of the two a candidate ran under.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import resource
 import signal
@@ -55,10 +54,9 @@ _ALLOWED_ENV = (
 _TAIL_BYTES = 8000
 _PR_SET_PDEATHSIG = 1
 _CLONE_NEWNET = 0x40000000
-# Loaded once in the parent: the child only calls prctl between fork and exec.
-_LIBC = (
-    ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True) if sys.platform.startswith("linux") else None
-)
+# Loaded once in the parent: the child only calls prctl between fork and exec. The process's own symbols (libc's
+# among them), not `ctypes.util.find_library`, which starts a process: a candidate's worker imports this module.
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
 
 def die_with_parent(parent_pid: int) -> None:

@@ -59,6 +59,7 @@ from kernelvault.toolchain.function_tasks import (
     resolve_entry,
     tensor_leaves,
 )
+from kernelvault.toolchain.hip_build import HIP_INCLUDE_DIR
 from kernelvault.toolchain.kernel_tasks import require_kernels, untimed_autotuning
 from kernelvault.toolchain.own_kernels import is_own_kernel_name, prefixed_kernel_name, prefixed_kernel_source
 from kernelvault.toolchain.sandboxed import integrity, requests, tensor_files, timing
@@ -90,6 +91,7 @@ from kernelvault.toolchain.sandboxed.source_text import load_module
 from kernelvault.toolchain.sandboxed.tensor_files import read_tensors, write_tensors
 from kernelvault.toolchain.sandboxed.timed_values import TimedCallViolation
 from kernelvault.toolchain.sandboxed.timing import RandomKeep, harness_replaced, prepare_device, time_staged
+from kernelvault.toolchain.static_wall import check_cpp
 from kernelvault.toolchain.task_calls import function_module
 
 _LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "waves_per_eu", "matrix_instr_nonkdim"}
@@ -1209,9 +1211,6 @@ def prepare_hip(request: Load, device: torch.device, job: CandidateJob) -> None:
         hip_runtime.register_prebuilt(request.hip_source_sha, request.hip_library)
         return
     from torch.utils import cpp_extension
-
-    from kernelvault.toolchain.hip_build import HIP_INCLUDE_DIR
-    from kernelvault.toolchain.static_wall import check_cpp
 
     # PyTorch's own function, not the wrapper an earlier job of a persistent worker left behind.
     original = _ORIGINAL_LOAD_INLINE.setdefault("load_inline", cpp_extension.load_inline)

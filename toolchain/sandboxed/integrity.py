@@ -553,7 +553,11 @@ class ProcessGuards:
         if _called_by_the_toolchain(caller):
             return
         # Who asked: a refusal a user cannot trace to a line of code (theirs, or a library's) is no help.
-        where = f" (called from {caller[0]}, {Path(caller[1]).name}:{caller[2]})" if caller else ""
+        where = (
+            f" (called from {Path(caller[1]).name}:{caller[2]}{', ' + caller[0] if caller[0] else ''})"
+            if caller
+            else ""
+        )
         self.violations.add(sub_reason, detail + where)
         raise PermissionError(f"KernelVault sandbox: {detail} is not allowed")
 
