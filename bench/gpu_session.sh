@@ -14,7 +14,7 @@ python3 -c "from kernelvault.toolchain.sandboxed import timing; print('harness_r
 status=0
 # KV_GPU_TESTS narrows the tests (a path or node id), KV_GPU_TARGETS the example targets (triton,hip).
 # KV_GPU_SUITES runs several test lists side by side on the same GPU instead ("a b; c; d": one pytest per
-# ';'-separated list, each writing to its own suiteN/ folder): the correctness suites assert verdicts, not
+# ';'-separated list, each writing to its own suiteN/ folder; split on spaces: a -k expression takes none): the correctness suites assert verdicts, not
 # timings, and a lease is short. Benchmarks never run beside them.
 if [ -n "${KV_GPU_SUITES:-}" ]; then
   pids=() n=0
