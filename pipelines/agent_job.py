@@ -13,6 +13,10 @@ corpus job. A trajectory is the unit of resume: its rows are written together, s
 wholly in a shard (skipped on resume) or not at all (redone). A trajectory whose endpoint stays down
 (`ProviderError`), or one of whose turns failed on our side (`infrastructure_error`: a lane lost), is recorded
 in the ledger and left for the resume; it is not written, and its model is not asked again in this run.
+
+A first SIGINT/SIGTERM (`kernelvault.pipelines.intake`) stops the job within seconds: the trajectories in progress
+are cancelled (their model requests too) and left `started` in the ledger, unwritten, so the same command does
+them again; the summary counts them as abandoned. A time limit is not offered: trajectories start together.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from kernelvault.pipelines.candidates import Attempt
 from kernelvault.pipelines.corpus_job import RunSummary, _count, close_run, job_identity, open_run
 from kernelvault.pipelines.corpus_stages import RETRIED_FAILURES, VerifiedAttempt
 from kernelvault.pipelines.engine import EngineOptions, verify_attempts
+from kernelvault.pipelines.intake import Intake
 from kernelvault.pipelines.trajectory_source import AsyncVerify, TrajectorySource
 from kernelvault.toolchain.tasks import LoadedTasks
 from kernelvault.toolchain.verify import Verifier, require_jail_for_model_output
@@ -110,10 +115,12 @@ def run_agent_job(
     shard_rows: int = 1000,
     flush_interval_s: float = 60.0,
     on_pool: Callable[[Any], None] = lambda pool: None,
+    intake: Intake | None = None,
 ) -> RunSummary:
     """Run `config.samples` trajectories per task through the engine; write every turn; return the summary.
 
-    `on_pool` receives the local executor's lane pool (bench/gpu_busy.py reads its timeline).
+    `on_pool` receives the local executor's lane pool (bench/gpu_busy.py reads its timeline). `intake`: a signal
+    it received (`Intake.closed_by_signals`) stops the job (see the module docstring).
     Raises corpus.ledger.ConfigurationChanged when out_dir holds a run with another configuration.
     """
     require_jail_for_model_output(verifier, config.allow_unjailed)  # raises before any model call
@@ -140,8 +147,13 @@ def run_agent_job(
     bar = kv_progress.bar(
         None, "verifying", "row", progress, status=f"trajectories 0/{len(work)}, workers starting"
     )
+    intake = intake or Intake()
+    counts = TrajectoryCounts()
     source = TrajectorySource(
-        functools.partial(_run_trajectories, work, target, platform, config, run, writer, bar)
+        functools.partial(
+            _run_trajectories, work, target, platform, config, run, writer, bar, intake, counts
+        ),
+        halt=intake.halt,
     )
 
     def deliver(item: VerifiedAttempt) -> None:
@@ -150,17 +162,36 @@ def run_agent_job(
 
     try:
         with writer:
-            stats = verify_attempts(source, verifier, config.engine, deliver, on_pool=on_pool)
+            stats = verify_attempts(
+                source, verifier, config.engine, deliver, on_pool=on_pool, halt=intake.halt
+            )
     finally:
         source.close()
     run.summary.executor = stats
     bar.close()
+    if intake.signal_number is not None:
+        run.summary.stopped_by = intake.reason
+        run.summary.not_started = len(work) - counts.started
+        run.summary.abandoned = counts.started - counts.ended
     return close_run(run, out_dir / "data" / target, started)
 
 
+@dataclass
+class TrajectoryCounts:
+    started: int = 0  # marked started in the ledger
+    ended: int = 0  # written, or recorded in the ledger for the resume
+
+
+async def _halted(intake: Intake) -> None:
+    while not intake.halt.is_set():
+        await asyncio.sleep(0.1)
+
+
 async def _run_trajectories(work: list[tuple[Task, int]], target: str, platform: str, config: AgentJobConfig,
-                            run: Any, writer: ShardWriter, bar: Any, verify: AsyncVerify) -> None:  # fmt: skip
-    """Every trajectory of the job, on the source's event loop; `verify` hands a turn to the engine."""
+                            run: Any, writer: ShardWriter, bar: Any, intake: Intake, counts: TrajectoryCounts,
+                            verify: AsyncVerify) -> None:  # fmt: skip
+    """Every trajectory of the job, on the source's event loop; `verify` hands a turn to the engine. A halt
+    cancels the trajectories still running, whichever executor verifies them."""
     budget = RunBudget(max_requests=config.max_requests, max_tokens=config.max_tokens)
     client = ModelClient(config.endpoint, concurrency=config.concurrency, budget=budget)
 
@@ -175,10 +206,10 @@ async def _run_trajectories(work: list[tuple[Task, int]], target: str, platform:
         max_turns=config.max_turns, stop_on_correct=config.stop_on_correct,
     )  # fmt: skip
 
-    ended = 0
-
     async def one(task: Task, sample: int) -> None:
-        nonlocal ended
+        if intake.closed:
+            return
+        counts.started += 1
         key = attempt_key(task.task_id, sample, 0)
         rows: list[dict[str, Any]] = []
         run.ledger.mark_started(run.run_id, AttemptInfo(key, task.task_id, task.name, sample, 0, platform,
@@ -194,11 +225,19 @@ async def _run_trajectories(work: list[tuple[Task, int]], target: str, platform:
         else:
             rows = trajectory_rows(run.run_id, trajectory, config, target)
             writer.write_group(rows)
-        ended += 1
-        _count(bar, len(rows), f"trajectories {ended}/{len(work)}")
+        counts.ended += 1
+        _count(bar, len(rows), f"trajectories {counts.ended}/{len(work)}")
 
+    # Trajectories are cheap coroutines; the client's semaphore and the engine's queues bound the work.
+    everything = asyncio.gather(*(one(task, sample) for task, sample in work))
+    halted = asyncio.ensure_future(_halted(intake))
     try:
-        # Trajectories are cheap coroutines; the client's semaphore and the engine's queues bound the work.
-        await asyncio.gather(*(one(task, sample) for task, sample in work))
+        await asyncio.wait([everything, halted], return_when=asyncio.FIRST_COMPLETED)
+        if not everything.done():
+            everything.cancel()
+        await asyncio.gather(everything, return_exceptions=True)
+        if not everything.cancelled() and everything.exception() is not None:
+            raise everything.exception()  # type: ignore[misc]
     finally:
+        halted.cancel()
         await client.close()

@@ -99,8 +99,7 @@ def verify_attempts(
 
     `writing` (Ray only): the lane actors write their own rows (`kernelvault.pipelines.ray_executor.ActorWriting`).
     `on_pool` receives the local executor's lane pool once it is open (bench/gpu_busy.py reads its timeline).
-    `halt` (local executor): once set, the run stops within a few seconds (`kernelvault.pipelines.executor`);
-    the Ray executor does not read it (its source ends at a closed intake and it drains).
+    `halt`: once set, the run stops within a few seconds (`kernelvault.pipelines.executor`), on either executor.
     Raises what a stage raised (a programming error); a candidate's failures are verdicts, never raised.
     """
     options.check()
@@ -108,7 +107,7 @@ def verify_attempts(
     compile_workers = (os.cpu_count() or 1) if options.compile_workers is None else options.compile_workers
     prepare = functools.partial(prepare_attempt, verifier)
     if options.executor == "ray":
-        return _verify_on_ray(attempts, verifier, options, compile_workers, prepare, write, writing)
+        return _verify_on_ray(attempts, verifier, options, compile_workers, prepare, write, writing, halt)
     lanes = engine_lanes(platform, options)
     config = ExecutorConfig(lanes=lanes, compile_workers=compile_workers,
                             queue_size=options.queue_size or 2 * len(lanes))  # fmt: skip
@@ -124,7 +123,8 @@ def verify_attempts(
 
 
 def _verify_on_ray(attempts: Iterable[Attempt], verifier: Verifier, options: EngineOptions, compile_workers: int,
-                   prepare: Any, write: Callable[[VerifiedAttempt], None], writing: Any) -> ExecutorStats:  # fmt: skip
+                   prepare: Any, write: Callable[[VerifiedAttempt], None], writing: Any,
+                   halt: threading.Event | None) -> ExecutorStats:  # fmt: skip
     from kernelvault.pipelines.ray_executor import RayExecutor, RayOptions
 
     platform = verifier.choice.platform
@@ -145,6 +145,7 @@ def _verify_on_ray(attempts: Iterable[Attempt], verifier: Verifier, options: Eng
         open_stage = functools.partial(own_pool_stage, verifier, persistent=options.persistent)
         return ray_executor.run(attempts, prepare, open_stage, write, give_up=functools.partial(lost_attempt, verifier),
                                 affinity=lambda attempt: attempt.task.task_id,
-                                discard=functools.partial(discard_prepared, verifier), writing=writing)  # fmt: skip
+                                discard=functools.partial(discard_prepared, verifier), writing=writing,
+                                halt=halt)  # fmt: skip
     finally:
         ray_executor.shutdown()

@@ -350,8 +350,12 @@ class RayExecutor:
             write: Callable[[Any], None], give_up: Callable[[Any, str], Any] | None = None,
             affinity: Callable[[Any], Hashable] | None = None,
             discard: Callable[[Any], None] | None = None,
-            writing: ActorWriting | None = None) -> RayExecutorStats:  # fmt: skip
+            writing: ActorWriting | None = None, halt: threading.Event | None = None) -> RayExecutorStats:  # fmt: skip
         """Feed every item of source through prepare, a lane actor and write; returns when all are written.
+
+        `halt` (the first SIGINT/SIGTERM) stops the run as the local executor's does: nothing more is prepared or
+        handed to a lane, what a lane has gets `halt_grace_s` to come back and be written, and the rest is
+        abandoned (`stats.abandoned`; the actors are killed with what they held, and the caller's ledger redoes it).
 
         `writing`: the lane actors write the results themselves (`ActorWriting`); an item is done when the
         shard holding its row is in place and committed, and the rows an actor held when it died are
@@ -433,11 +437,19 @@ class RayExecutor:
             return min(per_node, key=lambda n: (preparing.get(n, 0) + len(ready.get(n, ()))) / per_node[n])
 
         finished = False
+        halt = halt or threading.Event()
+        halted_at: float | None = None
         try:
             while True:
+                if halt.is_set():
+                    halted_at = halted_at or time.monotonic()
+                    running = [ref for ref, (kind, _, _) in calls.items() if kind == "run"]
+                    if not running or time.monotonic() - halted_at >= config.halt_grace_s:
+                        break
                 # Top up the prepare stage: lost items first, then the source, within the bound.
                 while (
-                    sum(preparing.values()) < in_flight_limit
+                    halted_at is None
+                    and sum(preparing.values()) < in_flight_limit
                     and sum(map(len, ready.values())) < config.queue_size
                 ):
                     node = pick_node()
@@ -465,7 +477,7 @@ class RayExecutor:
                 # Hand ready items to idle lanes of their node.
                 for lane in lanes.values():
                     queue = ready.get(lane.node)
-                    if not lane.busy and queue:
+                    if not lane.busy and queue and halted_at is None:
                         others = {
                             next(reversed(o.recent)) for o in lanes.values() if o is not lane and o.recent
                         }
@@ -492,7 +504,9 @@ class RayExecutor:
                     feed.wait(1.0)
                     continue
                 # While the source may still bring items, look at it again soon.
-                done, _ = ray.wait(list(calls), num_returns=1, timeout=None if exhausted else 0.05)
+                done, _ = ray.wait(
+                    list(calls), num_returns=1, timeout=0.25 if exhausted else 0.05
+                )  # a halt is seen within it
                 for ref in done:
                     kind, item, lane = calls.pop(ref)
                     self._finish(kind, ref, item, lane, lanes, ready, preparing, stats, write, lose, calls,
@@ -518,6 +532,8 @@ class RayExecutor:
                          timeout=60)  # fmt: skip
             for lane in lanes.values():
                 ray.kill(lane.actor, no_restart=True)
+        if halted_at is not None:
+            stats.abandoned = stats.submitted - stats.written
         return stats
 
     def _finish(self, kind: str, ref: Any, item: _Item | None, lane: _Actor | None, lanes: dict[str, _Actor],

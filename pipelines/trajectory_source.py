@@ -39,8 +39,13 @@ class TrajectorySource:
     that error (the engine stops and re-raises it).
     """
 
-    def __init__(self, trajectories: Callable[[AsyncVerify], Awaitable[None]]) -> None:
+    def __init__(
+        self, trajectories: Callable[[AsyncVerify], Awaitable[None]], halt: threading.Event | None = None
+    ) -> None:
         self._trajectories = trajectories
+        # Set by a stop signal: the trajectories are being cancelled, and a verdict may come back for one that no
+        # longer waits (it is abandoned, redone on resume).
+        self._halt = halt or threading.Event()
         self._attempts: queue.Queue[Any] = (
             queue.Queue()
         )  # as many as trajectories waiting: each waits for one
@@ -74,6 +79,8 @@ class TrajectorySource:
         with self._lock:
             future = self._waiting.pop(key, None)
             loop = self._loop
+        if (future is None or loop is None) and self._halt.is_set():
+            return
         if future is None or loop is None:
             raise RuntimeError(f"a verdict for {key}, which no trajectory waits for")
         loop.call_soon_threadsafe(_settle, future, item.verdict)

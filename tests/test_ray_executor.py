@@ -502,3 +502,29 @@ def test_a_source_that_waits_for_its_results_is_fed_to_the_end(local_ray) -> Non
     config = ExecutorConfig(lanes=("cpu",), compile_workers=1, queue_size=2)
     stats = RayExecutor(config).run(conversation(), abs, SleepyLane, write)
     assert written == list(range(6)) and stats.submitted == 6
+
+
+class StuckLane(SleepyLane):
+    """Item 2 holds its lane for a minute (a candidate that hangs until its timeout)."""
+
+    def __call__(self, item: int) -> tuple[int, int]:
+        time.sleep(60 if item == 2 else 0.02)
+        return item, os.getpid()
+
+
+def test_a_halt_on_ray_returns_within_its_grace_and_abandons_what_a_lane_held(local_ray) -> None:  # noqa: ANN001
+    """Ctrl-C on a Ray run: nothing more is handed to a lane, a lane stuck on an item does not hold the run past
+    the grace, and every item read from the source is written or counted as abandoned."""
+    halt, written = threading.Event(), []
+
+    def write(item: tuple[int, int]) -> None:
+        written.append(item[0])
+        if item[0] == 1:
+            halt.set()  # the signal arrives with item 2 on the lane
+
+    config = ExecutorConfig(lanes=("cpu",), compile_workers=1, queue_size=2, halt_grace_s=0.5)
+    started = time.monotonic()
+    stats = RayExecutor(config).run(range(1000), abs, StuckLane, write, halt=halt)
+    assert time.monotonic() - started < 30, "the stuck item held the run"
+    assert written == [0, 1] and stats.written == 2
+    assert stats.submitted < 1000 and stats.abandoned == stats.submitted - 2

@@ -292,3 +292,38 @@ def test_ctrl_c_stops_the_run_within_seconds_and_the_same_command_resumes_it_wit
     assert ledger_statuses(out) == {"finished": total}
     with sqlite3.connect(out / "ledger.sqlite") as db:
         assert db.execute("SELECT finished_at FROM runs").fetchone()[0] is not None
+
+
+def test_ctrl_c_stops_an_agent_job_within_seconds_and_the_same_command_redoes_what_it_abandoned(
+    tmp_path: Path,
+) -> None:
+    """The main job with a model endpoint (a real HTTP server speaking the OpenAI API, slow to answer): one Ctrl-C
+    after the first trajectory is written cancels the others (their model requests too) and exits 130 with a run
+    record that says so; the same command then writes each trajectory once."""
+    from kernelvault.simulated_openai import Answer, FakeOpenAI
+
+    relu = (ROOT / "examples" / "triton" / "relu.py").read_text()
+    server = FakeOpenAI(scenarios={"relu": [Answer(f"Here it is.\n\n```python\n{relu}\n```")]}, delay_s=1.5)
+    url, stop = server.start()
+    out, samples = tmp_path / "out", 4
+    command = [sys.executable, "-m", "kernelvault.cli", "corpus", "--target", "triton", "--platform", "cpu",
+               "--tasks", str(ROOT / "tasks" / "relu.py"), "--base-url", url, "--model", "fake-model",
+               "--samples", str(samples), "--turns", "1", "--concurrency", "1", "--workers", "1",
+               "--shard-rows", "1", "--no-progress", "--out", str(out)]  # fmt: skip
+    try:
+        first = start_in_a_terminal(command)
+        wait_until(lambda: shard_count(out) > 0, first)
+        stderr, record = stopped_by_signal(first, signal.SIGINT, out)
+        written = rows_by_attempt(out)
+        assert "SIGINT: stopping" in stderr
+        assert record["stopped_by"] == "SIGINT" and 1 <= record["attempts"] == len(written) < samples
+        assert record["abandoned"] + record["not_started"] == samples - len(written)
+        final = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    finally:
+        stop()
+    assert final.returncode == 0, final.stderr
+    rows = rows_by_attempt(out)  # none twice
+    assert sorted((row["sample_index"], row["turn"]) for row in rows.values()) == [
+        (s, 0) for s in range(samples)
+    ]
+    assert all(row["correct"] for row in rows.values())

@@ -161,8 +161,10 @@ def cmd_corpus(args: argparse.Namespace) -> int:
             agent_name = "HIPKernelGen" if args.target == "hip" else "TritonKernelGen"
             print(f"{agent_name} with model {endpoint.model} at {endpoint.base_url}: {len(loaded.tasks)} tasks × "
                   f"{args.samples} samples, up to {args.turns} turns, verified on {verifier.choice.platform}")  # fmt: skip
-            summary = run_agent_job(loaded, verifier, out_dir, args.target, config, progress=not args.no_progress,
-                                    new_run=args.new_run, shard_rows=args.shard_rows)  # fmt: skip
+            with intake.closed_by_signals():
+                summary = run_agent_job(loaded, verifier, out_dir, args.target, config,
+                                        progress=not args.no_progress, new_run=args.new_run,
+                                        shard_rows=args.shard_rows, intake=intake)  # fmt: skip
     except (ConfigurationChanged, UnjailedModelOutput) as error:
         raise UsageError(str(error)) from None
     print(summary.table())
