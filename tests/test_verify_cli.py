@@ -149,3 +149,29 @@ def test_verify_takes_both_hip_forms_and_says_what_a_cpu_machine_can_verify() ->
         inline["failure_kind"] == "infrastructure_error" and "load_inline form" in inline["failure_message"]
     )
     assert inline["compiled"] is not True and inline["reward"] == 0.0
+
+
+def test_a_ctrl_c_swallowed_where_it_landed_still_stops_the_wait_for_a_verdict() -> None:
+    """Python raises KeyboardInterrupt wherever the main thread is; inside an import, a library's bare `except` can
+    swallow it (a `verify` sent Ctrl-C while torch imported ran on to its candidate's time limit). The command
+    line's handler remembers the signal, and the wait for a verdict raises it again."""
+    import concurrent.futures
+    import contextlib
+
+    from kernelvault import interrupts
+    from kernelvault.toolchain.lane_pool import result_of
+
+    previous = signal.getsignal(signal.SIGINT)
+    interrupts.install()
+    try:
+        with contextlib.suppress(BaseException):  # what a bare `except:` around an import does
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1.0)  # the handler runs here, in the main thread
+        never: concurrent.futures.Future = concurrent.futures.Future()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            result_of(never)
+        assert time.monotonic() - started < 2
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        interrupts._RECEIVED.clear()

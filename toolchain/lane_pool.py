@@ -36,10 +36,12 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from types import TracebackType
 
 from kernelvault.contracts import Candidate, Task, Verdict
+from kernelvault.interrupts import raise_if_interrupted
 from kernelvault.toolchain.verify import Prepared, Verifier
 from kernelvault.toolchain.worker_lane import WorkerLane
 
@@ -232,7 +234,7 @@ class LanePool:
         """One verification, blocking; the CPU stages on the calling thread."""
         future: Future[Verdict] = Future()
         self._enqueue(task, candidate, future)
-        return future.result()
+        return result_of(future)
 
     async def averify(self, task: Task, candidate: Candidate) -> Verdict:
         """One verification from a coroutine: the event loop is never blocked."""
@@ -248,7 +250,7 @@ class LanePool:
     @staticmethod
     def collect(futures: Iterable[Future[Verdict]]) -> list[Verdict]:
         """The verdicts of submitted jobs, in the order given."""
-        return [future.result() for future in futures]
+        return [result_of(future) for future in futures]
 
     def close(self, abandon: bool = False) -> None:
         """Stop the lanes once every queued job is done, and wait for them.
@@ -302,6 +304,16 @@ def _settle(
             future.set_result(verdict)  # type: ignore[arg-type]
     except InvalidStateError:
         pass
+
+
+def result_of(future: Future[Verdict]) -> Verdict:
+    """`future.result()`, in waits of a fraction of a second, between which a Ctrl-C that was swallowed where it
+    was raised is raised again (`kernelvault.interrupts`)."""
+    while True:
+        try:
+            return future.result(timeout=0.25)
+        except FutureTimeout:
+            raise_if_interrupted()  # a Ctrl-C a library's import swallowed (`kernelvault.interrupts`)
 
 
 def verify_once(verifier: Verifier, task: Task, candidate: Candidate) -> Verdict:

@@ -14,6 +14,7 @@ import re
 import sys
 from pathlib import Path
 
+from kernelvault import interrupts
 from kernelvault.cli import (
     corpus,
     evaluate,
@@ -57,6 +58,7 @@ def installed_version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    interrupts.install()
     try:
         args = build_parser().parse_args(argv)
         return args.handler(args)
