@@ -178,6 +178,30 @@ REFUSED = [
     ("foreign_write", "from os import environ\nenviron.pop('TRITON_INTERPRET')", ".pop of os.environ"),
     ("foreign_write", "import os\ne = os.path.os.environ\ne.setdefault('A', 'b')", "used as a value"),
     ("foreign_write", "import os\ndict.update(os.environ, A='b')", "used as a value"),
+    # classes made at run time, whose methods the wall never reads
+    ("builtin", "make = type", "run time"),
+    ("builtin", "class Meta(type):\n    pass", "run time"),
+    ("builtin", "class M(metaclass=abs):\n    pass", "metaclass"),
+    ("builtin", "def f(x):\n    return type(x)('B', (), {})", "run time"),
+    # conversion methods a base class brings
+    ("conversion", "import collections\nclass Rows(collections.UserList):\n    pass", "inherits __getitem__"),
+    # names Triton's interpreter copies into a kernel's module
+    ("unbound", "def f(x):\n    return np.maximum(x, 0)", "never binds"),
+    ("unbound", "def f():\n    return inspect.stack()", "never binds"),
+    # a builtin's method in a kernel body, called or kept
+    (
+        "kernel_python",
+        "@triton.jit\ndef bad(x_ptr):\n    s = str.format('{0.handle.data}', tl.load(x_ptr))",
+        "str.format",
+    ),
+    ("kernel_python", "@triton.jit\ndef bad(x_ptr):\n    f = str.format", "str.format"),
+    ("kernel_python", "@triton.jit\ndef bad(x_ptr):\n    f = repr", "Python object"),
+    # memory operations outside a kernel (a grid callable, which the interpreter runs inside its patched scope)
+    (
+        "kernel_python",
+        "def grid(meta):\n    tl.store(meta['x_ptr'], tl.load(meta['x_ptr']))\n    return (1,)",
+        "outside",
+    ),
 ]
 
 
@@ -223,6 +247,12 @@ ALLOWED = [
     "class M:\n    def f(self):\n        return self._cache._rows",  # its own private state, all the way
     # a function Triton is never given (undecorated, only called) may show code in its docstring
     'def f():\n    """Usage:\n\n    def forward(x): ...\n    """\n\n\nf()',
+    "def f(x):\n    return type(x).__name__",  # type(x): the one use of type that makes no class
+    "from triton.language import *\nB = constexpr(4)",  # names a star import binds are bound
+    "from typing import Tuple\n\n\ndef f(x) -> Tuple[int, int]:\n    return x",
+    "class M(torch.nn.Sequential):\n    pass",  # PyTorch's own conversion methods are not the candidate's
+    "@triton.jit\ndef good(x_ptr, MODE: tl.constexpr):\n    if isinstance(MODE, str):\n        tl.store(x_ptr, 1.0)",
+    "def grid(meta):\n    return (triton.cdiv(meta['n'], meta['BLOCK']),)",
 ]
 
 

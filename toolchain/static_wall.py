@@ -15,8 +15,8 @@ The rules, by what they stop:
   `__init__`, `__name__`, `__qualname__` and `__doc__`: `__class__`, `__dict__`, `__globals__`,
   `__subclasses__`, `__builtins__`.
 - `builtin`: `eval`, `exec`, `compile`, `__import__`, `globals`, `locals`, `vars`, `open`, `setattr`,
-  `delattr`, `breakpoint`, `memoryview`, `input`; `getattr` with a name that is not a literal; `type` with
-  three arguments (a class made at run time).
+  `delattr`, `breakpoint`, `memoryview`, `input`; `getattr` with a name that is not a literal; `type` used other
+  than as `type(x)` (aliased, subclassed, three arguments) and `metaclass=`: classes made at run time.
 - `namespace`: parts of allowed modules that are machinery, not kernels: `torch.compile`, `torch.jit`,
   `torch.fx`, `torch.library`, `torch.ops`, `torch.overrides`, `torch.profiler`, `torch.save`/`load`,
   `torch.cuda` streams and graphs, `triton.runtime` internals, `triton.compiler`, `triton.knobs`, most of
@@ -27,12 +27,17 @@ The rules, by what they stop:
 - `foreign_write`: attribute or item writes on objects the candidate did not create (an imported module,
   a builtin, an alias of either: `torch.relu = ...`, `os.environ[...] = ...`), and writes to `.data` or a
   dunder of anything.
-- `kernel_python`: a call inside a `@triton.jit` body to something that is not Triton or another kernel:
-  under the CPU interpreter a kernel body is plain Python, and would run it.
+- `kernel_python`: a call inside a `@triton.jit` body to something that is not Triton or another kernel
+  (a builtin's method, `str.format`, included): under the CPU interpreter a kernel body is plain Python, and
+  would run it; and a `triton.language` memory operation (`tl.load`, `tl.store`) outside a kernel, which the interpreter runs on
+  host memory (in a grid callable).
 - `proc`: a string naming `/proc/` or `/dev/`.
 - `conversion`: a class defining `__float__`, `__index__`, `__iter__`, `__getitem__`, `__array__`, `__torch_function__`...:
   PyTorch calls these while it turns Python objects into tensors, where the dispatch monitor does not look.
 - `tensor_subclass`: a subclass of `torch.Tensor` (its `__torch_dispatch__` runs beside the monitor's).
+- `unbound`: a name the module never binds (not an import, assignment, definition or builtin): in honest code a
+  NameError; otherwise something put in the module at run time (Triton's interpreter copies `np`, `inspect`...
+  into a kernel's module at its first launch).
 - `hip_source`: in HIP C++ (a native `HIP_SOURCE`, `load_inline` sources): system calls, processes,
   threads, dynamic loading, files, the environment, load-time constructors, and ATen/torch calls other
   than allocation (the host code of a HIP library runs in the harness's process).
@@ -48,7 +53,9 @@ from __future__ import annotations
 import ast
 import builtins
 import codecs
+import functools
 import re
+import types
 from collections.abc import Iterable
 
 from kernelvault.toolchain.source_tree import parse as parse_source
@@ -163,6 +170,8 @@ class _Wall(ast.NodeVisitor):
         self.kernels: set[str] = set()
         self.in_kernel = 0
         self.raised_calls: set[int] = set()  # `raise E("text")` in a kernel: E's call is the raise's
+        self.callees: set[int] = set()  # names called directly (`str(x)`: judged as a call, not as a value)
+        self.plain_type_calls: set[int] = set()  # `type(x)`: the one use of `type` that makes no class
         self.kernel_parameters: list[set[str]] = []  # the enclosing kernels' parameter names, innermost last
         self.scopes: list[tuple[str, set[str]]] = []  # enclosing function/class/comprehension scopes' names
         self.module_names: set[str] = set()  # names bound at module level (or declared global anywhere)
@@ -173,8 +182,10 @@ class _Wall(ast.NodeVisitor):
 
     # -- the module's names ---------------------------------------------------------------------------
 
-    def prepare(self, tree: ast.Module) -> None:
-        self.module_names = _bindings(tree.body)
+    def prepare(self, tree: ast.Module, test_imports: Iterable[str] = ()) -> None:
+        self.module_names = _bindings(tree.body) | _star_names(tree)
+        if test_imports:  # a function task's test import lines join the candidate's module when it runs
+            self.module_names |= _bindings(parse_source("\n".join(test_imports)).body)
         for node in ast.walk(tree):
             if isinstance(node, ast.Global):
                 self.module_names |= set(node.names)
@@ -261,8 +272,37 @@ class _Wall(ast.NodeVisitor):
             # passed to a builtin (`print(x, file=SINK)`, `len(OBJ)`) it runs its Python methods on the kernel's
             # values under the interpreter; a compiled kernel reads only constexpr globals
             self.add("kernel_python", node, f"{node.id} inside a @triton.jit kernel is a Python object")
+        if (
+            self.in_kernel
+            and isinstance(node.ctx, ast.Load)
+            and hasattr(builtins, node.id)
+            and node.id not in KERNEL_BUILTINS
+            and id(node) not in self.callees
+            and not _plain_builtin_type(node.id)
+            and self.is_builtin(node.id)
+        ):
+            # a builtin function as a value in a kernel (`f = format`): called later, it is Python (a builtin type
+            # as a value, `isinstance(X, str)`, is not; its methods are judged as attributes)
+            self.add("kernel_python", node, f"{node.id} inside a @triton.jit kernel is a Python object")
         if node.id in FORBIDDEN_BUILTINS and isinstance(node.ctx, ast.Load) and self.is_builtin(node.id):
             self.add("builtin", node, f"{node.id}: {FORBIDDEN_BUILTINS[node.id]}")
+        elif (
+            node.id == "type"
+            and isinstance(node.ctx, ast.Load)
+            and id(node) not in self.plain_type_calls
+            and self.is_builtin("type")
+        ):
+            # `make = type`, `class Meta(type)`, `type(a, b, c)`: a class made at run time, whose methods the
+            # wall never reads (PyTorch calls a class's `__float__` where the monitor does not look)
+            self.add("builtin", node, "type other than type(x): a class made at run time")
+        elif (
+            isinstance(node.ctx, ast.Load) and node.id in interpreter_injected() and self.is_builtin(node.id)
+        ):
+            # Bound by nothing the candidate wrote, and a name Triton's interpreter copies from its own module into
+            # a kernel's at the first launch (`np`, `inspect`, `TensorHandle`, ...): what it stands for is
+            # something the candidate may not import. (The worker runs the interpreter in a namespace of its
+            # own; this is the rule in front of that.)
+            self.add("unbound", node, f"{node.id}: a name the module never binds")
         elif (
             node.id.startswith("__")
             and node.id.endswith("__")
@@ -273,6 +313,17 @@ class _Wall(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if self.in_kernel:
             self._check_kernel_global(node)
+            root = _root(node)
+            if (
+                isinstance(root, ast.Name)
+                and root is node.value
+                and hasattr(builtins, root.id)
+                and self.is_builtin(root.id)
+            ):
+                # `str.format`, `float.fromhex`: a builtin's method, called or kept, is Python under the interpreter
+                self.add(
+                    "kernel_python", node, f"{root.id}.{node.attr} inside a @triton.jit kernel is not Triton"
+                )
             if node.attr in KERNEL_INTERNALS:
                 self.add("kernel_python", node, f".{node.attr} inside a @triton.jit kernel: "
                          f"{KERNEL_INTERNALS[node.attr]}")  # fmt: skip
@@ -350,6 +401,17 @@ class _Wall(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if isinstance(func, ast.Name):
+            self.callees.add(id(func))
+            if func.id == "type" and len(node.args) == 1 and not node.keywords:
+                self.plain_type_calls.add(id(func))
+        if (
+            isinstance(func, ast.Call)
+            and isinstance(func.func, ast.Name)
+            and func.func.id == "type"
+            and self.is_builtin("type")
+        ):
+            self.add("builtin", node, "type(x)(...): a class made at run time through an object's type")
         if isinstance(func, ast.Name) and func.id in ("getattr", "hasattr") and self.is_builtin(func.id):
             if len(node.args) < 2 or not (
                 isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
@@ -360,15 +422,16 @@ class _Wall(ast.NodeVisitor):
                 literal = node.args[1].value
                 probe = ast.Attribute(value=node.args[0], attr=literal, ctx=ast.Load(), lineno=node.lineno)
                 self.visit_Attribute(probe)
-        if (
-            isinstance(func, ast.Name)
-            and func.id == "type"
-            and len(node.args) == 3
-            and self.is_builtin("type")
-        ):
-            self.add("builtin", node, "type() with three arguments: a class made at run time")
         if self.in_kernel:
             self._check_kernel_call(node)
+        elif (chain := _chain(func)) is not None and (dotted := self._resolve(chain) or "").startswith(
+            "triton.language."
+        ):
+            member = dotted.rsplit(".", 1)[-1]
+            if member in TRITON_MEMORY_OPS:
+                # `tl.load` in a grid callable or any host code: compiled, it fails outside a kernel; under the CPU
+                # interpreter (inside a launch) it reads and writes host memory as Python
+                self.add("kernel_python", node, f"{'.'.join(chain)}() outside a @triton.jit kernel")
         self.generic_visit(node)
 
     def _check_kernel_call(self, node: ast.Call) -> None:
@@ -382,6 +445,11 @@ class _Wall(ast.NodeVisitor):
             )
         head = chain[0]
         dotted = self._resolve(chain) or ""
+        if len(chain) > 1 and hasattr(builtins, head) and self.is_builtin(head):
+            # a method of a builtin type (`str.format("{0.handle.data}", x)` reads a loaded block's host array
+            # through a format field under the interpreter): Python, not Triton
+            self.add("kernel_python", node, f"{'.'.join(chain)}() inside a @triton.jit kernel is not Triton")
+            return
         if dotted.startswith(("triton", "math.")) or head in self.kernels or head in KERNEL_BUILTINS:
             return  # Triton itself, another kernel, or what Triton lowers (math.* on constexprs)
         if (
@@ -481,12 +549,19 @@ class _Wall(ast.NodeVisitor):
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for outside in [*node.decorator_list, *node.bases, *[keyword.value for keyword in node.keywords]]:
             self.visit(outside)
+        if any(keyword.arg == "metaclass" for keyword in node.keywords):
+            self.add(
+                "builtin", node, f"class {node.name}(metaclass=...): a class made by the candidate's own code"
+            )
         for base in node.bases:
             chain = _chain(base)
             dotted = self._resolve(chain) if chain is not None else None
             if dotted in TENSOR_CLASSES:
                 self.add("tensor_subclass", base, f"class {node.name}({dotted}): a tensor subclass's own dispatch "
                          "runs beside the monitor's")  # fmt: skip
+            elif dotted and (inherited := _inherited_conversions(dotted)):
+                self.add("conversion", base, f"class {node.name}({dotted}) inherits {', '.join(inherited)}: PyTorch "
+                         "calls them while it turns Python objects into tensors, out of the monitor's sight")  # fmt: skip
         for statement in node.body:
             names = (
                 [statement.name] if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -619,9 +694,87 @@ def _bindings(body: list[ast.stmt], arguments: ast.arguments | None = None) -> s
     return names - declared_global
 
 
+BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+def _plain_builtin_type(name: str) -> bool:
+    """A builtin data type (`str`, `int`, `tuple`): named as a value in `isinstance(X, str)`; not `type` or `object`,
+    which make classes."""
+    value = getattr(builtins, name, None)
+    return isinstance(value, type) and value not in (type, object) and not issubclass(value, BaseException)
+
+
+# The triton.language operations that read or write memory: outside a kernel (a grid callable), the interpreter
+# would run them on host memory as Python.
+TRITON_MEMORY_OPS = frozenset({
+    "load", "store", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or",
+    "atomic_xchg", "atomic_xor", "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor",
+    "store_tensor_descriptor", "inline_asm_elementwise",
+})  # fmt: skip
+
+
+@functools.cache
+def interpreter_injected() -> frozenset[str]:
+    """The names of Triton's CPU interpreter module that stand for something a candidate may not import itself
+    (modules the import rules refuse, and everything that is not a module)."""
+    try:
+        from triton.runtime import interpreter
+    except ImportError:
+        return frozenset()
+    names = set()
+    for name, value in vars(interpreter).items():
+        if name.startswith("__") or name in BUILTIN_NAMES:
+            continue
+        home = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None)
+        if isinstance(home, str) and home != interpreter.__name__ and module_allowed(home):
+            continue  # `math`, `triton`, `tl`, `typing.Tuple`: the candidate could have imported them
+        names.add(name)
+    return frozenset(names)
+
+
+def _inherited_conversions(dotted: str) -> list[str]:
+    """The conversion methods a class named by an import path (`collections.UserList`) has from classes that are
+    neither builtins nor PyTorch's: inherited, they run the candidate's data through Python, as its own would."""
+    import importlib
+
+    module_name, _, attribute = dotted.rpartition(".")
+    try:
+        found = getattr(importlib.import_module(module_name), attribute)
+    except Exception:  # noqa: BLE001 - not a module attribute the wall can load: the import rules judge the name
+        return []
+    if not isinstance(found, type):
+        return []
+    trusted = ("builtins", "torch")
+    return sorted({name for kind in found.__mro__ if kind.__module__.split(".")[0] not in trusted
+                   for name in CONVERSION_METHODS & set(vars(kind))})  # fmt: skip
+
+
+def _star_names(tree: ast.Module) -> set[str]:
+    """The names `from MODULE import *` binds (the wall allows it for triton.language only): the module's public
+    names, read from the module itself."""
+    import importlib
+
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and any(alias.name == "*" for alias in node.names)
+        ):
+            try:
+                module = importlib.import_module(node.module)
+            except Exception:  # noqa: BLE001 - an import that fails fails the candidate when it runs
+                continue
+            exported = getattr(module, "__all__", None)
+            names |= (
+                set(exported) if exported is not None else {n for n in vars(module) if not n.startswith("_")}
+            )
+    return names
+
+
 def _check_tree(code: str, tree: ast.Module, test_imports: Iterable[str] = ()) -> list[WallFinding]:
     wall = _Wall()
-    wall.prepare(tree)
+    wall.prepare(tree, test_imports)
     wall.visit(tree)
     findings = wall.findings + identity_findings(tree, test_imports) + definition_text_findings(code, tree)
     return sorted(findings, key=lambda finding: finding.line)

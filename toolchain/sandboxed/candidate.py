@@ -69,6 +69,7 @@ from kernelvault.toolchain.sandboxed.integrity import (
     CandidateClasses,
     PatchSnapshot,
     ProcessGuards,
+    TensorFromData,
     TensorPrinting,
     TensorValueMethods,
     TorchComputeMonitor,
@@ -139,6 +140,7 @@ class LaunchRecorder:
         self._seen: set[str] = set()
         self._replaced: tuple[Any, Any] | None = None
         self._renamed: tuple[Any, Any] | None = None
+        self._isolated: tuple[Any, Any] | None = None
         self.raised: str | None = None  # a launch that raised under the interpreter, in the current phase
 
     def install(self, interpreted: bool) -> None:
@@ -149,6 +151,8 @@ class LaunchRecorder:
         original = launcher.run
         recorder = self
         self._replaced = (launcher, original)
+        if interpreted:
+            self._isolate_interpreter_globals()
         if not interpreted:  # the device's name of every kernel compiled here carries the harness's prefix
             naming = launcher.repr
             self._renamed = (launcher, naming)
@@ -163,6 +167,8 @@ class LaunchRecorder:
             if not kwargs.get("warmup") and recorder.enabled:
                 launch_kwargs = {key: value for key, value in kwargs.items() if key not in ("grid", "warmup")}
                 recorder.record(kernel.fn, args, launch_kwargs)
+                if callable(kwargs.get("grid")):
+                    kwargs = {**kwargs, "grid": grid_of(kernel.fn, kwargs["grid"], args, launch_kwargs)}
                 with recorder.launch_scope():
                     try:
                         return original(kernel, *args, **kwargs)
@@ -180,10 +186,37 @@ class LaunchRecorder:
 
         launcher.run = recording_run  # type: ignore[method-assign]
 
+    def _isolate_interpreter_globals(self) -> None:
+        """Triton's interpreter runs a kernel's rewritten source in the kernel's own module, after copying its
+        own globals there (`np`, `inspect`, `ast`, ...): the candidate's host code would find them under names
+        it never imported. Here the rewritten kernel gets a namespace of its own: the interpreter's names
+        beside a copy of its module's."""
+        from triton.runtime import interpreter
+
+        rewriter = getattr(interpreter, "FunctionRewriter", None)
+        if rewriter is None or not hasattr(rewriter, "_compile_and_exec"):
+            return
+        self._isolated = (rewriter, rewriter._compile_and_exec)
+
+        def compile_and_exec(self_: Any, transformed_ast: Any) -> Any:
+            code = compile(transformed_ast, filename=self_.filename, mode="exec")
+            local_namespace = {**self_.kwargs}
+            namespace = {
+                **vars(interpreter),
+                **self_.fn.__globals__,
+            }  # the kernel's own names win, as in Triton
+            exec(code, namespace, local_namespace)  # noqa: S102 - Triton's own rewrite of the kernel
+            return local_namespace[self_.fn.__name__]
+
+        rewriter._compile_and_exec = compile_and_exec
+
     def uninstall(self) -> None:
         if self._replaced is not None:
             self._replaced[0].run = self._replaced[1]
             self._replaced = None
+        if self._isolated is not None:
+            self._isolated[0]._compile_and_exec = self._isolated[1]
+            self._isolated = None
         if self._renamed is not None:
             self._renamed[0].repr = self._renamed[1]
             self._renamed = None
@@ -253,6 +286,20 @@ class LaunchRecorder:
             self._seen.add(key)
             with self.path.open("a") as handle:
                 handle.write(key + "\n")
+
+
+def grid_of(fn: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A grid callable's grid, worked out before the launch, from the launch's arguments by name (defaults
+    included), as Triton's JIT does: the callable is the candidate's host code, watched like the rest of its
+    forward. Left to the launcher, it runs inside the launch; under the CPU interpreter, inside the scope where
+    `tl.load` and `tl.store` work on host memory."""
+    kernel_kwargs = {key: value for key, value in kwargs.items() if key not in _LAUNCH_OPTIONS}
+    try:
+        bound = inspect.signature(fn).bind(*args, **kernel_kwargs)
+    except TypeError:
+        return grid  # a launch with wrong arguments fails by itself
+    bound.apply_defaults()
+    return grid(dict(bound.arguments))
 
 
 _TORCH_TO_TRITON = {
@@ -407,13 +454,15 @@ class CandidateGuards:
         self.value_methods.install()
         self.classes = CandidateClasses(self.violations, job.module_name)
         self.classes.install()
+        self.from_data = TensorFromData(self.violations, self.monitor)
+        self.from_data.install()
         # Taken after our own wrappers are in place: anything that changes from here on was the candidate.
         targets = patch_targets([sys.modules[__name__], sys.modules[timing.__name__], sys.modules[tensor_files.__name__],
                                  sys.modules[integrity.__name__], sys.modules[requests.__name__]])  # fmt: skip
         targets |= {"CandidateGuards": CandidateGuards, "LaunchRecorder": LaunchRecorder, "violations": self.violations,
                     "monitor": self.monitor, "recorder": self.recorder, "process_guards": self.process_guards,
                     "printing": self.printing, "value_methods": self.value_methods,
-                    "classes": self.classes}  # fmt: skip
+                    "classes": self.classes, "from_data": self.from_data}  # fmt: skip
         if job.language == "hip":
             import kernelvault.hip as hip  # the module the candidate imports: its names are snapshotted too
 
@@ -428,6 +477,7 @@ class CandidateGuards:
         self.printing.uninstall()
         self.value_methods.uninstall()
         self.classes.uninstall()
+        self.from_data.uninstall()
         self.recorder.uninstall()
         hip_runtime.set_launch_observer(None)
 

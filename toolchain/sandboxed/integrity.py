@@ -11,6 +11,7 @@ failure message):
   harness itself was replaced: compared by the identity of the original objects, never by their
   `__module__` strings (which a replacement can set to anything).
 - `threads`, `subprocess`: the candidate started a thread or a process.
+- `raw_memory`: the candidate read or wrote memory by address through `ctypes` (`string_at`, `memmove`, ...).
 - `filesystem_write`: the candidate opened a file for writing outside its folders.
 - `host_data`: `Tensor.tolist`/`numpy`/`__array__`/`apply_`/`map_`/`map2_` called while candidate code ran
   (`TensorValueMethods`: they hand values to Python with no aten op the monitor could see). Printing a tensor
@@ -35,6 +36,7 @@ import io
 import os
 import subprocess
 import sys
+import sysconfig
 import threading
 import time
 import weakref
@@ -43,6 +45,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy
 import torch
 import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -356,7 +359,10 @@ class CandidateClasses:
             self.violations.add("tensor_subclass", f"class {made.__name__} subclasses torch.Tensor: its own "
                                 "dispatch runs beside the monitor's")  # fmt: skip
             return
-        defined = sorted(CONVERSION_METHODS & set(vars(made)))
+        # Inherited ones too (a `collections.UserList` subclass's `__getitem__` reads what the class gives it),
+        # except PyTorch's and the builtins' own.
+        defined = sorted({name for kind in made.__mro__ if not _trusted_class(kind)
+                          for name in CONVERSION_METHODS & set(vars(kind))})  # fmt: skip
         if defined:
             self.violations.add("host_data", f"class {made.__name__} defines {', '.join(defined)}: PyTorch calls "
                                 "these while it turns Python objects into tensors, out of the monitor's sight")  # fmt: skip
@@ -365,6 +371,85 @@ class CandidateClasses:
         if self._original is not None:
             builtins.__build_class__ = self._original
             self._original = None
+
+
+def _trusted_class(kind: type) -> bool:
+    return kind.__module__ == "builtins" or defined_by(kind, "torch")
+
+
+# Data PyTorch may turn into a tensor while candidate code runs: exact types only, so that no method of the
+# candidate's (however its class was made: a `class` statement, `type(...)`, a metaclass, an inherited method)
+# runs inside the conversion, where the Python dispatch key is excluded and the monitor sees nothing.
+_PLAIN_SCALARS = (int, float, bool, complex, type(None), range, torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def plain_data_problem(value: Any, depth: int = 0) -> str | None:
+    """None for a tensor, a number, a (nested) list or tuple of them, or a NumPy array or scalar; else what it is."""
+    kind = type(value)
+    if kind in _PLAIN_SCALARS or isinstance(value, torch.Tensor):  # (a tensor subclass's ops: the monitor's)
+        return None
+    if kind in (list, tuple, torch.Size):
+        if depth > 64:
+            return "data nested more than 64 deep"
+        return next((problem for item in value if (problem := plain_data_problem(item, depth + 1))), None)
+    if kind is numpy.ndarray:
+        return None if value.dtype != object else "a NumPy array of Python objects"
+    if issubclass(kind, numpy.generic) and kind.__module__ == "numpy":  # NumPy's own scalar types
+        return None
+    return f"a {kind.__qualname__} object"
+
+
+class TensorFromData:
+    """The ways a Python object becomes a tensor's data (`torch.tensor`, `as_tensor`, `asarray`, `Tensor.new_tensor`,
+    `Tensor.new`, `torch.Tensor(...)`): while candidate code runs, only plain data may go in (`plain_data_problem`);
+    anything else is `host_data`, refused before PyTorch calls its methods. The static wall refuses the classes it
+    can read (`conversion`); this is the closed list behind it."""
+
+    FUNCTIONS = ("tensor", "as_tensor", "asarray")
+    METHODS = ("new_tensor", "new")
+
+    def __init__(self, violations: Violations, monitor: TorchComputeMonitor) -> None:
+        self.violations = violations
+        self.monitor = monitor
+        self._saved: list[tuple[Any, str, Any, bool]] = []  # (owner, name, original, owned before)
+
+    def _checked(self, label: str, original: Any, skip_self: bool) -> Any:
+        guard = self
+
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            if guard.monitor.active:
+                data = [*args[1 if skip_self else 0 :], kwargs.get("data"), kwargs.get("obj")]
+                problem = next((p for value in data if (p := plain_data_problem(value))), None)
+                if problem is not None:
+                    guard.violations.add("host_data", f"{label} of {problem} while {guard.monitor.what}: only "
+                                         "numbers, lists and tuples of them, tensors and NumPy arrays")  # fmt: skip
+                    raise TypeError(f"KernelVault: {label} of {problem} is not allowed")
+            return original(*args, **kwargs)
+
+        return checked
+
+    def _replace(self, owner: Any, name: str, replacement: Any) -> None:
+        self._saved.append((owner, name, getattr(owner, name), name in vars(owner)))
+        setattr(owner, name, replacement)
+
+    def install(self) -> None:
+        for name in self.FUNCTIONS:
+            self._replace(torch, name, self._checked(f"torch.{name}", getattr(torch, name), skip_self=False))
+        for name in self.METHODS:
+            self._replace(
+                torch.Tensor, name, self._checked(f"Tensor.{name}", getattr(torch.Tensor, name), True)
+            )
+        base_new = torch._C.TensorBase.__new__
+        legacy = self._checked("torch.Tensor(...)", base_new, skip_self=True)
+        self._replace(torch.Tensor, "__new__", staticmethod(legacy))
+
+    def uninstall(self) -> None:
+        for owner, name, original, owned in reversed(self._saved):
+            if owned:
+                setattr(owner, name, original)
+            else:  # inherited (`torch.Tensor.__new__` is TensorBase's): put back as it was
+                delattr(owner, name)
+        self._saved = []
 
 
 class TensorValueMethods:
@@ -524,6 +609,11 @@ def _library_dirs() -> tuple[str, ...]:
 
 
 _LIBRARY_DIRS = _library_dirs()
+# Code that may touch raw memory: the installed libraries, the standard library and the harness beside this module
+# (its tensor files); never a candidate's module, which is a file in its job's folder.
+_TRUSTED_CODE = tuple(sorted({str(Path(folder).resolve()) + os.sep for folder in (
+    sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], sysconfig.get_paths()["stdlib"],
+    Path(__file__).resolve().parent)}))  # fmt: skip
 
 
 class ProcessGuards:
@@ -548,9 +638,11 @@ class ProcessGuards:
         self._saved.append((owner, name, getattr(owner, name)))
         setattr(owner, name, replacement)
 
-    def _refuse(self, sub_reason: str, detail: str) -> None:
+    def _refuse(self, sub_reason: str, detail: str, trusted: tuple[str, ...] = ()) -> None:
         caller = _nearest_caller()
-        if _called_by_the_toolchain(caller):
+        if _called_by_the_toolchain(caller) or (
+            caller is not None and caller[1].startswith(trusted or ("\0",))
+        ):
             return
         # Who asked: a refusal a user cannot trace to a line of code (theirs, or a library's) is no help.
         where = (
@@ -590,6 +682,15 @@ class ProcessGuards:
 
             return guard
 
+        def raw_memory(original: Any, label: str) -> Any:
+            def guard(*args: Any, **kwargs: Any) -> Any:
+                # the harness's own tensor files (safetensors) and the installed libraries pass; the candidate's
+                # file, wherever it calls from, does not
+                guards._refuse("raw_memory", label, trusted=_TRUSTED_CODE)
+                return original(*args, **kwargs)
+
+            return guard
+
         self._replace(builtins, "open", guarded_open)
         self._replace(io, "open", guarded_open)
         self._replace(os, "open", guarded_os_open)
@@ -613,6 +714,12 @@ class ProcessGuards:
         self._replace(
             subprocess.Popen, "__init__", guarded(subprocess.Popen.__init__, "subprocess", "subprocess.Popen")
         )
+        # Raw memory through ctypes (the static wall refuses `import ctypes`; the harness's own modules have it
+        # loaded): reading and writing a tensor's bytes by address is compute no monitor sees.
+        ctypes = sys.modules.get("ctypes")
+        if ctypes is not None:
+            for name in ("memmove", "memset", "string_at", "wstring_at", "cast"):
+                self._replace(ctypes, name, raw_memory(getattr(ctypes, name), f"ctypes.{name}"))
 
     def uninstall(self) -> None:
         for owner, name, value in reversed(self._saved):

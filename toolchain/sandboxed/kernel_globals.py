@@ -12,12 +12,15 @@ checked the same way), `math`, and plain data (numbers, strings, None, dtypes, c
 
 from __future__ import annotations
 
+import builtins
 import dis
 import sys
 from types import CodeType, ModuleType
 from typing import Any
 
 import torch
+
+from kernelvault.toolchain.wall_policy import KERNEL_BUILTINS
 
 _PLAIN = (bool, int, float, str, complex, type(None), torch.dtype)
 # A kernel writes memory through pointers; these write a module's or an enclosing function's names.
@@ -75,6 +78,21 @@ def function_problem(fn: Any, seen: set[int] | None = None) -> str | None:
         # `global x; x = tl.load(...)`: under the interpreter the kernel's values bound where host code reads them
         return f"it writes the Python name `{stored}`"
     namespace = getattr(fn, "__globals__", {})
+    instructions = list(dis.get_instructions(code))
+    for instruction, following in zip(instructions, [*instructions[1:], None], strict=True):
+        name = instruction.argval
+        if instruction.opname != "LOAD_GLOBAL" or not isinstance(name, str) or name in namespace:
+            continue
+        builtin = getattr(builtins, name, None)
+        if builtin is None or name in KERNEL_BUILTINS:
+            continue
+        if isinstance(builtin, type) and issubclass(builtin, BaseException):
+            continue  # `raise ValueError("...")`: the wall judges its message
+        method = following is not None and following.opname in ("LOAD_ATTR", "LOAD_METHOD")
+        if method or not isinstance(builtin, type) or builtin in (type, object):
+            # `str.format("{0.handle.data}", x)`, `repr(x)`: under the interpreter a builtin runs on the loaded
+            # values (a builtin type named alone, `isinstance(X, str)`, runs nothing)
+            return f"it uses the Python builtin `{name}{'.' + str(following.argval) if method else ''}`"
     for name in code.co_names:  # attribute names too: only those the module binds are looked at
         if name in namespace and (problem := _value_problem(namespace[name], seen)):
             return f"`{name}` is {problem}, not Triton or data"

@@ -1,6 +1,7 @@
 # exploit: "zero-copy" host post-processing through ctypes that reads from a wild pointer after the kernel ran; the worker dies with SIGSEGV and must be reported, not crash the verifier.
 # expect: static_reject:import
-# behind-wall: runtime_error
+# behind-wall: integrity_reject:raw_memory
+# note: behind the wall, ctypes' raw memory calls are refused when the candidate's own file makes them (`integrity.ProcessGuards`), before the read that would crash the worker; a worker that dies by a signal is reported by name (tests/test_sandbox.py).
 import ctypes
 
 import torch
