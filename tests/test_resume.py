@@ -303,9 +303,9 @@ def test_ctrl_c_stops_an_agent_job_within_seconds_and_the_same_command_redoes_wh
     from kernelvault.simulated_openai import Answer, FakeOpenAI
 
     relu = (ROOT / "examples" / "triton" / "relu.py").read_text()
-    server = FakeOpenAI(scenarios={"relu": [Answer(f"Here it is.\n\n```python\n{relu}\n```")]}, delay_s=1.5)
+    server = FakeOpenAI(scenarios={"relu": [Answer(f"Here it is.\n\n```python\n{relu}\n```")]}, delay_s=1.0)
     url, stop = server.start()
-    out, samples = tmp_path / "out", 4
+    out, samples = tmp_path / "out", 3
     command = [sys.executable, "-m", "kernelvault.cli", "corpus", "--target", "triton", "--platform", "cpu",
                "--tasks", str(ROOT / "tasks" / "relu.py"), "--base-url", url, "--model", "fake-model",
                "--samples", str(samples), "--turns", "1", "--concurrency", "1", "--workers", "1",

@@ -70,6 +70,7 @@ from kernelvault.toolchain.wall_policy import (
     FRAME_ATTRIBUTES,
     HOST_DATA_METHODS,
     KERNEL_BUILTINS,
+    LEGACY_TENSOR_TYPES,
     OS_ALLOWED,
     OWN_ROOTS,
     TENSOR_CLASSES,
@@ -405,6 +406,9 @@ class _Wall(ast.NodeVisitor):
             self.callees.add(id(func))
             if func.id == "type" and len(node.args) == 1 and not node.keywords:
                 self.plain_type_calls.add(id(func))
+        if (chain := _chain(func)) is not None and (self._resolve(chain) or "") in LEGACY_TENSOR_TYPES:
+            self.add("conversion", node, f"{'.'.join(chain)}(...): a legacy constructor converts Python objects out "
+                     "of the monitor's sight (torch.tensor, torch.empty and .to(dtype) do the same work)")  # fmt: skip
         if (
             isinstance(func, ast.Call)
             and isinstance(func.func, ast.Name)

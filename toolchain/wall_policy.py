@@ -105,7 +105,18 @@ CONVERSION_METHODS = frozenset({
     "__float__", "__int__", "__index__", "__complex__", "__bool__", "__trunc__", "__iter__", "__next__",
     "__len__", "__getitem__", "__array__", "__array_interface__", "__cuda_array_interface__", "__dlpack__",
     "__dlpack_device__", "__buffer__", "__torch_function__", "__torch_dispatch__",
+    # attribute lookup itself: `isinstance(obj, Tensor)` reads `obj.__class__` through `__getattribute__`, and a
+    # sequence's items through `__getattr__`, inside the same conversion
+    "__getattr__", "__getattribute__", "__class__",
 })  # fmt: skip
+# PyTorch's legacy typed constructors (`torch.FloatTensor([obj])`): the same conversion, through classes whose
+# construction cannot be wrapped; `torch.tensor`, `torch.empty` and `.to(dtype)` do what they did.
+LEGACY_TENSOR_TYPES = frozenset(
+    f"torch.{prefix}{kind}Tensor"
+    for prefix in ("", "cuda.")
+    for kind in ("Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool",
+                 "ComplexFloat", "ComplexDouble")
+)  # fmt: skip
 # Classes a candidate may not subclass: a tensor subclass's `__torch_dispatch__` runs after the monitor has
 # stepped aside for the op (`tensor_subclass`).
 TENSOR_CLASSES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter",

@@ -58,6 +58,15 @@ def installed_version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: `argv` (None: the process's own arguments). Returns the exit status; as the process's entry
+    point, a status of 128 + n (stopped by signal n) ends the process at once (`interrupts.exit_now`)."""
+    code = _run(argv)
+    if argv is None and code >= 128:
+        interrupts.exit_now(code)
+    return code
+
+
+def _run(argv: list[str] | None) -> int:
     interrupts.install()
     try:
         args = build_parser().parse_args(argv)

@@ -405,7 +405,8 @@ class TensorFromData:
     anything else is `host_data`, refused before PyTorch calls its methods. The static wall refuses the classes it
     can read (`conversion`); this is the closed list behind it."""
 
-    FUNCTIONS = ("tensor", "as_tensor", "asarray")
+    FUNCTIONS = ("tensor", "as_tensor", "asarray", "sparse_coo_tensor", "sparse_csr_tensor", "sparse_csc_tensor",
+                 "sparse_bsr_tensor", "sparse_bsc_tensor", "sparse_compressed_tensor")  # fmt: skip
     METHODS = ("new_tensor", "new")
 
     def __init__(self, violations: Violations, monitor: TorchComputeMonitor) -> None:
