@@ -449,11 +449,6 @@ class _Wall(ast.NodeVisitor):
             )
         head = chain[0]
         dotted = self._resolve(chain) or ""
-        if len(chain) > 1 and hasattr(builtins, head) and self.is_builtin(head):
-            # a method of a builtin type (`str.format("{0.handle.data}", x)` reads a loaded block's host array
-            # through a format field under the interpreter): Python, not Triton
-            self.add("kernel_python", node, f"{'.'.join(chain)}() inside a @triton.jit kernel is not Triton")
-            return
         if dotted.startswith(("triton", "math.")) or head in self.kernels or head in KERNEL_BUILTINS:
             return  # Triton itself, another kernel, or what Triton lowers (math.* on constexprs)
         if (

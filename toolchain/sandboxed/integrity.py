@@ -641,9 +641,8 @@ class ProcessGuards:
 
     def _refuse(self, sub_reason: str, detail: str, trusted: tuple[str, ...] = ()) -> None:
         caller = _nearest_caller()
-        if _called_by_the_toolchain(caller) or (
-            caller is not None and caller[1].startswith(trusted or ("\0",))
-        ):
+        trusted_caller = bool(trusted) and caller is not None and caller[1].startswith(trusted)
+        if _called_by_the_toolchain(caller) or trusted_caller:
             return
         # Who asked: a refusal a user cannot trace to a line of code (theirs, or a library's) is no help.
         where = (
