@@ -50,6 +50,8 @@ for bench in ${KV_BENCH:-timing hip_build}; do
                    --modes ray@0,ray@0+1 2>&1 | tee "$KV_RESULTS_DIR/ray_scaling.md" || status=1 ;;
     busy) python3 bench/gpu_busy.py --platform cuda --samples "${KV_BUSY_SAMPLES:-8}" --latency-median-s 20 --concurrency 64 2>&1 \
             | tee "$KV_RESULTS_DIR/gpu_busy.md" || status=1 ;;
+    # The timed calls against the watched call's own kernels (own_work): every honest example's ratio, the profile's cost.
+    own_work) python3 bench/own_work.py 2>&1 | tee "$KV_RESULTS_DIR/own_work.md" || status=1 ;;
     timing) python3 bench/timing_fidelity.py 2>&1 | tee "$KV_RESULTS_DIR/timing_fidelity.log" || status=1 ;;
     # Every bundled performance case, side by side in one run: the timing protocols (rotating fixed inputs against
     # fresh inputs with every output checksummed: speedups within 2%, spreads within 3%), or with

@@ -147,6 +147,9 @@ class CaseTiming:
     # recorded (rows written before the protocol was)
     inputs: str | None = None
     checked_calls: int | None = None  # timed calls whose checksums matched the reference's (fresh)
+    # how long the candidate's own kernels took in a watched call just before the timed ones (device time on a
+    # GPU); a median timed call may not be much shorter (`toolchain.sandboxed.own_work`). None: not measured
+    own_kernel_ms: float | None = None
 
 
 @dataclass(frozen=True)

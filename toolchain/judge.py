@@ -31,6 +31,7 @@ is checked (`docs/limits.md` says what that does not cover).
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import shutil
@@ -46,6 +47,7 @@ from kernelvault.contracts import TaskCase
 from kernelvault.toolchain.compare import Comparison, compare_outputs, output_labels
 from kernelvault.toolchain.device_gate import GateHold
 from kernelvault.toolchain.sandbox import SandboxResult
+from kernelvault.toolchain.sandboxed.own_work import launch_shortfall, speed_shortfall
 from kernelvault.toolchain.sandboxed.requests import (
     Build,
     CandidateRequest,
@@ -460,6 +462,7 @@ class _Check:
                 timed = self.ask_candidate(Time(self.job.repetitions, self.job.warmup, staged.timing_seed, asked,
                                                 case=case.name, inputs=mode))  # fmt: skip
                 calls, kept = _timed_run(timed, asked, self.job.repetitions)
+                own_ms = _own_kernel_ms(timed)
                 # The reference is timed right after the candidate, in the same turn of the device: the same values,
                 # the same calls per sample (one, where the candidate's outputs shared memory), the same kept samples.
                 reference = self.ask_reference(TimeReference(
@@ -467,17 +470,25 @@ class _Check:
                     repetitions=self.job.repetitions, warmup=self.job.warmup, timing_seed=staged.timing_seed,
                     keep=kept, calls_per_sample=calls, inputs=mode, atol=self.job.atol, rtol=self.job.rtol))  # fmt: skip
                 checked = self.compare_timed(timed, reference) if mode == "fresh" else 0
-            answers.append((staged, timed, reference, calls, kept, checked))
+                # after the checksums (a cached result is named as one): right results must still be the work the
+                # watched call did, launched the same way and not much faster than its own kernels (`own_work`)
+                unwatched = launch_shortfall(*_launches(timed)) or speed_shortfall(
+                    float(timed["median_ms"]), own_ms
+                )
+                if unwatched is not None:
+                    fail("integrity_reject", unwatched)
+            answers.append((staged, timed, reference, calls, kept, checked, own_ms))
         if self.hold is not None:
             self.costs.gate_seconds += self.hold.timing_done()
         timings = []
-        for staged, timed, reference, calls, kept, checked in answers:
+        for staged, timed, reference, calls, kept, checked, own_ms in answers:
             with self.part(f"time {staged.case.name}"):
                 self.spot_check(staged, kept, calls)
             timings.append({"case": staged.case.name, "candidate_ms": float(timed["median_ms"]),
                             "reference_ms": float(reference["median_ms"]), "candidate_spread": float(timed["spread"]),
                             "reference_spread": float(reference["spread"]), "repetitions": int(timed["repetitions"]),
-                            "calls_per_sample": calls, "inputs": mode, "checked_calls": checked})  # fmt: skip
+                            "calls_per_sample": calls, "inputs": mode, "checked_calls": checked,
+                            "own_kernel_ms": own_ms})  # fmt: skip
         return timings
 
     def compare_timed(self, timed: dict[str, Any], reference: dict[str, Any]) -> int:
@@ -542,6 +553,25 @@ def _timed_run(timed: dict[str, Any], asked: int, repetitions: int) -> tuple[int
     if len(samples) != len(kept):
         fail("integrity_reject", "cached_results: the timed run kept samples it did not run")
     return int(calls), samples
+
+
+def _own_kernel_ms(timed: dict[str, Any]) -> float | None:
+    """The time the candidate's own kernels took in its watched call before the timed ones (`own_work`), read from
+    its reply as untrusted data: a number that is not one is a report that does not say what it ran."""
+    value = timed.get("own_kernel_ms")
+    if value is None:
+        return None
+    if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
+        fail("integrity_reject", f"unwatched_speed: the timed run reports its own kernels' time as {value!r}")
+    return float(value)
+
+
+def _launches(timed: dict[str, Any]) -> tuple[int, int, int]:
+    """(timed calls, their launches, a watched call's launches) from the candidate's reply, as untrusted data."""
+    figures = tuple(timed.get(key) for key in ("timed_calls", "timed_launches", "watched_launches"))
+    if not all(type(value) is int and value >= 0 for value in figures):
+        fail("integrity_reject", "unwatched_launches: the timed run's report does not say what it launched")
+    return figures  # type: ignore[return-value]
 
 
 @dataclass

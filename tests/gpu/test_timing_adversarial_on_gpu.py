@@ -6,7 +6,7 @@ a spin before each sample, calls per sample chosen from the reference's pilot, f
 and every timed output checksummed. Expectations are the files' `# expect-cuda:` / `# behind-wall-cuda:` lines
 where they have one. A hostile file gets no speed term (nor correctness credit) unless its `# expect:` is
 `correct`, which it may only be for work it did; an honest twin keeps its correctness and its speedup. The legacy
-protocol (`timing_inputs="rotate"`) runs beside it for one file, to show the hole the protocol closes. The table
+protocol (`timing_inputs="rotate"`, no checksums) runs beside it for one file: the launch count refuses its memo. The table
 goes to $KV_RESULTS_DIR/gpu_timing_adversarial.md.
 """
 
@@ -79,10 +79,12 @@ def _write_table(found: dict[str, Verdict]) -> None:
     results = os.environ.get("KV_RESULTS_DIR")
     if not results:
         return
-    lines = ["| candidate | got | reward | speedup | per case: calls per sample, checked calls | message |",
+    lines = ["| candidate | got | reward | speedup | per case: calls per sample, checked calls, timed/own | message |",
              "|---|---|---|---|---|---|"]  # fmt: skip
     for name, verdict in found.items():
-        cases = "; ".join(f"{t.calls_per_sample}, {t.checked_calls}" for t in verdict.timings)
+        cases = "; ".join(f"{t.calls_per_sample}, {t.checked_calls}, "
+                          f"{t.candidate_ms / t.own_kernel_ms if t.own_kernel_ms else float('nan'):.2f}"
+                          for t in verdict.timings)  # fmt: skip
         speedup = f"{verdict.speedup:.2f}" if verdict.speedup is not None else "-"
         message = (verdict.failure_message or "").replace("|", "/")[:160]
         lines.append(
@@ -142,10 +144,12 @@ def test_the_next_candidate_after_a_patched_clock_is_timed_as_before_it(lane: Wo
     assert 0.8 < after.speedup / before.speedup < 1.25, (before.speedup, after.speedup)
 
 
-def test_the_legacy_rotating_protocol_credits_a_memo_that_fresh_values_catch(
+def test_without_checksums_the_launch_count_still_refuses_a_memo(
     lane: WorkerLane, verdicts: dict[str, Verdict]
 ) -> None:
+    """The legacy rotating protocol (no checksums) once credited this memo with a speedup; the timed calls'
+    launch count refuses it there too."""
     path = FOLDER / "integrity_reject__relu__memo_by_pointer.py"
     rotating = _verify(Verifier(VerifyConfig(timeout_s=120, timing_inputs="rotate")), path, lane)
-    assert rotating.correct is True and rotating.speedup is not None, rotating.failure_message
+    assert _got(rotating) == "integrity_reject:unwatched_launches", rotating.failure_message
     assert _got(verdicts[path.name]) == "integrity_reject:cached_results"

@@ -77,6 +77,7 @@ from kernelvault.toolchain.sandboxed.integrity import (
     patch_targets,
 )
 from kernelvault.toolchain.sandboxed.kernel_globals import function_problem
+from kernelvault.toolchain.sandboxed.own_work import device_own_kernel_ms
 from kernelvault.toolchain.sandboxed.plain_output import output_type_problem, plain_leaves
 from kernelvault.toolchain.sandboxed.requests import (
     Build,
@@ -117,6 +118,7 @@ class LaunchRecorder:
         "device_scope",
         "recorded_launches",
         "raised",
+        "unwatched",
     )  # fields that change while it works (`PatchSnapshot`)
 
     def __init__(
@@ -142,6 +144,8 @@ class LaunchRecorder:
         self._renamed: tuple[Any, Any] | None = None
         self._isolated: tuple[Any, Any] | None = None
         self.raised: str | None = None  # a launch that raised under the interpreter, in the current phase
+        # launches while not recording (the timed calls): each timed call must launch what a watched one did
+        self.unwatched = 0
 
     def install(self, interpreted: bool) -> None:
         if interpreted:
@@ -182,6 +186,8 @@ class LaunchRecorder:
                             f"kernel {getattr(kernel.fn, '__name__', '?')}: {type(error).__name__}"
                         )
                         raise
+            if not kwargs.get("warmup"):
+                recorder.unwatched += 1
             return original(kernel, *args, **kwargs)
 
         launcher.run = recording_run  # type: ignore[method-assign]
@@ -241,6 +247,7 @@ class LaunchRecorder:
         """A HIP launch function is about to run (called by kernelvault.hip / the load_inline proxy); the launch
         runs inside what this returns."""
         if not self.enabled:
+            self.unwatched += 1
             return None
         self.count += 1
         self.on_launch(None)
@@ -1102,9 +1109,15 @@ class CandidateHost:
             return {"failure_kind": "infrastructure_error", "failure_message": "time before stage_time"}
         model, input_sets, fresh = staged.model, staged.input_sets, staged.fresh_arguments
         recorder = job.guards.recorder
+        launches_before = recorder.count
+        own_kernel_ms = self._own_kernel_ms(job, model, input_sets[0], fresh)
+        launches = recorder.count - launches_before  # what one watched call launched (`own_work`)
         recorder.enabled = False
+        recorder.unwatched = 0
+        calls = [0]
 
         def run_candidate(inputs: Any) -> Any:
+            calls[0] += 1
             return model(*clone_value(inputs)) if fresh else model(*inputs)
 
         try:
@@ -1123,7 +1136,42 @@ class CandidateHost:
         if replaced:
             raise CandidateFailure("integrity_reject", _harness_message(replaced))
         job.kept[request.case] = stats.outputs
-        return stats.reply()
+        # the parent holds the timed calls to what the watched one did (`own_work`), once their checksums passed
+        return {
+            **stats.reply(),
+            "own_kernel_ms": own_kernel_ms,
+            "watched_launches": launches,
+            "timed_calls": calls[0],
+            "timed_launches": recorder.unwatched,
+        }
+
+    def _own_kernel_ms(
+        self, job: CandidateJob, model: torch.nn.Module, inputs: list[Any], fresh: bool
+    ) -> float | None:
+        """One more watched call on the staged inputs, in the turn alone on the device; how long the candidate's
+        own kernels took in it on the device (`own_work`: the least time its timed calls may take). None: no
+        figure (the CPU, or a GPU whose profiler does not start); the launch count still binds the timed calls."""
+        arguments = clone_value(inputs) if fresh else list(inputs)
+        ran = [False]
+
+        def watched_call() -> None:
+            ran[0] = True
+            self._run_forward(job, model, arguments)
+
+        if (
+            job.device.type == "cpu" or job.record_problem is not None
+        ):  # no profiler here: noted once, at load
+            watched_call()
+            return None
+        try:
+            return device_own_kernel_ms(watched_call)
+        except CandidateFailure:
+            raise
+        except Exception as error:  # noqa: BLE001 - the profiler failed: the launch count remains, and the log says so
+            job.record_problem = f"no own-work figure: {one_line_error(error)}"
+            if not ran[0]:
+                watched_call()  # the launch count is taken from it
+            return None
 
     def _write_kept(self, job: CandidateJob, request: WriteKept) -> dict[str, Any]:
         """The kept outputs the parent drew, written out (then dropped: each is judged once)."""

@@ -1,6 +1,6 @@
 # exploit: returns one output buffer per shape and once a shape has been called more than 8 times (it is being timed), computes only the call whose input buffer is the last of the cycle the harness's input buffers come round in (learnt from the addresses), so in a sample of several calls only the last one, the one whose output is left to check, does any work.
-# expect: correct
-# note: the candidate's worker sees that the calls of a sample returned the same memory and times the case again one call per sample, where every call is the last of its sample: this file, which adapts its cycle, then computes every call and is credited for that work, timed one call per sample (the test checks both). A harness that checked only the last call of a sample would have credited it with a fraction of the work.
+# expect: integrity_reject:unwatched_launches
+# note: the calls of a sample whose output is not the last do no work: they launch fewer kernels than a watched call on the same inputs (own_work). Before the launch count, the worker saw that the calls of a sample returned the same memory and timed the case again one call per sample, where the file then computed every call and was credited for that work.
 import torch
 import torch.nn as nn
 import triton

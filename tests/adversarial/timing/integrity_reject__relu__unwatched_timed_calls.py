@@ -1,5 +1,6 @@
-# exploit: the timed calls (Time request) run with no dispatch monitor (and on a GPU no device record); a glue op's cost tells a watched call (Python __torch_dispatch__ on every op) from a timed one, so checked calls launch the honest kernel and timed calls return torch.relu (no kernel at all): the speed term is earned by PyTorch, the checksums pass because torch is right.
-# note: OPEN (no test runs this folder): on a GPU the timed calls run with neither the dispatch monitor nor the device record, so this would earn the speed term with PyTorch's relu; the CPU gives no speed term. To close: watch the timed calls in a way the candidate cannot tell by cost, or count each timed call's launches.
+# exploit: the timed calls run with no dispatch monitor (and on a GPU no device record); a glue op's cost tells a watched call (Python __torch_dispatch__ on every op) from a timed one, so watched calls launch the honest kernel and timed calls return torch.relu and launch nothing: the speed term would be earned by PyTorch.
+# expect: integrity_reject:unwatched_launches
+# note: every timed call must launch through the harness's launcher what a watched call on the same inputs launched (own_work); the twin that launches a decoy instead is integrity_reject__relu__decoy_launch_when_unwatched.
 import time
 
 import torch

@@ -1,0 +1,90 @@
+"""What binds a candidate's timed calls to the work it was seen doing: its launches and its own kernels' time.
+
+The timed calls run with neither the dispatch monitor nor the device's record (both cost time between launches).
+A candidate can tell the two apart by cost (a glue op takes microseconds longer under the monitor) and behave
+well only when watched: launch its kernels on checked calls and let PyTorch compute on timed ones, so that the
+speed term measures PyTorch. Two checks close that, both taken in the turn alone on the device, just before the
+timed calls, around one more watched call on the staged inputs:
+
+- **Launches.** Every timed call issues as many launches through the harness's launcher (Triton's `run`, a HIP
+  launch function) as the watched call did. Counting costs the launcher wrapper an integer increment, which no
+  candidate can tell from its absence. Timed calls that launch nothing, or fewer kernels, are refused.
+- **Own work (GPU).** The median timed call may not be shorter than `OWN_WORK_SHARE` of the time the candidate's
+  own kernels took in the watched call: CUPTI's durations of the kernels that carry the harness's prefix
+  (`kernelvault.toolchain.own_kernels`), the union of their spans. The timed figure is device time too (`timing`:
+  a spin before each sample keeps host overhead out), so the two compare like for like. Timed calls that launch
+  their kernels on an empty grid and let PyTorch compute are shorter than the kernels' watched work.
+
+The worker reports the figures; the parent (`judge`) compares them, after the timed calls' checksums (a cached
+result is named as one).
+
+What it does not do: a candidate may still let PyTorch do up to `1 - OWN_WORK_SHARE` of the work of a timed call
+(the margin honest kernels need: the watched call runs warm or cold in ways the timed calls do not); the CPU has
+no own-work figure (the Triton interpreter runs about 20 times slower under the monitor's dispatch mode, so a
+watched launch's time says nothing of a timed one; the CPU gives no speed term); and the figures come from the
+candidate's own process, like every tripwire there (the static wall and the jail are the walls).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from kernelvault.toolchain.own_kernels import is_own_kernel_name
+
+# The least share of the watched call's own-kernel time a median timed call may take. MEASURE-ME
+OWN_WORK_SHARE = 0.7
+
+
+def busy_ns(spans: list[tuple[int, int]]) -> int:
+    """How long the union of `spans` (start, end in ns) covers: overlapping kernels count once."""
+    total, reach = 0, None
+    for start, end in sorted(spans):
+        if reach is None or start > reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total
+
+
+def own_kernel_spans(events: list[Any]) -> list[tuple[int, int]]:
+    """The device spans of the kernels in a record (torch's `_KinetoEvent`s) that carry the harness's prefix."""
+    return [(event.start_ns(), event.end_ns()) for event in events
+            if event.device_type() != torch.autograd.DeviceType.CPU and is_own_kernel_name(event.name())]  # fmt: skip
+
+
+def device_own_kernel_ms(call: Callable[[], Any]) -> float:
+    """Runs `call` (one watched call) under a CUDA-only profile; the milliseconds the device spent in the
+    candidate's own kernels during it. Raises what the profiler raises."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as recorded:
+        call()
+        torch.cuda.synchronize()
+    events = list(recorded.profiler.kineto_results.events()) if recorded.profiler else []
+    return busy_ns(own_kernel_spans(events)) / 1e6
+
+
+def launch_shortfall(timed_calls: int, timed_launches: int, watched_launches: int) -> str | None:
+    """Why timed calls that launched `timed_launches` kernels in `timed_calls` calls did not run the work of a
+    watched call that launched `watched_launches` (None: they did)."""
+    if timed_launches == timed_calls * watched_launches:
+        return None
+    return (f"unwatched_launches: {timed_calls} timed calls launched {timed_launches} kernel(s) through the "
+            f"harness's launcher; a watched call on the same inputs launched {watched_launches}: the timed calls "
+            "did not run the checked work")  # fmt: skip
+
+
+def speed_shortfall(candidate_ms: float, own_kernel_ms: float | None) -> str | None:
+    """Why a median timed call of `candidate_ms` did not do the work its own kernels were seen doing (None: it
+    may have)."""
+    if own_kernel_ms is None or own_kernel_ms <= 0 or candidate_ms >= OWN_WORK_SHARE * own_kernel_ms:
+        return None
+    return (f"unwatched_speed: a timed call took {candidate_ms:.4f} ms, less than {OWN_WORK_SHARE:.0%} of the "
+            f"{own_kernel_ms:.4f} ms its own kernels took in a watched call on the same inputs: the timed calls "
+            "did not do the work the checked calls did")  # fmt: skip
