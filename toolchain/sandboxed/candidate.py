@@ -1109,9 +1109,7 @@ class CandidateHost:
             return {"failure_kind": "infrastructure_error", "failure_message": "time before stage_time"}
         model, input_sets, fresh = staged.model, staged.input_sets, staged.fresh_arguments
         recorder = job.guards.recorder
-        launches_before = recorder.count
-        own_kernel_ms = self._own_kernel_ms(job, model, input_sets[0], fresh)
-        launches = recorder.count - launches_before  # what one watched call launched (`own_work`)
+        own_kernel_ms, launches = self._watched_work(job, model, input_sets[0], fresh)
         recorder.enabled = False
         recorder.unwatched = 0
         calls = [0]
@@ -1145,33 +1143,30 @@ class CandidateHost:
             "timed_launches": recorder.unwatched,
         }
 
-    def _own_kernel_ms(
+    def _watched_work(
         self, job: CandidateJob, model: torch.nn.Module, inputs: list[Any], fresh: bool
-    ) -> float | None:
-        """One more watched call on the staged inputs, in the turn alone on the device; how long the candidate's
-        own kernels took in it on the device (`own_work`: the least time its timed calls may take). None: no
-        figure (the CPU, or a GPU whose profiler does not start); the launch count still binds the timed calls."""
-        arguments = clone_value(inputs) if fresh else list(inputs)
-        ran = [False]
+    ) -> tuple[float | None, int]:
+        """Watched calls on the staged inputs, in the turn alone on the device (`own_work`): what one launches
+        through the harness's launcher, and (a GPU) how long the candidate's own kernels took on the device in a
+        second, warm one: the timed calls run on values just written, as warm as they come. None: no figure (the
+        CPU, or a GPU whose profiler does not start); the launch count still binds the timed calls."""
 
         def watched_call() -> None:
-            ran[0] = True
-            self._run_forward(job, model, arguments)
+            self._run_forward(job, model, clone_value(inputs) if fresh else list(inputs))
 
-        if (
-            job.device.type == "cpu" or job.record_problem is not None
-        ):  # no profiler here: noted once, at load
-            watched_call()
-            return None
+        recorder = job.guards.recorder
+        before = recorder.count
+        watched_call()
+        launches = recorder.count - before
+        if job.device.type == "cpu" or job.record_problem is not None:  # no profiler here: noted at load
+            return None, launches
         try:
-            return device_own_kernel_ms(watched_call)
+            return device_own_kernel_ms(watched_call), launches
         except CandidateFailure:
             raise
         except Exception as error:  # noqa: BLE001 - the profiler failed: the launch count remains, and the log says so
             job.record_problem = f"no own-work figure: {one_line_error(error)}"
-            if not ran[0]:
-                watched_call()  # the launch count is taken from it
-            return None
+            return None, launches
 
     def _write_kept(self, job: CandidateJob, request: WriteKept) -> dict[str, Any]:
         """The kept outputs the parent drew, written out (then dropped: each is judged once)."""

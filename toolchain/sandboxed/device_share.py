@@ -226,6 +226,12 @@ def exportable(index: int) -> str | None:
     return None
 
 
+# Bound when this module loads, before a candidate's guards wrap `torch.as_tensor` (`integrity.TensorFromData`):
+# the harness writes a candidate's outputs into shared blocks while the monitor still watches, and its own view of a
+# block is not candidate data (every GPU check failed on the wrapped one, H100 2026-12-07).
+_AS_TENSOR = torch.as_tensor
+
+
 class _CudaArray:
     """What torch.as_tensor reads device memory through (the CUDA array interface, version 3)."""
 
@@ -258,5 +264,5 @@ def tensor_view(block: SharedBlock, offset: int, dtype: torch.dtype, shape: tupl
     nbytes = view_bytes(offset, dtype, shape, block.size)
     if nbytes == 0:
         return torch.empty(shape, dtype=dtype, device=block.device)
-    raw = torch.as_tensor(_CudaArray(block.pointer + offset, nbytes, read_only=False), device=block.device)
+    raw = _AS_TENSOR(_CudaArray(block.pointer + offset, nbytes, read_only=False), device=block.device)
     return raw.view(dtype).view(shape)

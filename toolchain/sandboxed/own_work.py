@@ -4,13 +4,14 @@ The timed calls run with neither the dispatch monitor nor the device's record (b
 A candidate can tell the two apart by cost (a glue op takes microseconds longer under the monitor) and behave
 well only when watched: launch its kernels on checked calls and let PyTorch compute on timed ones, so that the
 speed term measures PyTorch. Two checks close that, both taken in the turn alone on the device, just before the
-timed calls, around one more watched call on the staged inputs:
+timed calls, around watched calls on the staged inputs (the dispatch monitor on, as in every checked call):
 
 - **Launches.** Every timed call issues as many launches through the harness's launcher (Triton's `run`, a HIP
   launch function) as the watched call did. Counting costs the launcher wrapper an integer increment, which no
   candidate can tell from its absence. Timed calls that launch nothing, or fewer kernels, are refused.
 - **Own work (GPU).** The median timed call may not be shorter than `OWN_WORK_SHARE` of the time the candidate's
-  own kernels took in the watched call: CUPTI's durations of the kernels that carry the harness's prefix
+  own kernels took in a second, warm watched call (the timed calls run on values just written, as warm as they
+  come): CUPTI's durations of the kernels that carry the harness's prefix
   (`kernelvault.toolchain.own_kernels`), the union of their spans. The timed figure is device time too (`timing`:
   a spin before each sample keeps host overhead out), so the two compare like for like. Timed calls that launch
   their kernels on an empty grid and let PyTorch compute are shorter than the kernels' watched work.
