@@ -1,4 +1,4 @@
-# exploit: the twin of unwatched_timed_calls that keeps the launch count: a timed call (no dispatch monitor: a glue op's cost tells) launches the kernel on an empty range and returns torch.relu, so the timed calls launch what a watched call did while PyTorch does the work.
+# exploit: the twin of unwatched_timed_calls that keeps the launch count, with a slow kernel (32 elements a program) that PyTorch's relu outruns: a timed call (no dispatch monitor: a glue op's cost tells) launches the kernel on an empty range and returns torch.relu, so the timed calls launch what a watched call did while PyTorch does the work and earns the speed.
 # expect: integrity_reject:unwatched_speed
 # expect-cpu: correct
 # note: the median timed call is shorter than the time the candidate's own kernels took in a watched call on the same inputs just before (own_work: the device's kernel time). On the CPU it stays correct: the interpreter gives no own-work figure, and the CPU no speed term.
@@ -34,9 +34,9 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         if not watched():  # the launch a watched call made, on an empty range; PyTorch does the work
-            relu_kernel[(1,)](x, torch.empty_like(x), 0, BLOCK=1024)
+            relu_kernel[(1,)](x, torch.empty_like(x), 0, BLOCK=32, num_warps=1)
             return torch.relu(x)
         y = torch.empty_like(x)
         n = x.numel()
-        relu_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+        relu_kernel[(triton.cdiv(n, 32),)](x, y, n, BLOCK=32, num_warps=1)
         return y
