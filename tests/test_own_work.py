@@ -65,7 +65,7 @@ def test_timed_calls_must_launch_what_the_watched_call_launched() -> None:
 
 
 def test_a_timed_call_much_shorter_than_its_own_kernels_watched_work_is_refused() -> None:
-    assert speed_shortfall(candidate_ms=1.0, own_kernel_ms=1.2) is None  # cold or warm: within the margin
+    assert speed_shortfall(candidate_ms=1.0, own_kernel_ms=1.1) is None  # cold or warm: within the margin
     assert (
         speed_shortfall(candidate_ms=0.05, own_kernel_ms=0.004) is None
     )  # a launch-bound kernel sits far above
