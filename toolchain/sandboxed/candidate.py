@@ -77,7 +77,7 @@ from kernelvault.toolchain.sandboxed.integrity import (
     patch_targets,
 )
 from kernelvault.toolchain.sandboxed.kernel_globals import function_problem
-from kernelvault.toolchain.sandboxed.own_work import device_own_kernel_ms
+from kernelvault.toolchain.sandboxed.own_work import device_own_kernel_ms, recorded_events
 from kernelvault.toolchain.sandboxed.plain_output import output_type_problem, plain_leaves
 from kernelvault.toolchain.sandboxed.requests import (
     Build,
@@ -628,7 +628,7 @@ class DeviceRecord:
             return []
         self.stopped = True
         self.profile.__exit__(None, None, None)
-        events = list(self.profile.profiler.kineto_results.events()) if self.profile.profiler else []
+        events = recorded_events(self.profile)
         windows = (self.WINDOW, self.CONSTRUCTION_WINDOW)
         if self.windows and not any(event.name() in windows for event in events):
             return ["the device's record of the candidate's windows is missing (the profiler was stopped)"]

@@ -61,6 +61,12 @@ def own_kernel_spans(events: list[Any]) -> list[tuple[int, int]]:
             if event.device_type() != torch.autograd.DeviceType.CPU and is_own_kernel_name(event.name())]  # fmt: skip
 
 
+def recorded_events(recorded: Any) -> list[Any]:
+    """The events of a finished `torch.profiler.profile` (torch's `_KinetoEvent`s), where torch keeps them: the one
+    place that reads that part of the profiler (the device record reads its events through it too)."""
+    return list(recorded.profiler.kineto_results.events()) if recorded.profiler else []
+
+
 def device_own_kernel_ms(call: Callable[[], Any]) -> float:
     """Runs `call` (one watched call) under a CUDA-only profile; the milliseconds the device spent in the
     candidate's own kernels during it. Raises what the profiler raises."""
@@ -70,8 +76,7 @@ def device_own_kernel_ms(call: Callable[[], Any]) -> float:
     with profile(activities=[ProfilerActivity.CUDA]) as recorded:
         call()
         torch.cuda.synchronize()
-    events = list(recorded.profiler.kineto_results.events()) if recorded.profiler else []
-    return busy_ns(own_kernel_spans(events)) / 1e6
+    return busy_ns(own_kernel_spans(recorded_events(recorded))) / 1e6
 
 
 def launch_shortfall(timed_calls: int, timed_launches: int, watched_launches: int) -> str | None:
