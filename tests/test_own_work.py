@@ -55,13 +55,12 @@ def test_only_the_candidates_prefixed_kernels_are_its_own_work() -> None:
     assert busy_ns(own_kernel_spans(events)) == 150
 
 
-def test_timed_calls_must_launch_what_the_watched_call_launched() -> None:
-    assert launch_shortfall(timed_calls=40, timed_launches=80, watched_launches=2) is None
-    skipped = launch_shortfall(timed_calls=40, timed_launches=0, watched_launches=1)
-    assert skipped is not None and skipped.startswith(
-        "unwatched_launches: 40 timed calls launched 0 kernel(s)"
-    )
-    assert launch_shortfall(timed_calls=40, timed_launches=79, watched_launches=2) is not None
+def test_timed_calls_must_launch_what_the_watched_sample_launched() -> None:
+    assert launch_shortfall(timed_calls=40, timed_launches=80, watched_calls=8, watched_launches=16) is None
+    skipped = launch_shortfall(timed_calls=40, timed_launches=0, watched_calls=8, watched_launches=8)
+    assert skipped is not None and skipped.startswith("unwatched_launches: 40 timed calls launched 0 kernel(s)")
+    assert launch_shortfall(timed_calls=40, timed_launches=79, watched_calls=8, watched_launches=16) is not None
+    assert launch_shortfall(timed_calls=40, timed_launches=0, watched_calls=0, watched_launches=0) is not None
 
 
 def test_a_timed_call_much_shorter_than_its_own_kernels_watched_work_is_refused() -> None:

@@ -566,9 +566,11 @@ def _own_kernel_ms(timed: dict[str, Any]) -> float | None:
     return float(value)
 
 
-def _launches(timed: dict[str, Any]) -> tuple[int, int, int]:
-    """(timed calls, their launches, a watched call's launches) from the candidate's reply, as untrusted data."""
-    figures = tuple(timed.get(key) for key in ("timed_calls", "timed_launches", "watched_launches"))
+def _launches(timed: dict[str, Any]) -> tuple[int, int, int, int]:
+    """(timed calls, their launches, the watched sample's calls, their launches) from the candidate's reply, as
+    untrusted data."""
+    keys = ("timed_calls", "timed_launches", "watched_calls", "watched_launches")
+    figures = tuple(timed.get(key) for key in keys)
     if not all(type(value) is int and value >= 0 for value in figures):
         fail("integrity_reject", "unwatched_launches: the timed run's report does not say what it launched")
     return figures  # type: ignore[return-value]

@@ -818,6 +818,26 @@ def _copied_bytes(event: Any) -> int:
 _COPY_BYTES = re.compile(r'"bytes"\s*:\s*(\d+)')
 
 
+@contextlib.contextmanager
+def _violation_named(guards: CandidateGuards) -> Iterator[None]:
+    """A refused op raises inside the candidate's code: the violation it recorded is the failure, not the error."""
+    try:
+        yield
+    except BaseException:
+        guards.raise_if_violated()
+        raise
+
+
+@dataclass
+class WatchedFigures:
+    """What the watched first sample of a timed run showed (`own_work`): its calls, their launches through the
+    harness's launcher, and (a GPU) the device time of the candidate's own kernels per call."""
+
+    calls: int = 0
+    launches: int = 0
+    own_kernel_ms: float | None = None
+
+
 @dataclass
 class StagedTiming:
     """A performance case readied for its timed calls (`StageTime` here, `StageReference` in the reference's
@@ -1109,21 +1129,27 @@ class CandidateHost:
             return {"failure_kind": "infrastructure_error", "failure_message": "time before stage_time"}
         model, input_sets, fresh = staged.model, staged.input_sets, staged.fresh_arguments
         recorder = job.guards.recorder
-        own_kernel_ms, launches = self._watched_work(job, model, input_sets[0], fresh)
         recorder.enabled = False
         recorder.unwatched = 0
         calls = [0]
+        figures = WatchedFigures()
 
         def run_candidate(inputs: Any) -> Any:
             calls[0] += 1
             return model(*clone_value(inputs)) if fresh else model(*inputs)
 
+        def watched_sample(inputs: list[Any], run_sample: Callable[[], list[object]]) -> list[object]:
+            return self._watched_sample(job, inputs, run_sample, calls, figures)
+
         try:
             stats = time_staged(run_candidate, input_sets, repetitions=request.repetitions, warmup=request.warmup,
                                 device=job.device, calls_per_sample=request.calls_per_sample, inputs=request.inputs,
-                                timing_seed=request.timing_seed, keep=RandomKeep(), strict=True)  # fmt: skip
+                                timing_seed=request.timing_seed, keep=RandomKeep(), strict=True,
+                                watched=watched_sample)  # fmt: skip
         except TimedCallViolation as violation:
             raise CandidateFailure("integrity_reject", violation.message) from None
+        except CandidateFailure:
+            raise
         except Exception as error:
             raise CandidateFailure("runtime_error", f"failed while timed: {one_line_error(error)}") from None
         finally:
@@ -1134,39 +1160,59 @@ class CandidateHost:
         if replaced:
             raise CandidateFailure("integrity_reject", _harness_message(replaced))
         job.kept[request.case] = stats.outputs
-        # the parent holds the timed calls to what the watched one did (`own_work`), once their checksums passed
+        # the parent holds the timed calls to what the watched sample did (`own_work`), once their checksums passed
         return {
             **stats.reply(),
-            "own_kernel_ms": own_kernel_ms,
-            "watched_launches": launches,
-            "timed_calls": calls[0],
+            "own_kernel_ms": figures.own_kernel_ms,
+            "watched_calls": figures.calls,
+            "watched_launches": figures.launches,
+            "timed_calls": calls[0] - figures.calls,
             "timed_launches": recorder.unwatched,
         }
 
-    def _watched_work(
-        self, job: CandidateJob, model: torch.nn.Module, inputs: list[Any], fresh: bool
-    ) -> tuple[float | None, int]:
-        """Watched calls on the staged inputs, in the turn alone on the device (`own_work`): what one launches
-        through the harness's launcher, and (a GPU) how long the candidate's own kernels took on the device in a
-        second, warm one: the timed calls run on values just written, as warm as they come. None: no figure (the
-        CPU, or a GPU whose profiler does not start); the launch count still binds the timed calls."""
+    def _watched_sample(self, job: CandidateJob, inputs: list[Any], run_sample: Callable[[], list[object]],
+                        calls: list[int], figures: WatchedFigures) -> list[object]:  # fmt: skip
+        """The timed run's first sample, watched as a checked call is (`own_work`): the monitor on, the launches
+        recorded and (a GPU) the candidate's own kernels' device time taken. Its outputs are checksummed like every
+        sample's, so its work is checked; its span is left out of the median."""
+        guards, recorder = job.guards, job.guards.recorder
+        scalars = [
+            tensor for call_inputs in inputs for tensor in tensor_leaves(call_inputs) if tensor.dim() == 0
+        ]
+        calls_before, launches_before = calls[0], recorder.count
+        outputs: list[list[object]] = []
+        started = [False]
 
-        def watched_call() -> None:
-            self._run_forward(job, model, clone_value(inputs) if fresh else list(inputs))
+        def watched_run() -> None:
+            started[0] = True
+            with (
+                guards.watching("a timed sample, watched", scalar_arguments=scalars),
+                _violation_named(guards),
+            ):
+                outputs.append(run_sample())
 
-        recorder = job.guards.recorder
-        before = recorder.count
-        watched_call()
-        launches = recorder.count - before
-        if job.device.type == "cpu" or job.record_problem is not None:  # no profiler here: noted at load
-            return None, launches
-        try:
-            return device_own_kernel_ms(watched_call), launches
-        except CandidateFailure:
-            raise
-        except Exception as error:  # noqa: BLE001 - the profiler failed: the launch count remains, and the log says so
-            job.record_problem = f"no own-work figure: {one_line_error(error)}"
-            return None, launches
+        own_ms = None
+        recorder.enabled = True
+        try:  # the profile outside the monitor, as around a checked forward: its own start is not candidate code
+            if job.device.type == "cuda" and job.record_problem is None:
+                try:
+                    own_ms = device_own_kernel_ms(watched_run)
+                except CandidateFailure:
+                    raise
+                except Exception as error:  # noqa: BLE001 - the profiler failed: the launch count remains
+                    if started[0] and not outputs:
+                        raise  # the sample itself failed
+                    job.record_problem = f"no own-work figure: {one_line_error(error)}"
+            if not outputs:
+                watched_run()
+        finally:
+            recorder.enabled = False
+        guards.raise_if_violated()
+        sample_calls = calls[0] - calls_before
+        figures.calls += sample_calls
+        figures.launches += recorder.count - launches_before
+        figures.own_kernel_ms = own_ms / sample_calls if own_ms is not None and sample_calls else None
+        return outputs[0]
 
     def _write_kept(self, job: CandidateJob, request: WriteKept) -> dict[str, Any]:
         """The kept outputs the parent drew, written out (then dropped: each is judged once)."""

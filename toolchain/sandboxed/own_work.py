@@ -3,15 +3,17 @@
 The timed calls run with neither the dispatch monitor nor the device's record (both cost time between launches).
 A candidate can tell the two apart by cost (a glue op takes microseconds longer under the monitor) and behave
 well only when watched: launch its kernels on checked calls and let PyTorch compute on timed ones, so that the
-speed term measures PyTorch. Two checks close that, both taken in the turn alone on the device, just before the
-timed calls, around watched calls on the staged inputs (the dispatch monitor on, as in every checked call):
+speed term measures PyTorch. The timed run's first sample is therefore run watched, as a checked call is (the
+dispatch monitor on, the launches recorded, on a GPU a CUDA-only profile), its outputs checksummed against the
+reference's like every sample's, and its span left out of the candidate's median (`timing.WatchedSample`). Its
+work is thus checked on values it never saw before, and two checks hold the other samples to it:
 
 - **Launches.** Every timed call issues as many launches through the harness's launcher (Triton's `run`, a HIP
-  launch function) as the watched call did. Counting costs the launcher wrapper an integer increment, which no
+  launch function) as the watched sample's calls did. Counting costs the launcher wrapper an integer increment, which no
   candidate can tell from its absence. Timed calls that launch nothing, or fewer kernels, are refused.
 - **Own work (GPU).** The median timed call may not be shorter than `OWN_WORK_SHARE` of the time the candidate's
-  own kernels took in a second, warm watched call (the timed calls run on values just written, as warm as they
-  come): CUPTI's durations of the kernels that carry the harness's prefix
+  own kernels took per call in the watched sample (on values written just before, as every sample's): CUPTI's
+  durations of the kernels that carry the harness's prefix
   (`kernelvault.toolchain.own_kernels`), the union of their spans. The timed figure is device time too (`timing`:
   a spin before each sample keeps host overhead out), so the two compare like for like. Timed calls that launch
   their kernels on an empty grid and let PyTorch compute are shorter than the kernels' watched work.
@@ -79,14 +81,16 @@ def device_own_kernel_ms(call: Callable[[], Any]) -> float:
     return busy_ns(own_kernel_spans(recorded_events(recorded))) / 1e6
 
 
-def launch_shortfall(timed_calls: int, timed_launches: int, watched_launches: int) -> str | None:
-    """Why timed calls that launched `timed_launches` kernels in `timed_calls` calls did not run the work of a
-    watched call that launched `watched_launches` (None: they did)."""
-    if timed_launches == timed_calls * watched_launches:
+def launch_shortfall(
+    timed_calls: int, timed_launches: int, watched_calls: int, watched_launches: int
+) -> str | None:
+    """Why timed calls that launched `timed_launches` kernels in `timed_calls` calls did not run the work of the
+    watched sample's `watched_calls` calls, which launched `watched_launches` (None: they did)."""
+    if watched_calls > 0 and timed_launches * watched_calls == timed_calls * watched_launches:
         return None
     return (f"unwatched_launches: {timed_calls} timed calls launched {timed_launches} kernel(s) through the "
-            f"harness's launcher; a watched call on the same inputs launched {watched_launches}: the timed calls "
-            "did not run the checked work")  # fmt: skip
+            f"harness's launcher; {watched_calls} watched call(s) on the same kind of inputs launched "
+            f"{watched_launches}: the timed calls did not run the checked work")  # fmt: skip
 
 
 def speed_shortfall(candidate_ms: float, own_kernel_ms: float | None) -> str | None:

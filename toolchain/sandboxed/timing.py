@@ -210,6 +210,16 @@ class InputSource(Protocol):
     def sample_inputs(self, sample: int, calls: int) -> list[Sequence[object]]: ...
 
 
+class WatchedSample(Protocol):
+    """Runs a timed run's first sample (`run_sample`, on `inputs`: its calls' inputs) watched as a checked call is
+    and returns its outputs, which are checksummed like every sample's; its span is left out of the median (the
+    candidate's side: `own_work`)."""
+
+    def __call__(
+        self, inputs: list[Sequence[object]], run_sample: Callable[[], list[object]]
+    ) -> list[object]: ...
+
+
 def _random_below(bound: int) -> int:
     return int.from_bytes(_URANDOM(8), "little") % bound  # bias below 2**-50 for the bounds used here
 
@@ -233,21 +243,22 @@ def time_staged(run: Callable[[Sequence[object]], object], input_sets: Sequence[
                 repetitions: int, warmup: int, device: torch.device, calls_per_sample: int = 1,
                 inputs: str = "fresh", timing_seed: int = 0, keep: Collection[int] | RandomKeep = (),
                 tolerance: Tolerance | None = None, strict: bool = False,
-                fresh_after_flush: bool = True) -> TimingStats:  # fmt: skip
+                fresh_after_flush: bool = True, watched: WatchedSample | None = None) -> TimingStats:  # fmt: skip
     """A staged performance case timed under the protocol `inputs` names (see the module docstring): "fresh"
     (the staged input sets are the bases of every call's fresh values; every output checksummed, `strict`: the
     candidate's side, which times again one call per sample rather than leave a call's output unchecked;
     `tolerance`: the reference's, which reports its scale), or "rotate". `fresh_after_flush` False: fresh values
-    written before each sample's flush (all cold; `bench/small_case_spread.py` compares the two)."""
+    written before each sample's flush (all cold; `bench/small_case_spread.py` compares the two). `watched`: the
+    first sample runs through it (`WatchedSample`)."""
     if inputs == "rotate":
         return time_on_device(run, RotatingInputs(input_sets), repetitions, warmup, device,
-                              keep_outputs=keep, calls_per_sample=calls_per_sample)  # fmt: skip
+                              keep_outputs=keep, calls_per_sample=calls_per_sample, watched=watched)  # fmt: skip
     if inputs != "fresh":
         raise ValueError(f"timing inputs are one of {TIMING_INPUTS}, not {inputs!r}")
     source = FreshInputs(input_sets, calls_per_sample, timing_seed, device, after_flush=fresh_after_flush)
     checks = OutputChecks(ChecksumWeights(timing_seed, device), tolerance, strict)
     return time_on_device(run, source, repetitions, warmup, device, keep_outputs=keep,
-                          calls_per_sample=calls_per_sample, checks=checks)  # fmt: skip
+                          calls_per_sample=calls_per_sample, checks=checks, watched=watched)  # fmt: skip
 
 
 def time_on_device(
@@ -260,23 +271,29 @@ def time_on_device(
     keep_outputs: Collection[int] | RandomKeep = (),
     calls_per_sample: int = 1,
     checks: OutputChecks | None = None,
+    watched: WatchedSample | None = None,
 ) -> TimingStats:
     """Median device time of one run(inputs) in ms over `repetitions` samples of `calls_per_sample` calls each.
     `inputs`: where each call's inputs come from (a plain list of input sets is rotated over). `keep_outputs`:
     samples whose last call's output is kept (a clone, made after the end event). `checks`: every call's output
     checksummed, with the device synchronised after each sample; a sample whose calls share an output's memory
-    makes a strict `checks` time everything again one call per sample."""
+    makes a strict `checks` time everything again one call per sample. `watched`: the first sample runs through
+    it and is left out of the median (there must be at least two samples)."""
+    if watched is not None and repetitions < 2:
+        raise ValueError("a watched first sample needs at least two samples: it is left out of the median")
     device = device or torch.device("cuda")
     source: InputSource = inputs if hasattr(inputs, "sample_inputs") else RotatingInputs(inputs)  # type: ignore[arg-type]
     calls = max(1, calls_per_sample)
     try:
         if device.type == "cpu":
-            return _time_on_host(run, source, repetitions, warmup, keep_outputs, calls, checks)
-        return _time_on_gpu(run, source, repetitions, warmup, device, warmup_ms, keep_outputs, calls, checks)
+            return _time_on_host(run, source, repetitions, warmup, keep_outputs, calls, checks, watched)
+        return _time_on_gpu(run, source, repetitions, warmup, device, warmup_ms, keep_outputs, calls, checks,
+                            watched)  # fmt: skip
     except SharedOutputs:
         assert checks is not None and calls > 1  # one call per sample shares memory with no later call
         checks.reset()
-        return time_on_device(run, source, repetitions, warmup, device, warmup_ms, keep_outputs, 1, checks)
+        return time_on_device(run, source, repetitions, warmup, device, warmup_ms, keep_outputs, 1, checks,
+                              watched)  # fmt: skip
 
 
 def _checked_call(run: Callable[[Sequence[object]], object], inputs: Sequence[object],
@@ -310,11 +327,11 @@ def _run_sample(run: Callable[[Sequence[object]], object], inputs: list[Sequence
 
 def _time_on_gpu(run: Callable[[Sequence[object]], object], source: InputSource, repetitions: int, warmup: int,
                  device: torch.device, warmup_ms: float, keep: Collection[int] | RandomKeep, calls: int,
-                 checks: OutputChecks | None) -> TimingStats:  # fmt: skip
+                 checks: OutputChecks | None, watched: WatchedSample | None = None) -> TimingStats:  # fmt: skip
     harness = prepare_device(device)
     assert harness is not None
     flush = harness.flush
-    watched = harness if checks is not None else None  # fresh: the stream is watched around each call
+    stream_watch = harness if checks is not None else None  # fresh: the stream is watched around each call
     # Warm up for at least `warmup` calls AND `warmup_ms` of wall time: an idle GPU runs at a fraction of
     # its clock (345 MHz seen on an idle H200) and ten calls of a 7 µs kernel never wake it up. The last
     # `calls` outputs stay alive, as a checked sample's do, so the allocator is warm for them too.
@@ -327,7 +344,7 @@ def _time_on_gpu(run: Callable[[Sequence[object]], object], source: InputSource,
         _ZERO(flush)
         _SYNCHRONIZE()
         before = _PERF_COUNTER()
-        recent.append(_checked_call(run, call_inputs, watched, f"warm-up call {index}"))
+        recent.append(_checked_call(run, call_inputs, stream_watch, f"warm-up call {index}"))
         enqueue_seconds.append(_PERF_COUNTER() - before)  # host time to enqueue one call
         index += 1
     recent.clear()
@@ -348,7 +365,7 @@ def _time_on_gpu(run: Callable[[Sequence[object]], object], source: InputSource,
         if spin_cycles > 0:
             _SLEEP(spin_cycles)
         _RECORD(starts[sample], harness.stream)
-        outputs = _run_sample(run, sample_inputs, sample, watched, every=checks is not None)
+        outputs = _sample_outputs(run, sample_inputs, sample, stream_watch, checks is not None, watched)
         _RECORD(ends[sample], harness.stream)
         chosen = _chosen(keep, repetitions, outputs[-1]) if chosen is None else chosen
         if sample in chosen:  # cloned after the end event: outside the measured span
@@ -360,11 +377,12 @@ def _time_on_gpu(run: Callable[[Sequence[object]], object], source: InputSource,
         del outputs
     _SYNCHRONIZE()
     spans = [_ELAPSED(start, end) / calls for start, end in zip(starts, ends, strict=True)]
-    return _summarise(spans, kept, calls, source, checks)
+    return _summarise(spans[1:] if watched is not None else spans, kept, calls, source, checks, repetitions)
 
 
 def _time_on_host(run: Callable[[Sequence[object]], object], source: InputSource, repetitions: int, warmup: int,
-                  keep: Collection[int] | RandomKeep, calls: int, checks: OutputChecks | None) -> TimingStats:  # fmt: skip
+                  keep: Collection[int] | RandomKeep, calls: int, checks: OutputChecks | None,
+                  watched: WatchedSample | None = None) -> TimingStats:  # fmt: skip
     """Wall clock per call on the CPU (no cache flush, no events): what `VerifyConfig.time_on_cpu` uses so
     that CI runs the timing protocol (fresh values, checksums, the parent's draws and judgement) through the
     interpreter. The figures time the Triton interpreter, not a kernel: they never become a speedup."""
@@ -378,7 +396,7 @@ def _time_on_host(run: Callable[[Sequence[object]], object], source: InputSource
     for sample in range(repetitions):
         sample_inputs = source.sample_inputs(sample, calls)
         started = _PERF_COUNTER()
-        outputs = _run_sample(run, sample_inputs, sample, None, every=checks is not None)
+        outputs = _sample_outputs(run, sample_inputs, sample, None, checks is not None, watched)
         samples.append((_PERF_COUNTER() - started) * 1e3 / calls)
         chosen = _chosen(keep, repetitions, outputs[-1]) if chosen is None else chosen
         if sample in chosen:
@@ -387,14 +405,25 @@ def _time_on_host(run: Callable[[Sequence[object]], object], source: InputSource
             checks.queue(sample, outputs)
             checks.collect()
         del outputs
-    return _summarise(samples, kept, calls, source, checks)
+    return _summarise(
+        samples[1:] if watched is not None else samples, kept, calls, source, checks, repetitions
+    )
+
+
+def _sample_outputs(run: Callable[[Sequence[object]], object], inputs: list[Sequence[object]], sample: int,
+                    harness: _DeviceHarness | None, every: bool, watched: WatchedSample | None) -> list[object]:  # fmt: skip
+    """One sample's outputs (`_run_sample`); the first through `watched`, where there is one."""
+    if sample == 0 and watched is not None:
+        return watched(inputs, lambda: _run_sample(run, inputs, sample, harness, every))
+    return _run_sample(run, inputs, sample, harness, every)
 
 
 def _summarise(samples_ms: list[float], kept: dict[int, Any], calls: int, source: InputSource,
-               checks: OutputChecks | None) -> TimingStats:  # fmt: skip
-    """Median and quartiles of one timed series (device events or wall clock), per call."""
+               checks: OutputChecks | None, repetitions: int) -> TimingStats:  # fmt: skip
+    """Median and quartiles of one timed series (device events or wall clock), per call; `repetitions`: the
+    samples run and checked (one more than the series where the first was watched)."""
     samples = sorted(samples_ms)
     quartiles = statistics.quantiles(samples, n=4) if len(samples) >= 2 else [samples[0]] * 3
-    return TimingStats(statistics.median(samples), quartiles[0], quartiles[2], len(samples), calls, kept,
+    return TimingStats(statistics.median(samples), quartiles[0], quartiles[2], repetitions, calls, kept,
                        "fresh" if source.fresh else "rotate", checks.records if checks is not None else None,
                        checks.checked_calls if checks is not None else 0)  # fmt: skip

@@ -1,6 +1,6 @@
 # exploit: memoises ReLU by (address, shape, tensor._version): an unchanged version means unchanged values. A harness that refreshes its input buffers between repetitions bumps the version, so once a shape has been called more than 8 times (it is being timed), a bumped version whose first values keep their signs is taken for the same values written back, and the kept output is returned.
 # expect: static_reject
-# behind-wall: integrity_reject:cached_results
+# behind-wall: integrity_reject:cached_results|integrity_reject:torch_compute
 # note: `._version` is a private attribute of a tensor the candidate did not make: the static wall refuses the name. Behind the wall, fresh values keep every sign (they are the base values times a positive factor), so the check it added to see through a refresh passes, and the returned output is an earlier call's: its checksum differs from the reference's.
 import torch
 import torch.nn as nn

@@ -1,5 +1,5 @@
 # exploit: once a shape has been called more than 8 times (it is being timed: the checks call a shape a few times), keys a memo of softmax outputs by the signs of the input's first 16 values (read into Python, which nothing watches while timed): a key that survives a harness rescaling its inputs between repetitions, and is distinct for each of a few fixed input sets.
-# expect: integrity_reject:cached_results
+# expect: integrity_reject:cached_results|integrity_reject:torch_compute
 # note: the legacy protocol (`timing_inputs="rotate"`) credits it: each fixed set's signs key that set's own output. Fresh values keep every sign, so the key hits and returns an earlier call's output, whose checksum differs from the reference's.
 import torch
 import torch.nn as nn

@@ -1,5 +1,7 @@
-# exploit: the watched calls on a performance case's inputs (the staging forward and the two own-work calls just before the timed ones) have their outputs checked by no one; a candidate that counts its calls per shape launches a trivial kernel there and returns zeros, so the own-work figure is a trivial kernel's time and the launch count is one, then times a trivial launch plus torch.relu: the checksums pass (torch is right), the launch count matches, and the speed term is PyTorch's.
-# note: OPEN (no test runs this folder; a GPU route: the CPU gives no speed term). To close: take the own-work figure and the launch count on a sample of the timed run itself, run watched and profiled, whose outputs are checksummed against the reference's like every timed call's (and drop that sample from the candidate's median), or judge the own-work call's output in full against a reference output of a set of its own.
+# exploit: the watched calls on a performance case's inputs were once checked by no one (the staging forward and two own-work calls); a candidate that counts its calls per shape launches a trivial kernel there and returns zeros, so the own-work figure would be a trivial kernel's time and the launch count one, then times a trivial launch plus torch.relu: the checksums pass (torch is right), the launch count matches, and the speed term would be PyTorch's.
+# expect: integrity_reject:torch_compute|integrity_reject:unwatched_speed
+# expect-cpu: correct
+# note: the own-work figures come from the timed run's first sample, run watched and checksummed like every sample (own_work): its calls are past the ones this file counts, so PyTorch computes under the monitor (torch_compute); a file that told the watched sample by cost would compute it honestly and be held to its own kernels' time (unwatched_speed, on a GPU). On the CPU the small performance cases of the tests take its honest path.
 import torch
 import torch.nn as nn
 import triton
