@@ -319,6 +319,28 @@ def test_every_job_draws_new_seeds_for_its_inputs(relu_task) -> None:  # noqa: A
     assert all(0 <= seed < 2**63 for seed in seeds) and max(seeds) > 2**40
 
 
+def test_a_candidate_whose_torch_calls_import_dynamo_is_not_a_patch_and_keeps_its_worker(relu_task) -> None:  # noqa: ANN001
+    """A worker starts without torch._dynamo (a second of its start); some PyTorch calls import it on first use (an
+    optimiser's constructor here), and that import replaces torch.manual_seed. An honest candidate that makes such
+    a call must not read as one that patched PyTorch, nor cost the next candidate its worker."""
+    seeding = RELU.replace(
+        "import torch\n",
+        "import torch\n_OPTIMISER = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)\n",
+        1,
+    )
+    verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60))
+    lane = WorkerLane(restart_every=50)
+    try:
+        seeded = verifier.complete(verifier.prepare(relu_task, _candidate(relu_task, seeding)), lane)
+        pid = lane.workers["candidate"].pid
+        after = verifier.complete(verifier.prepare(relu_task, _candidate(relu_task, RELU)), lane)
+        assert lane.workers["candidate"].pid == pid, lane.workers["candidate"].stats.restarts
+    finally:
+        lane.close()
+    assert seeded.correct, (seeded.failure_kind, seeded.failure_message)
+    assert after.correct, (after.failure_kind, after.failure_message)
+
+
 def test_a_worker_killed_mid_candidate_is_replaced_and_the_candidate_retried_once(relu_task) -> None:  # noqa: ANN001
     slow = RELU.replace("import torch\n", "import time\nimport torch\n", 1)
     slow += "\n\nclass ModelNew(ModelNew):\n    def forward(self, *args):\n        time.sleep(0.5)\n        return super().forward(*args)\n"

@@ -603,7 +603,7 @@ def record_calls(
 
     scope = _recording_scope(namespace, layout.entries, recorder)
     scope["__name__"] = "__kv_test__"  # a test guarded by `if __name__ == "__main__"` does not run twice
-    torch.manual_seed(seed)
+    torch.random.manual_seed(seed)
     random.seed(seed)
     code = compile_task_part(layout.test, "test")
     on_cpu = getattr(device, "type", device) == "cpu"
@@ -705,7 +705,7 @@ def record_performance_calls(
     with module_standins(_perf_support_modules(layout.performance, scope)):
         exec(compile_task_part(layout.performance, "performance"), program_scope)  # noqa: S102 - the task's own
         metrics = program_scope["performance_metrics"]()
-        torch.manual_seed(seed)
+        torch.random.manual_seed(seed)
         # drawn where they run: on a GPU, a factory call without a device lands there (fast, no host copy)
         with device_redirect(device) if on_cpu else torch.device(device):
             metrics.get_input_tensors()

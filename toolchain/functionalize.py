@@ -155,7 +155,7 @@ def _module_case(source: str, name: str, overrides: dict[str, Any], seed: int) -
     for needed in ("Model", "get_inputs", "get_init_inputs"):
         if needed not in namespace:
             raise FunctionalizeError(f"not a module task: no {needed}")
-    torch.manual_seed(seed)
+    torch.random.manual_seed(seed)
     init = list(namespace["get_init_inputs"]())
     if any(isinstance(value, torch.Tensor) for value in init):
         raise FunctionalizeError("get_init_inputs returns tensors: the constructor's arguments are not sizes")

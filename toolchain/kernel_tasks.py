@@ -470,7 +470,7 @@ def record_launches(
     scope["__file__"] = (
         "/nonexistent/kv_test.py"  # test_save_* never runs; a path it might build stays harmless
     )
-    torch.manual_seed(seed)
+    torch.random.manual_seed(seed)
     random.seed(seed)
     np.random.seed(seed % (1 << 32))
     misses: list[str] = []

@@ -389,6 +389,13 @@ def _filling_unwritten_memory() -> bool:
     )
 
 
+def _set_deterministic(mode: bool, warn_only: bool) -> None:
+    """`torch.use_deterministic_algorithms` without its `torch._inductor.config` import: that import loads
+    torch._dynamo (over a second of a worker's start, per worker), and inductor's setting matters only to
+    torch.compile, which no candidate reaches (the wall refuses it)."""
+    torch._C._set_deterministic_algorithms(mode, warn_only=warn_only)
+
+
 @contextlib.contextmanager
 def unwritten_memory_filled(device: torch.device, guards: CandidateGuards) -> Iterator[None]:
     """On CPU, make every `torch.empty*` the candidate calls come back full of NaN (integers: their maximum).
@@ -403,7 +410,7 @@ def unwritten_memory_filled(device: torch.device, guards: CandidateGuards) -> It
         return
     saved = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
              torch.utils.deterministic.fill_uninitialized_memory)  # fmt: skip
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    _set_deterministic(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = True
     guards.expect_filled_memory = True  # run_forward checks that the candidate left it on
     try:
@@ -412,7 +419,7 @@ def unwritten_memory_filled(device: torch.device, guards: CandidateGuards) -> It
             yield
     finally:
         guards.expect_filled_memory = False
-        torch.use_deterministic_algorithms(saved[0], warn_only=saved[1])
+        _set_deterministic(saved[0], warn_only=saved[1])
         torch.utils.deterministic.fill_uninitialized_memory = saved[2]
 
 
@@ -993,9 +1000,9 @@ class CandidateHost:
     def _construct(self, job: CandidateJob, request: Build | StageTime) -> torch.nn.Module:
         init = read_tensors(Path(request.init_path))  # on the host, as get_init_inputs made them
         assert job.model_class is not None
-        torch.manual_seed(
-            int(request.weight_seed)
-        )  # the reference's weights: the same seed, drawn by the parent
+        # the reference's weights: the same seed, drawn by the parent (torch.random's: a worker's torch.manual_seed
+        # imports torch._dynamo on its first call, `serve.settle_dynamos_patch`)
+        torch.random.manual_seed(int(request.weight_seed))
         try:
             with job.guards.watching("building ModelNew", construction=True):
                 model = job.model_class(*init)

@@ -133,6 +133,13 @@ class TorchComputeMonitor(TorchDispatchMode):
         "in_launch",
     )  # change while it works
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # False: PyTorch would wrap `__torch_dispatch__` in `torch._disable_dynamo`, whose first call imports
+        # torch._dynamo (over a second of every candidate worker's start) and replaces torch.manual_seed, which
+        # the patch snapshot would then name. Nothing under this monitor is compiled: the wall refuses torch.compile.
+        return False
+
     def __init__(self, violations: Violations, allowed: Iterable[str] = ()) -> None:
         super().__init__()
         self.violations = violations

@@ -97,7 +97,7 @@ class TaskHarness:
         return list(self.task.get_init_inputs())
 
     def build(self, cls: type, init_inputs: list[Any], seed: int) -> torch.nn.Module:
-        torch.manual_seed(seed)
+        torch.random.manual_seed(seed)
         return cls(*init_inputs).to(self.device).eval()
 
     def reference(self, init_inputs: list[Any], seed: int) -> torch.nn.Module:
@@ -112,14 +112,14 @@ class TaskHarness:
         tensors (a NumPy round trip) is drawn on the host.
         """
         if self.device.type != "cpu":
-            torch.manual_seed(seed)
+            torch.random.manual_seed(seed)
             try:
                 with torch.device(self.device):
                     drawn = list(self.task.get_inputs())
                 return [to_device(item, self.device) for item in drawn]
             except Exception:  # noqa: BLE001 - drawn on the host below; a task that fails there fails loudly
                 pass
-        torch.manual_seed(seed)
+        torch.random.manual_seed(seed)
         return [to_device(item, self.device) for item in self.task.get_inputs()]
 
 

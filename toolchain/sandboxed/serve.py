@@ -86,6 +86,19 @@ def _restart_reason(reply: dict[str, Any], snapshot: Any, baseline: dict[str, An
     return f"state_changed: {', '.join(different)}" if different else None
 
 
+def settle_dynamos_patch() -> None:
+    """Apply, before the patch snapshot, the one change that importing torch._dynamo makes to what it watches.
+
+    A worker does not import torch._dynamo (over a second of its start), but a job may: a few PyTorch functions
+    import it on their first call. The import wraps torch.manual_seed in `torch._disable_dynamo`, only while it is
+    still `torch.random.manual_seed`, and the snapshot would name that as a patch (the candidate's, mid-job). The
+    same lazy wrapper set here (it imports nothing until called) leaves the import nothing to change."""
+    import torch
+
+    if torch.manual_seed is torch.random.manual_seed:
+        torch.manual_seed = torch._disable_dynamo(torch.manual_seed)
+
+
 def serve(kind: str) -> int:
     key = read_key().encode()  # before anything else: no candidate code exists yet
     replies = os.fdopen(int(os.environ.pop("KV_RESULT_FD")), "wb")
@@ -99,12 +112,8 @@ def serve(kind: str) -> int:
     from kernelvault.toolchain.sandboxed.integrity import PatchSnapshot, patch_targets
 
     torch.set_grad_enabled(False)
+    settle_dynamos_patch()
     if kind == "candidate":
-        # Importing torch._dynamo replaces torch.manual_seed and a few others with wrapped versions; the
-        # deterministic mode of a CPU check imports it. Imported before the snapshots are taken, so that
-        # what changes afterwards was the candidate.
-        import torch._dynamo  # noqa: F401
-
         from kernelvault.toolchain.sandboxed.candidate import CandidateHost
 
         host: Any = CandidateHost(bundles)
