@@ -1,7 +1,7 @@
-"""How far an honest kernel's timed calls sit above its own kernels' watched time (`own_work`): every bundled
+"""How far an honest kernel's timed calls sit above the watched sample's device work (`own_work`): every bundled
 example of a target verified on one lane with the verifier's defaults, and per performance case the median timed
-call, the device time of the candidate's own kernels in the watched call before the timed ones, and their ratio.
-`OWN_WORK_SHARE` must stay below every honest ratio with margin. Then what the watched call's profile costs in the
+call, the device time per call of the watched first sample's calls (every kernel, copy and fill), and their ratio.
+`OWN_WORK_SHARE` must stay below every honest ratio with margin. Then what the watched sample's profile costs in the
 turn alone on the device: a CUDA-only profile started and stopped around one forward, against the forward alone.
 
     python bench/own_work.py --target triton [--limit N]
@@ -21,7 +21,7 @@ import torch
 from kernelvault.contracts import Candidate
 from kernelvault.pipelines.candidates import BUNDLED_EXAMPLES
 from kernelvault.toolchain.lane_pool import LanePool
-from kernelvault.toolchain.sandboxed.own_work import OWN_WORK_SHARE, device_own_kernel_ms
+from kernelvault.toolchain.sandboxed.own_work import OWN_WORK_SHARE, device_work_ms
 from kernelvault.toolchain.tasks import load_task_file
 from kernelvault.toolchain.verify import Verifier, VerifyConfig
 
@@ -35,8 +35,10 @@ def ratios(target: str, limit: int) -> list[float]:
     ]
     verifier = Verifier(VerifyConfig(platform="cuda", timeout_s=120.0))
     found: list[float] = []
-    print(f"\n### {target}: median timed call against the watched call's own kernels\n")
-    print("| example | case | verdict | timed ms | own kernels ms | timed / own |\n|---|---|---|---|---|---|")
+    print(f"\n### {target}: median timed call against the watched sample's device work\n")
+    print(
+        "| example | case | verdict | timed ms | watched device ms | timed / watched |\n|---|---|---|---|---|---|"
+    )
     with LanePool.for_verifier(verifier) as pool:
         for path in files[: limit or None]:
             task = load_task_file(TASKS / path.name)
@@ -73,14 +75,14 @@ def profile_cost(repeats: int = 20) -> None:
         torch.cuda.synchronize()
 
     forward()
-    device_own_kernel_ms(forward)  # the first profile in a process starts CUPTI
+    device_work_ms(forward)  # the first profile in a process starts CUPTI
     plain, profiled = [], []
     for _ in range(repeats):
         started = time.perf_counter()
         forward()
         plain.append(time.perf_counter() - started)
         started = time.perf_counter()
-        device_own_kernel_ms(forward)
+        device_work_ms(forward)
         profiled.append(time.perf_counter() - started)
     print(f"\nwatched-call profile: forward alone {statistics.median(plain) * 1e3:.2f} ms, under a CUDA-only profile "
           f"{statistics.median(profiled) * 1e3:.2f} ms (median of {repeats}, relu 4096x4096, in this process)")  # fmt: skip

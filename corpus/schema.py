@@ -45,7 +45,7 @@ TIMING = pa.struct([
     ("calls_per_sample", pa.int64()),  # the timing method: 1 = one call per sample (toolchain.sandboxed.timing)
     ("inputs", pa.string()),  # the timing protocol: "fresh" or "rotate" (null: not recorded)
     ("checked_calls", pa.int64()),  # timed calls whose outputs' checksums matched the reference's
-    ("own_kernel_ms", pa.float64()),  # the candidate's own kernels' time in a watched call before the timed ones
+    ("own_kernel_ms", pa.float64()),  # device time per call of the watched first sample's calls (own_work)
 ])  # fmt: skip
 # An assistant message's reasoning (the model's thinking) where TRL, chat templates and vLLM read it.
 MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string()), ("reasoning_content", pa.string())])

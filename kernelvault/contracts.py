@@ -147,8 +147,9 @@ class CaseTiming:
     # recorded (rows written before the protocol was)
     inputs: str | None = None
     checked_calls: int | None = None  # timed calls whose checksums matched the reference's (fresh)
-    # how long the candidate's own kernels took in a watched call just before the timed ones (device time on a
-    # GPU); a median timed call may not be much shorter (`toolchain.sandboxed.own_work`). None: not measured
+    # the device time per call of the timed run's watched first sample: every kernel, copy and fill its calls caused
+    # (a GPU); a median timed call may not be much shorter (`toolchain.sandboxed.own_work`), and on a GPU a case
+    # without it earns no speed term. None: not measured (the CPU)
     own_kernel_ms: float | None = None
 
 

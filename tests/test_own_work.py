@@ -8,14 +8,16 @@ from typing import Any
 
 import pytest
 
+from kernelvault.contracts import CaseTiming
 from kernelvault.toolchain.own_kernels import OWN_KERNEL_PREFIX
 from kernelvault.toolchain.sandboxed.own_work import (
     OWN_WORK_SHARE,
     busy_ns,
+    device_spans,
     launch_shortfall,
-    own_kernel_spans,
     speed_shortfall,
 )
+from kernelvault.toolchain.verify import credited_speedup
 
 torch = pytest.importorskip("torch")
 
@@ -43,23 +45,28 @@ def test_overlapping_kernels_count_once_toward_the_devices_busy_time() -> None:
     assert busy_ns([(0, 10), (5, 15), (12, 14), (40, 41)]) == 16
 
 
-def test_only_the_candidates_prefixed_kernels_are_its_own_work() -> None:
+def test_every_kernel_copy_and_fill_on_the_device_is_the_watched_calls_work() -> None:
+    """Not only the kernels that carry the harness's prefix: a kernel loaded under another name (Triton's driver
+    loads binaries) or PyTorch's on the candidate's behalf is device work its timed calls must also do."""
     events = [
         _Kernel(f"{OWN_KERNEL_PREFIX}relu_kernel", 0, 100),
         _Kernel(f"void {OWN_KERNEL_PREFIX}tile<4>(float*)", 150, 200),
-        _Kernel(
-            "void at::native::vectorized_elementwise_kernel<4, ...>", 300, 900
-        ),  # PyTorch's: not its work
-        _Kernel(f"{OWN_KERNEL_PREFIX}host_range", 0, 5000, gpu=False),  # a host-side range, not a kernel
+        _Kernel("kvcanD_relu_kernel", 180, 260),  # a renamed copy of its kernel: overlaps the tile by 20 ns
+        _Kernel("void at::native::vectorized_elementwise_kernel<4, ...>", 300, 900),
+        _Kernel(f"{OWN_KERNEL_PREFIX}host_range", 0, 5000, gpu=False),  # a host-side range, not device work
     ]
-    assert busy_ns(own_kernel_spans(events)) == 150
+    assert busy_ns(device_spans(events)) == 100 + 110 + 600
 
 
 def test_timed_calls_must_launch_what_the_watched_sample_launched() -> None:
     assert launch_shortfall(timed_calls=40, timed_launches=80, watched_calls=8, watched_launches=16) is None
     skipped = launch_shortfall(timed_calls=40, timed_launches=0, watched_calls=8, watched_launches=8)
-    assert skipped is not None and skipped.startswith("unwatched_launches: 40 timed calls launched 0 kernel(s)")
-    assert launch_shortfall(timed_calls=40, timed_launches=79, watched_calls=8, watched_launches=16) is not None
+    assert skipped is not None and skipped.startswith(
+        "unwatched_launches: 40 timed calls launched 0 kernel(s)"
+    )
+    assert (
+        launch_shortfall(timed_calls=40, timed_launches=79, watched_calls=8, watched_launches=16) is not None
+    )
     assert launch_shortfall(timed_calls=40, timed_launches=0, watched_calls=0, watched_launches=0) is not None
 
 
@@ -71,3 +78,18 @@ def test_a_timed_call_much_shorter_than_its_own_kernels_watched_work_is_refused(
     assert speed_shortfall(candidate_ms=0.3, own_kernel_ms=None) is None  # no figure (the CPU)
     refused = speed_shortfall(candidate_ms=0.4 * OWN_WORK_SHARE, own_kernel_ms=0.4 * 1.01)
     assert refused is not None and refused.startswith("unwatched_speed: a timed call took")
+
+
+def _timing(case: str, candidate_ms: float, reference_ms: float, own_kernel_ms: float | None) -> CaseTiming:
+    return CaseTiming(case, candidate_ms, reference_ms, 0.01, 0.01, 20, own_kernel_ms=own_kernel_ms)
+
+
+def test_on_a_gpu_a_case_without_a_device_work_figure_earns_no_speed_term() -> None:
+    bound = [_timing("p0", 1.0, 2.0, 0.95), _timing("p1", 2.0, 4.0, 1.9)]
+    assert credited_speedup("cuda", bound) == (2.0, "")
+    unbound = [bound[0], _timing("p1", 2.0, 4.0, None)]  # the profile failed, or a worker did not report it
+    speedup, why = credited_speedup("cuda", unbound)
+    assert speedup is None and "p1" in why and "p0" not in why
+    assert credited_speedup("rocm", unbound)[0] is None
+    # the CPU has no figure and never credits speed (`reward`): its speedup stays informative
+    assert credited_speedup("cpu", [_timing("p0", 1.0, 2.0, None)]) == (2.0, "")

@@ -70,6 +70,7 @@ from kernelvault.toolchain.wall_policy import (
     FRAME_ATTRIBUTES,
     HOST_DATA_METHODS,
     KERNEL_BUILTINS,
+    KERNEL_HANDLE_ATTRIBUTES,
     LEGACY_TENSOR_TYPES,
     OS_ALLOWED,
     OWN_ROOTS,
@@ -346,6 +347,8 @@ class _Wall(ast.NodeVisitor):
             self.add("frames", node, f".{name}: frames reach the harness")
         if name in HOST_DATA_METHODS:
             self.add("host_data", node, f".{name}(): {HOST_DATA_METHODS[name]}, not a kernel")
+        if name in KERNEL_HANDLE_ATTRIBUTES:
+            self.add("namespace", node, f".{name}: {KERNEL_HANDLE_ATTRIBUTES[name]}")
         chain = _chain(node)
         if chain is not None:
             dotted = self._resolve(chain)

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -725,22 +726,28 @@ class Verifier:
         # native HIP library, built before the worker).
         jit_seconds = 0.0 if hip and hip.form == "native" else compile_seconds
         timed_seconds = _add_check_stage(stages, check, seconds, jit_seconds)
+        speedup, unbound_note = credited_speedup(self.choice.platform, timings)
         if kind is None:
             stages.add("time", "passed", timed_seconds, "; ".join(
                 f"{t.case}: {t.candidate_ms:.4f} ms vs reference {t.reference_ms:.4f} ms ({t.repetitions} reps"
                 + (f" of {t.calls_per_sample} calls)" if t.calls_per_sample > 1 else ")")
-                for t in timings) + f"; {_protocol(timings)}")  # fmt: skip
-        speedup = (
-            task_speedup([t.reference_ms for t in timings], [t.candidate_ms for t in timings])
-            if kind is None
-            else None
-        )
+                for t in timings) + f"; {_protocol(timings)}" + (f"; {unbound_note}" if unbound_note else ""))  # fmt: skip
         return self._finish(
             stages, task, code, target=target, compiled=launched and not compile_failed, correct=kind is None,
             failure_kind=kind,
-            failure_message=check.failure_message, checks=check.checks, timings=timings, speedup=speedup,
-            kernels=check.kernels, compile_log=trim(compile_log or ""),
+            failure_message=check.failure_message, checks=check.checks, timings=timings,
+            speedup=speedup if kind is None else None, kernels=check.kernels, compile_log=trim(compile_log or ""),
         )  # fmt: skip
+
+
+def credited_speedup(platform: str, timings: Sequence[CaseTiming]) -> tuple[float | None, str]:
+    """The task's speedup over its performance cases (`task_speedup`), or None and why not. On a device the speed
+    needs every case's watched device-work figure (`own_work`): without one nothing binds that case's timed calls to
+    the checked work, so no speed is credited (the verdict stays correct). The CPU never credits speed."""
+    unbound = [t.case for t in timings if t.own_kernel_ms is None] if platform != "cpu" else []
+    if unbound:
+        return None, f"no speed term: no device-work figure for {', '.join(unbound)}"
+    return task_speedup([t.reference_ms for t in timings], [t.candidate_ms for t in timings]), ""
 
 
 def _protocol(timings: tuple[CaseTiming, ...]) -> str:

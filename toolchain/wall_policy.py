@@ -88,6 +88,15 @@ HOST_DATA_METHODS = {"numpy": "tensor data to NumPy", "tolist": "tensor data to 
                      "storage": "raw storage", "untyped_storage": "raw storage", "__array__": "tensor data to NumPy",
                      "apply_": "a Python function on every element", "map_": "a Python function on every element",
                      "map2_": "a Python function on every element"}  # fmt: skip
+# Attributes refused on any object: what hands a candidate a compiled kernel's raw launcher or the device library
+# by another name. A kernel launched past the harness's launcher is neither counted nor named; a binary loaded
+# through Triton's driver is not one the harness compiled; `get_device_interface()` is torch.cuda (side streams).
+KERNEL_HANDLE_ATTRIBUTES = {
+    "warmup": "compiles a kernel and hands back its raw launcher, past the harness's",
+    "get_device_interface": "the device library (streams, events) by another name",
+    "load_binary": "loads a binary the harness did not compile", "launcher_cls": "Triton's raw launcher",
+    "packed_metadata": "a compiled kernel's raw launch arguments",
+}  # fmt: skip
 FRAME_ATTRIBUTES = frozenset({"f_back", "f_locals", "f_globals", "f_builtins", "f_code", "f_trace", "gi_frame",
                               "cr_frame", "ag_frame", "tb_frame", "tb_next", "gi_code", "co_code", "func_globals"})  # fmt: skip
 OWN_ROOTS = frozenset({"self", "cls", "ctx"})

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import gc
 import hashlib
 import inspect
 import json
@@ -77,7 +78,7 @@ from kernelvault.toolchain.sandboxed.integrity import (
     patch_targets,
 )
 from kernelvault.toolchain.sandboxed.kernel_globals import function_problem
-from kernelvault.toolchain.sandboxed.own_work import device_own_kernel_ms, recorded_events
+from kernelvault.toolchain.sandboxed.own_work import device_work_ms, recorded_events
 from kernelvault.toolchain.sandboxed.plain_output import output_type_problem, plain_leaves
 from kernelvault.toolchain.sandboxed.requests import (
     Build,
@@ -1161,6 +1162,13 @@ class CandidateHost:
             raise CandidateFailure("runtime_error", f"failed while timed: {one_line_error(error)}") from None
         finally:
             recorder.enabled = True
+        # The staged model goes now, watched, and the device finishes what its finalizers queued before the reply:
+        # code run when the model is dropped (a generator's `finally`, a `__del__`) would otherwise run unwatched
+        # after the last synchronisation and could leave work queued that slows the reference, timed next.
+        with job.guards.watching("the timed model, dropped", device=False):
+            staged = model = None  # the last references (unless the candidate made a cycle: the collection's)
+            gc.collect()
+        sync_device(job.device)
         job.guards.raise_if_violated()
         replaced = harness_replaced()
         # The figures just measured used the bound objects; the next job's must not meet the patch.
@@ -1203,7 +1211,7 @@ class CandidateHost:
         try:  # the profile outside the monitor, as around a checked forward: its own start is not candidate code
             if job.device.type == "cuda" and job.record_problem is None:
                 try:
-                    own_ms = device_own_kernel_ms(watched_run)
+                    own_ms = device_work_ms(watched_run)
                 except CandidateFailure:
                     raise
                 except Exception as error:  # noqa: BLE001 - the profiler failed: the launch count remains

@@ -11,12 +11,15 @@ work is thus checked on values it never saw before, and two checks hold the othe
 - **Launches.** Every timed call issues as many launches through the harness's launcher (Triton's `run`, a HIP
   launch function) as the watched sample's calls did. Counting costs the launcher wrapper an integer increment, which no
   candidate can tell from its absence. Timed calls that launch nothing, or fewer kernels, are refused.
-- **Own work (GPU).** The median timed call may not be shorter than `OWN_WORK_SHARE` of the time the candidate's
-  own kernels took per call in the watched sample (on values written just before, as every sample's): CUPTI's
-  durations of the kernels that carry the harness's prefix
-  (`kernelvault.toolchain.own_kernels`), the union of their spans. The timed figure is device time too (`timing`:
-  a spin before each sample keeps host overhead out), so the two compare like for like. Timed calls that launch
-  their kernels on an empty grid and let PyTorch compute are shorter than the kernels' watched work.
+- **Device work (GPU).** The median timed call may not be shorter than `OWN_WORK_SHARE` of the device time the
+  watched sample's calls caused per call (on values written just before, as every sample's): CUPTI's records of
+  every kernel, copy and fill that ran from the sample's first call to the device's idle after its last, on any
+  stream and under any name, the union of their spans. The device is idle when the record starts, so none of it is
+  the harness's. The timed figure is device time too (`timing`: a spin before each sample keeps host overhead out),
+  so the two compare like for like. Timed calls that launch their kernels on an empty grid and let PyTorch compute,
+  or that move their work onto another stream where it runs during the spin before the sample's start event, are
+  shorter than the watched work. Counting every kernel, not only those that carry the harness's prefix, leaves
+  nothing to gain from a kernel loaded under another name (Triton's driver can load a binary).
 
 The worker reports the figures; the parent (`judge`) compares them, after the timed calls' checksums (a cached
 result is named as one).
@@ -35,8 +38,6 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-
-from kernelvault.toolchain.own_kernels import is_own_kernel_name
 
 # The least share of the watched call's own-kernel time a median timed call may take. On the H100 (2026-12-07,
 # bench/results/2026-12-07-h100-own-work.md) the 52 performance cases of the honest Triton and HIP examples ran
@@ -57,10 +58,10 @@ def busy_ns(spans: list[tuple[int, int]]) -> int:
     return total
 
 
-def own_kernel_spans(events: list[Any]) -> list[tuple[int, int]]:
-    """The device spans of the kernels in a record (torch's `_KinetoEvent`s) that carry the harness's prefix."""
+def device_spans(events: list[Any]) -> list[tuple[int, int]]:
+    """The device spans (kernels, copies, fills: every event not on the host) of a record (torch's `_KinetoEvent`s)."""
     return [(event.start_ns(), event.end_ns()) for event in events
-            if event.device_type() != torch.autograd.DeviceType.CPU and is_own_kernel_name(event.name())]  # fmt: skip
+            if event.device_type() != torch.autograd.DeviceType.CPU]  # fmt: skip
 
 
 def recorded_events(recorded: Any) -> list[Any]:
@@ -69,16 +70,17 @@ def recorded_events(recorded: Any) -> list[Any]:
     return list(recorded.profiler.kineto_results.events()) if recorded.profiler else []
 
 
-def device_own_kernel_ms(call: Callable[[], Any]) -> float:
-    """Runs `call` (one watched call) under a CUDA-only profile; the milliseconds the device spent in the
-    candidate's own kernels during it. Raises what the profiler raises."""
+def device_work_ms(call: Callable[[], Any]) -> float:
+    """Runs `call` (the watched sample) under a CUDA-only profile that starts with the device idle (every stream
+    synchronised) and ends with it idle again; the milliseconds the device was busy meanwhile, whoever's kernels
+    they were. Raises what the profiler raises."""
     from torch.profiler import ProfilerActivity, profile
 
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as recorded:
         call()
         torch.cuda.synchronize()
-    return busy_ns(own_kernel_spans(recorded_events(recorded))) / 1e6
+    return busy_ns(device_spans(recorded_events(recorded))) / 1e6
 
 
 def launch_shortfall(
@@ -99,5 +101,5 @@ def speed_shortfall(candidate_ms: float, own_kernel_ms: float | None) -> str | N
     if own_kernel_ms is None or own_kernel_ms <= 0 or candidate_ms >= OWN_WORK_SHARE * own_kernel_ms:
         return None
     return (f"unwatched_speed: a timed call took {candidate_ms:.4f} ms, less than {OWN_WORK_SHARE:.0%} of the "
-            f"{own_kernel_ms:.4f} ms its own kernels took in a watched call on the same inputs: the timed calls "
-            "did not do the work the checked calls did")  # fmt: skip
+            f"{own_kernel_ms:.4f} ms of device work a watched call caused on the same kind of inputs: the timed "
+            "calls did not do the work the checked calls did")  # fmt: skip
