@@ -141,7 +141,12 @@ def test_a_hostile_timing_file_gets_no_credit_for_work_it_skipped(
     if behind is not None:  # the wall stops it; behind the wall the timing protocol does
         wanted = expected_options(path, behind_wall=True)
         assert outcome_matches(_got(behind), wanted), (path.name, behind.failure_kind, behind.failure_message)
-        assert behind.correct is not True
+        # behind the wall a route only a GPU's figures close: no speed term on the CPU, a refusal on the GPU
+        if wanted == ["correct"]:
+            gpu = expected_options(path, "cuda", behind_wall=True)
+            assert behind.reward.speed == 0 and "correct" not in gpu, path.name
+        else:
+            assert behind.correct is not True
 
 
 def test_a_cached_result_is_named_by_the_timed_call_that_returned_it(verdicts: dict[str, Verdict]) -> None:
