@@ -471,7 +471,7 @@ class _Check:
                     keep=kept, calls_per_sample=calls, inputs=mode, atol=self.job.atol, rtol=self.job.rtol))  # fmt: skip
                 checked = self.compare_timed(timed, reference) if mode == "fresh" else 0
                 # after the checksums (a cached result is named as one): right results must still be the work the
-                # watched call did, launched the same way and not much faster than its own kernels (`own_work`)
+                # watched sample did, launched the same way and not much faster than its device work (`own_work`)
                 unwatched = launch_shortfall(*_launches(timed)) or speed_shortfall(
                     float(timed["median_ms"]), own_ms
                 )
@@ -556,13 +556,15 @@ def _timed_run(timed: dict[str, Any], asked: int, repetitions: int) -> tuple[int
 
 
 def _own_kernel_ms(timed: dict[str, Any]) -> float | None:
-    """The time the candidate's own kernels took in its watched call before the timed ones (`own_work`), read from
+    """The device time per call of the timed run's watched first sample (`own_work`), read from
     its reply as untrusted data: a number that is not one is a report that does not say what it ran."""
     value = timed.get("own_kernel_ms")
     if value is None:
         return None
     if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
-        fail("integrity_reject", f"unwatched_speed: the timed run reports its own kernels' time as {value!r}")
+        fail(
+            "integrity_reject", f"unwatched_speed: the timed run reports its watched device work as {value!r}"
+        )
     return float(value)
 
 

@@ -726,8 +726,9 @@ class Verifier:
         # native HIP library, built before the worker).
         jit_seconds = 0.0 if hip and hip.form == "native" else compile_seconds
         timed_seconds = _add_check_stage(stages, check, seconds, jit_seconds)
-        speedup, unbound_note = credited_speedup(self.choice.platform, timings)
+        speedup = None
         if kind is None:
+            speedup, unbound_note = credited_speedup(self.choice.platform, timings)
             stages.add("time", "passed", timed_seconds, "; ".join(
                 f"{t.case}: {t.candidate_ms:.4f} ms vs reference {t.reference_ms:.4f} ms ({t.repetitions} reps"
                 + (f" of {t.calls_per_sample} calls)" if t.calls_per_sample > 1 else ")")
@@ -736,7 +737,7 @@ class Verifier:
             stages, task, code, target=target, compiled=launched and not compile_failed, correct=kind is None,
             failure_kind=kind,
             failure_message=check.failure_message, checks=check.checks, timings=timings,
-            speedup=speedup if kind is None else None, kernels=check.kernels, compile_log=trim(compile_log or ""),
+            speedup=speedup, kernels=check.kernels, compile_log=trim(compile_log or ""),
         )  # fmt: skip
 
 

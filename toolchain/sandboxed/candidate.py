@@ -839,7 +839,7 @@ def _violation_named(guards: CandidateGuards) -> Iterator[None]:
 @dataclass
 class WatchedFigures:
     """What the watched first sample of a timed run showed (`own_work`): its calls, their launches through the
-    harness's launcher, and (a GPU) the device time of the candidate's own kernels per call."""
+    harness's launcher, and (a GPU) the device time per call of everything its calls ran on the device."""
 
     calls: int = 0
     launches: int = 0
@@ -1188,7 +1188,7 @@ class CandidateHost:
     def _watched_sample(self, job: CandidateJob, inputs: list[Any], run_sample: Callable[[], list[object]],
                         calls: list[int], figures: WatchedFigures) -> list[object]:  # fmt: skip
         """The timed run's first sample, watched as a checked call is (`own_work`): the monitor on, the launches
-        recorded and (a GPU) the candidate's own kernels' device time taken. Its outputs are checksummed like every
+        recorded and (a GPU) the device work its calls caused taken. Its outputs are checksummed like every
         sample's, so its work is checked; its span is left out of the median."""
         guards, recorder = job.guards, job.guards.recorder
         scalars = [

@@ -1,4 +1,4 @@
-"""What binds a candidate's timed calls to the work it was seen doing: its launches and its own kernels' time.
+"""What binds a candidate's timed calls to the work it was seen doing: its launches and the device time it caused.
 
 The timed calls run with neither the dispatch monitor nor the device's record (both cost time between launches).
 A candidate can tell the two apart by cost (a glue op takes microseconds longer under the monitor) and behave
@@ -97,7 +97,7 @@ def launch_shortfall(
 
 
 def speed_shortfall(candidate_ms: float, own_kernel_ms: float | None) -> str | None:
-    """Why a median timed call of `candidate_ms` did not do the work its own kernels were seen doing (None: it
+    """Why a median timed call of `candidate_ms` did not do the device work its watched calls were seen doing (None: it
     may have)."""
     if own_kernel_ms is None or own_kernel_ms <= 0 or candidate_ms >= OWN_WORK_SHARE * own_kernel_ms:
         return None

@@ -377,7 +377,7 @@ def _time_on_gpu(run: Callable[[Sequence[object]], object], source: InputSource,
         del outputs
     _SYNCHRONIZE()
     spans = [_ELAPSED(start, end) / calls for start, end in zip(starts, ends, strict=True)]
-    return _summarise(spans[1:] if watched is not None else spans, kept, calls, source, checks, repetitions)
+    return _summarise(spans, kept, calls, source, checks, watched is not None)
 
 
 def _time_on_host(run: Callable[[Sequence[object]], object], source: InputSource, repetitions: int, warmup: int,
@@ -405,9 +405,7 @@ def _time_on_host(run: Callable[[Sequence[object]], object], source: InputSource
             checks.queue(sample, outputs)
             checks.collect()
         del outputs
-    return _summarise(
-        samples[1:] if watched is not None else samples, kept, calls, source, checks, repetitions
-    )
+    return _summarise(samples, kept, calls, source, checks, watched is not None)
 
 
 def _sample_outputs(run: Callable[[Sequence[object]], object], inputs: list[Sequence[object]], sample: int,
@@ -419,11 +417,11 @@ def _sample_outputs(run: Callable[[Sequence[object]], object], inputs: list[Sequ
 
 
 def _summarise(samples_ms: list[float], kept: dict[int, Any], calls: int, source: InputSource,
-               checks: OutputChecks | None, repetitions: int) -> TimingStats:  # fmt: skip
-    """Median and quartiles of one timed series (device events or wall clock), per call; `repetitions`: the
-    samples run and checked (one more than the series where the first was watched)."""
-    samples = sorted(samples_ms)
+               checks: OutputChecks | None, first_watched: bool) -> TimingStats:  # fmt: skip
+    """Median and quartiles of one timed series (device events or wall clock), per call, over every sample run and
+    checked but the first where it was watched (its span is not a timed call's)."""
+    samples = sorted(samples_ms[1:] if first_watched else samples_ms)
     quartiles = statistics.quantiles(samples, n=4) if len(samples) >= 2 else [samples[0]] * 3
-    return TimingStats(statistics.median(samples), quartiles[0], quartiles[2], repetitions, calls, kept,
+    return TimingStats(statistics.median(samples), quartiles[0], quartiles[2], len(samples_ms), calls, kept,
                        "fresh" if source.fresh else "rotate", checks.records if checks is not None else None,
                        checks.checked_calls if checks is not None else 0)  # fmt: skip

@@ -1,7 +1,7 @@
 # exploit: the watched calls on a performance case's inputs were once checked by no one (the staging forward and two own-work calls, right after the case's own full check); a candidate that counts its calls per shape runs the honest kernel for the first (checked) call, then launches a trivial kernel and returns zeros in the next three, so the own-work figure would be a trivial kernel's time and the launch count one, then times a trivial launch plus torch.relu: the checksums pass (torch is right), the launch count matches, and the speed term would be PyTorch's.
 # expect: integrity_reject:torch_compute|integrity_reject:cached_results|integrity_reject:unwatched_speed|integrity_reject:nondeterministic
 # expect-cpu: correct
-# note: the own-work figures come from the timed run's first sample, run watched and checksummed like every sample (own_work): its calls meet this file's zeros (checksums) and then torch.relu under the monitor (torch_compute); a file that told the watched sample by cost would compute it honestly and be held to its own kernels' time (unwatched_speed, on a GPU). On the CPU the small performance cases of the tests take its honest path.
+# note: the own-work figures come from the timed run's first sample, run watched and checksummed like every sample (own_work): its calls meet this file's zeros (checksums) and then torch.relu under the monitor (torch_compute); a file that told the watched sample by cost would compute it honestly and be held to its watched device work (unwatched_speed, on a GPU). On the CPU the small performance cases of the tests take its honest path.
 import torch
 import torch.nn as nn
 import triton
