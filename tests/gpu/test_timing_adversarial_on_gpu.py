@@ -153,3 +153,24 @@ def test_without_checksums_the_launch_count_still_refuses_a_memo(
     rotating = _verify(Verifier(VerifyConfig(timeout_s=120, timing_inputs="rotate")), path, lane)
     assert _got(rotating) == "integrity_reject:unwatched_launches", rotating.failure_message
     assert _got(verdicts[path.name]) == "integrity_reject:cached_results"
+
+
+def test_work_queued_when_the_model_is_dropped_does_not_slow_the_reference(lane: WorkerLane) -> None:
+    """A candidate whose generator's `finally` queues seconds of device work when the worker drops its timed model
+    gets the speedup of the same file with a `finally` that does nothing: the worker waits for the device before it
+    replies, so the reference (timed next, on the same GPU) does not share the device with that work."""
+    hog = ROOT / "tests" / "gpu" / "hostile" / "relu__reference_hog_at_teardown.py"
+    inert = hog.read_text().replace("if state[0] > 60 and", "if False and")
+    assert inert != hog.read_text()
+    verifier = Verifier(VerifyConfig(timeout_s=120))
+    task = load_task_file(ROOT / "tasks" / "relu.py")
+    found = {
+        name: verifier.complete(verifier.prepare(task, Candidate(task.task_id, "triton", text, name)), lane)
+        for name, text in (("inert", inert), ("hog", hog.read_text()))
+    }
+    for name, verdict in found.items():
+        assert verdict.correct is True and verdict.speedup is not None, (name, verdict.failure_message)
+    assert found["hog"].speedup / found["inert"].speedup < 1.25, (
+        found["hog"].speedup,
+        found["inert"].speedup,
+    )

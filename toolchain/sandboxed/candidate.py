@@ -63,7 +63,7 @@ from kernelvault.toolchain.function_tasks import (
 from kernelvault.toolchain.hip_build import HIP_INCLUDE_DIR
 from kernelvault.toolchain.kernel_tasks import require_kernels, untimed_autotuning
 from kernelvault.toolchain.own_kernels import is_own_kernel_name, prefixed_kernel_name, prefixed_kernel_source
-from kernelvault.toolchain.sandboxed import integrity, requests, tensor_files, timing
+from kernelvault.toolchain.sandboxed import integrity, own_work, requests, tensor_files, timing
 from kernelvault.toolchain.sandboxed.bundles import BundleSender
 from kernelvault.toolchain.sandboxed.integrity import (
     INIT_OPS,
@@ -473,7 +473,13 @@ class CandidateGuards:
         self.from_data.install()
         # Taken after our own wrappers are in place: anything that changes from here on was the candidate.
         targets = patch_targets([sys.modules[__name__], sys.modules[timing.__name__], sys.modules[tensor_files.__name__],
-                                 sys.modules[integrity.__name__], sys.modules[requests.__name__]])  # fmt: skip
+                                 sys.modules[integrity.__name__], sys.modules[requests.__name__],
+                                 sys.modules[own_work.__name__], torch.profiler, torch.autograd.profiler])  # fmt: skip
+        # The device-work figure's profiler: its class and the one it inherits from (their methods run the record).
+        targets |= {
+            "torch.profiler.profile": own_work.profile,
+            "torch.profiler._KinetoProfile": torch.profiler.profiler._KinetoProfile,
+        }
         targets |= {"CandidateGuards": CandidateGuards, "LaunchRecorder": LaunchRecorder, "violations": self.violations,
                     "monitor": self.monitor, "recorder": self.recorder, "process_guards": self.process_guards,
                     "printing": self.printing, "value_methods": self.value_methods,

@@ -39,6 +39,10 @@ from typing import Any
 
 import torch
 
+# Bound when the worker starts, before any candidate is imported: the candidate process cannot swap the profiler
+# this module calls for its own (the harness snapshots these objects; `candidate.CandidateGuards`).
+from torch.profiler import ProfilerActivity, profile
+
 # The least share of the watched sample's device work per call a median timed call may take. The 52 performance
 # cases of the honest Triton and HIP examples ran their median timed call in 0.99 to 1.80 times it on an H200
 # (bench/results/2026-12-07-h200-device-work.md; 1.00 to 2.85 on an H100 counting only their prefixed kernels):
@@ -75,8 +79,6 @@ def device_work_ms(call: Callable[[], Any]) -> float:
     """Runs `call` (the watched sample) under a CUDA-only profile that starts with the device idle (every stream
     synchronised) and ends with it idle again; the milliseconds the device was busy meanwhile, whoever's kernels
     they were. Raises what the profiler raises."""
-    from torch.profiler import ProfilerActivity, profile
-
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as recorded:
         call()
