@@ -132,6 +132,10 @@ def serve(kind: str) -> int:
         from kernelvault.toolchain.function_tasks import cpu_device_selection
 
         cpu_device_selection()
+        if os.environ.get("TRITON_INTERPRET") == "1":  # the CPU path's candidates and gold kernels
+            from kernelvault.toolchain.sandboxed.interpreter import drop_unasserted_overflow_checks
+
+            drop_unasserted_overflow_checks()
     snapshot = PatchSnapshot(patch_targets())
     baseline = process_state()
     replies.write(json.dumps({"ready": True}).encode() + b"\n")
