@@ -372,3 +372,34 @@ def test_spare_workers_are_for_gpu_lanes_unless_asked_for() -> None:
     assert WorkerLane(device="0").spare is True
     assert WorkerLane().spare is False and WorkerLane(spare=True).spare is True
     assert WorkerLane(device="0", restart_every=1).spare is False
+
+
+def test_a_candidate_that_turns_on_the_interpreters_debug_leaves_its_worker(relu_task) -> None:  # noqa: ANN001
+    """Behind the wall, a correct candidate switches Triton's interpreter into debug mode at import (every later
+    kernel's device asserts would then run in that process): its verdict stands, its worker is replaced before the
+    next candidate, and that candidate runs with the interpreter as the worker set it up."""
+    debug = RELU.replace(
+        "import torch\n",
+        "import dataclasses\nimport torch\nimport triton.runtime.interpreter as _interp\n"
+        "_interp.interpreter_builder.options = dataclasses.replace(_interp.interpreter_builder.options, debug=True)\n",
+        1,
+    )
+    look = RELU.replace(
+        "import torch\n",
+        "import os\nimport torch\nimport triton.runtime.interpreter as _interp\n"
+        "assert not _interp.interpreter_builder.options.debug, 'debug left on'\n"
+        "assert os.environ.get('TRITON_INTERPRET') != '1' or not _interp.interpreter_builder.options.sanitize_overflow\n",
+        1,
+    )
+    assert debug != RELU and look != RELU
+    verifier = Verifier(VerifyConfig(platform="cpu", timeout_s=60, static_wall=False))
+    lane = WorkerLane(restart_every=50)
+    try:
+        switched = verifier.complete(verifier.prepare(relu_task, _candidate(relu_task, debug)), lane)
+        worker = lane.workers["candidate"]
+        assert worker.pid is None and worker.last_restart == "state_changed: interpreter", worker.last_restart
+        looked = verifier.complete(verifier.prepare(relu_task, _candidate(relu_task, look)), lane)
+    finally:
+        lane.close()
+    assert switched.correct, (switched.failure_kind, switched.failure_message)
+    assert looked.correct, (looked.failure_kind, looked.failure_message)

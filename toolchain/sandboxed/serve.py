@@ -46,7 +46,16 @@ def process_state() -> dict[str, Any]:
         "dtype": str(torch.get_default_dtype()), "grad": torch.is_grad_enabled(),
         "deterministic": torch.are_deterministic_algorithms_enabled(),
         "candidates": sorted(name for name in sys.modules if name.startswith("kv_candidate")),
+        "interpreter": _interpreter_options(),
     }  # fmt: skip
+
+
+def _interpreter_options() -> str | None:
+    """Triton's interpreter options, where it is loaded (the CPU path): a `debug` left on would turn on every later
+    kernel's device asserts in this process."""
+    interpreter = sys.modules.get("triton.runtime.interpreter")
+    builder = getattr(interpreter, "interpreter_builder", None)
+    return repr(getattr(builder, "options", None)) if builder is not None else None
 
 
 def names_a_sticky_device_error(reply: dict[str, Any]) -> bool:
