@@ -27,6 +27,19 @@ VERL_STAMP := $(VERL_VENV)/.kernelvault-installed
 
 .PHONY: corpus test test-gpu lint tasks-check venv clean
 
+# The extras each environment installs (named here: a comma cannot go through $(call)).
+MAIN_EXTRAS := .[dev,train,agents,dist]
+VERL_EXTRAS := .[dev,verl]
+# Runs a command (printed first) with a line every 10 s while it works: pip's install phase prints nothing for up to
+# a minute on a 2-core machine, and a silent minute looks like a hang. The command's exit status is the recipe's;
+# Ctrl-C stops it (a command started with & in a script ignores SIGINT, so the trap passes it on as SIGTERM).
+define heartbeat
+echo '$(1)'; $(1) & pid=$$!; trap 'kill $$pid 2>/dev/null; exit 130' INT TERM; \
+  n=0; while kill -0 $$pid 2>/dev/null; do sleep 1; n=$$((n + 1)); \
+  if [ $$((n % 10)) -eq 0 ] && kill -0 $$pid 2>/dev/null; then echo "  ... still installing ($$n s)"; fi; done; \
+  wait $$pid
+endef
+
 venv: $(STAMP)
 
 # HIP candidates compile on a CPU-only machine with Debian's ROCm 5.2 hipcc (gfx90a, gfx940); as root the
@@ -44,14 +57,14 @@ $(STAMP): pyproject.toml Makefile $(CONSTRAINTS)
 		    $(HIP_PACKAGES) >/dev/null) || echo "could not install $(HIP_PACKAGES)"; \
 	fi
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS) "$(TORCH_SPEC)" numpy "$(TRITON_SPEC)"
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS) -e ".[dev,train,agents,dist]"
+	@$(call heartbeat,$(BIN)/python -m pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS) "$(TORCH_SPEC)" numpy "$(TRITON_SPEC)")
+	@$(call heartbeat,$(BIN)/python -m pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS) -e "$(MAIN_EXTRAS)")
 	touch $(STAMP)
 
 $(VERL_STAMP): pyproject.toml Makefile $(VERL_CONSTRAINTS)
 	test -x $(VERL_VENV)/bin/python || $(PYTHON) -m venv $(VERL_VENV)
-	$(VERL_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -c $(VERL_CONSTRAINTS) "$(TORCH_SPEC)" numpy "$(TRITON_SPEC)"
-	$(VERL_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -c $(VERL_CONSTRAINTS) -e ".[dev,verl]"
+	@$(call heartbeat,$(VERL_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -c $(VERL_CONSTRAINTS) "$(TORCH_SPEC)" numpy "$(TRITON_SPEC)")
+	@$(call heartbeat,$(VERL_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -c $(VERL_CONSTRAINTS) -e "$(VERL_EXTRAS)")
 	touch $(VERL_STAMP)
 
 ARGS ?=
