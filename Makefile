@@ -30,13 +30,13 @@ VERL_STAMP := $(VERL_VENV)/.kernelvault-installed
 # The extras each environment installs (named here: a comma cannot go through $(call)).
 MAIN_EXTRAS := .[dev,train,agents,dist]
 VERL_EXTRAS := .[dev,verl]
-# Runs a command (printed first) with a line every 10 s while it works: pip's install phase prints nothing for up to
+# Runs a command (printed first) with a line every 5 s while it works: pip's install phase prints nothing for up to
 # a minute on a 2-core machine, and a silent minute looks like a hang. The command's exit status is the recipe's;
 # Ctrl-C stops it (a command started with & in a script ignores SIGINT, so the trap passes it on as SIGTERM).
 define heartbeat
 echo '$(1)'; $(1) & pid=$$!; trap 'kill $$pid 2>/dev/null; exit 130' INT TERM; \
   n=0; while kill -0 $$pid 2>/dev/null; do sleep 1; n=$$((n + 1)); \
-  if [ $$((n % 10)) -eq 0 ] && kill -0 $$pid 2>/dev/null; then echo "  ... still installing ($$n s)"; fi; done; \
+  if [ $$((n % 5)) -eq 0 ] && kill -0 $$pid 2>/dev/null; then echo "  ... still installing ($$n s)"; fi; done; \
   wait $$pid
 endef
 
