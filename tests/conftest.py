@@ -30,6 +30,9 @@ from kernelvault.toolchain.verify import Verifier
 from kernelvault.toolchain.worker_jobs import WorkerJob
 from kernelvault.toolchain.worker_lane import WorkerLane
 
+# A line when the run has printed nothing for 10 s (`make test`'s slowest tests take minutes).
+pytest_plugins = ["heartbeat"]
+
 
 class OwnedLane:
     """A lane and the one thread that runs its jobs, alive for the session (`LanePool`'s lane threads, the same).
