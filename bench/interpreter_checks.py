@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import math
 import os
 import statistics
@@ -21,15 +20,13 @@ from typing import Any
 
 import torch
 
+from kernelvault.toolchain.sandboxed.source_text import load_module
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _module(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"bench_{path.stem.replace('.', '_')}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(path, f"bench_{path.stem.replace('.', '_')}")
 
 
 def _largest_case(task: ModuleType) -> dict[str, Any]:

@@ -14,11 +14,16 @@ or stop a candidate from turning the check back on in its own process (it would 
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
 
 
 def drop_unasserted_overflow_checks() -> bool:
-    """Once per worker, before any task or candidate code runs: the interpreter's options without the overflow
-    check where `debug` is off. True when the options changed."""
+    """Once per worker, before any task or candidate code runs: in a process that interprets its kernels
+    (`TRITON_INTERPRET=1`, the CPU path), the interpreter's options without the overflow check where `debug` is off.
+    True when the options changed."""
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        return False
     import triton.runtime.interpreter as interpreter
 
     builder = interpreter.interpreter_builder
@@ -27,3 +32,10 @@ def drop_unasserted_overflow_checks() -> bool:
         return False
     builder.options = dataclasses.replace(options, sanitize_overflow=False)
     return True
+
+
+def interpreter_options() -> str | None:
+    """The interpreter's options as text, where it is loaded (None elsewhere): what a worker compares after each job,
+    since a `debug` left on would turn on every later kernel's device asserts in that process."""
+    builder = getattr(sys.modules.get("triton.runtime.interpreter"), "interpreter_builder", None)
+    return repr(getattr(builder, "options", None)) if builder is not None else None

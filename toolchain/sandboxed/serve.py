@@ -16,6 +16,7 @@ import threading
 from typing import Any
 
 from kernelvault.toolchain.sandboxed.channel import mac
+from kernelvault.toolchain.sandboxed.interpreter import drop_unasserted_overflow_checks, interpreter_options
 from kernelvault.toolchain.sandboxed.requests import Compile, End, from_wire
 
 STICKY_DEVICE_ERRORS = (
@@ -46,16 +47,8 @@ def process_state() -> dict[str, Any]:
         "dtype": str(torch.get_default_dtype()), "grad": torch.is_grad_enabled(),
         "deterministic": torch.are_deterministic_algorithms_enabled(),
         "candidates": sorted(name for name in sys.modules if name.startswith("kv_candidate")),
-        "interpreter": _interpreter_options(),
+        "interpreter": interpreter_options(),
     }  # fmt: skip
-
-
-def _interpreter_options() -> str | None:
-    """Triton's interpreter options, where it is loaded (the CPU path): a `debug` left on would turn on every later
-    kernel's device asserts in this process."""
-    interpreter = sys.modules.get("triton.runtime.interpreter")
-    builder = getattr(interpreter, "interpreter_builder", None)
-    return repr(getattr(builder, "options", None)) if builder is not None else None
 
 
 def names_a_sticky_device_error(reply: dict[str, Any]) -> bool:
@@ -141,10 +134,7 @@ def serve(kind: str) -> int:
         from kernelvault.toolchain.function_tasks import cpu_device_selection
 
         cpu_device_selection()
-        if os.environ.get("TRITON_INTERPRET") == "1":  # the CPU path's candidates and gold kernels
-            from kernelvault.toolchain.sandboxed.interpreter import drop_unasserted_overflow_checks
-
-            drop_unasserted_overflow_checks()
+        drop_unasserted_overflow_checks()  # the CPU path's candidates and gold kernels
     snapshot = PatchSnapshot(patch_targets())
     baseline = process_state()
     replies.write(json.dumps({"ready": True}).encode() + b"\n")

@@ -211,12 +211,10 @@ def _worker_main(jobs_path: Path) -> int:
 
     from kernelvault.toolchain.function_tasks import cpu_device_selection
     from kernelvault.toolchain.sandboxed import reference  # noqa: F401 - the harness, imported once as well
+    from kernelvault.toolchain.sandboxed.interpreter import drop_unasserted_overflow_checks
 
     cpu_device_selection()  # as in the verification workers (`sandboxed.serve`)
-    if os.environ.get("TRITON_INTERPRET") == "1":
-        from kernelvault.toolchain.sandboxed.interpreter import drop_unasserted_overflow_checks
-
-        drop_unasserted_overflow_checks()
+    drop_unasserted_overflow_checks()
     jobs = [from_wire("task_check", body) for body in json.loads(jobs_path.read_text())]
     for job in jobs:
         assert isinstance(job, CheckTask)
