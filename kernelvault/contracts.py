@@ -151,6 +151,10 @@ class CaseTiming:
     # (a GPU); a median timed call may not be much shorter (`toolchain.sandboxed.own_work`), and on a GPU a case
     # without it earns no speed term. None: not measured (the CPU)
     own_kernel_ms: float | None = None
+    # "timed": the reference was timed in this verification's turn; "reused": its figure came from an earlier
+    # timing of the same case on the same device and protocol (`toolchain.reference_times`, the reward path), its
+    # results from an untimed run of this verification's values. None: not recorded (rows written before)
+    reference_timing: str | None = None
 
 
 @dataclass(frozen=True)

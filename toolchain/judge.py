@@ -46,6 +46,12 @@ import torch
 from kernelvault.contracts import TaskCase
 from kernelvault.toolchain.compare import Comparison, compare_outputs, output_labels
 from kernelvault.toolchain.device_gate import GateHold
+from kernelvault.toolchain.reference_times import (
+    REFERENCE_TIMES,
+    ReferenceFigure,
+    ReferenceKey,
+    toolchain_versions,
+)
 from kernelvault.toolchain.sandbox import SandboxResult
 from kernelvault.toolchain.sandboxed.own_work import launch_shortfall, speed_shortfall
 from kernelvault.toolchain.sandboxed.requests import (
@@ -216,7 +222,8 @@ class _Check:
 
     def ask_reference(self, body: ReferenceRequest) -> dict[str, Any]:
         if self.hold is not None:
-            self.costs.gate_seconds += self.hold.at_request(isinstance(body, (PilotReference, TimeReference)))
+            timing = isinstance(body, PilotReference) or (isinstance(body, TimeReference) and body.timed)
+            self.costs.gate_seconds += self.hold.at_request(timing)
         started = time.monotonic()
         reply = self.reference.request(body, self.timeout_s * 4 + 60)
         self.costs.messages += 1
@@ -452,44 +459,90 @@ class _Check:
         """The staged cases' timed calls in one turn alone on the device (candidate, then reference, per case; with
         fresh inputs every timed call's checksums compared as each case's replies come), then their spot checks:
         two of the outputs the workers kept, drawn here once both replied and judged in full (on the parent's
-        side, once the device is given back to the other lanes)."""
-        mode = self.job.timing_inputs
+        side, once the device is given back to the other lanes). A case whose reference figure is reused
+        (`job.reference_reuse`) times only the candidate in the turn; its reference runs the same values untimed
+        after it, and the checksums are compared then."""
         answers = []
         for staged in group:  # the lane's turn alone on the device starts at the first timed request
             case = staged.case
             with self.part(f"time {case.name}"):
                 asked = self.calls_per_sample(case, staged.weight_seed)
                 timed = self.ask_candidate(Time(self.job.repetitions, self.job.warmup, staged.timing_seed, asked,
-                                                case=case.name, inputs=mode))  # fmt: skip
+                                                case=case.name, inputs=self.job.timing_inputs))  # fmt: skip
                 calls, kept = _timed_run(timed, asked, self.job.repetitions)
-                own_ms = _own_kernel_ms(timed)
-                # The reference is timed right after the candidate, in the same turn of the device: the same values,
-                # the same calls per sample (one, where the candidate's outputs shared memory), the same kept samples.
-                reference = self.ask_reference(TimeReference(
-                    **self._task_fields(), case=case.name, overrides=case.overrides, weight_seed=staged.weight_seed,
-                    repetitions=self.job.repetitions, warmup=self.job.warmup, timing_seed=staged.timing_seed,
-                    keep=kept, calls_per_sample=calls, inputs=mode, atol=self.job.atol, rtol=self.job.rtol))  # fmt: skip
-                checked = self.compare_timed(timed, reference) if mode == "fresh" else 0
-                # after the checksums (a cached result is named as one): right results must still be the work the
-                # watched sample did, launched the same way and not much faster than its device work (`own_work`)
-                unwatched = launch_shortfall(*_launches(timed)) or speed_shortfall(
-                    float(timed["median_ms"]), own_ms
-                )
-                if unwatched is not None:
-                    fail("integrity_reject", unwatched)
-            answers.append((staged, timed, reference, calls, kept, checked, own_ms))
+                answer = _TimedCase(staged, timed, calls, kept, self.reference_key(case, calls))
+                policy = self.job.reference_reuse
+                if answer.key is not None and policy is not None:
+                    answer.reused = REFERENCE_TIMES.reuse(answer.key, policy)
+                if answer.reused is None:
+                    # The reference is timed right after the candidate, in the same turn of the device: the same
+                    # values, the same calls per sample (one, where the candidate's outputs shared memory), the
+                    # same kept samples.
+                    answer.reference = self.ask_reference(self.time_reference(answer, timed=True))
+                    # the reference's figure is kept whatever the candidate's verdict
+                    if answer.key is not None and policy is not None:
+                        REFERENCE_TIMES.record(answer.key, float(answer.reference["median_ms"]),
+                                               float(answer.reference["spread"]), policy)  # fmt: skip
+                    answer.checked = self.judge_timed(answer)
+            answers.append(answer)
         if self.hold is not None:
             self.costs.gate_seconds += self.hold.timing_done()
         timings = []
-        for staged, timed, reference, calls, kept, checked, own_ms in answers:
+        for answer in answers:
+            staged = answer.staged
             with self.part(f"time {staged.case.name}"):
-                self.spot_check(staged, kept, calls)
-            timings.append({"case": staged.case.name, "candidate_ms": float(timed["median_ms"]),
-                            "reference_ms": float(reference["median_ms"]), "candidate_spread": float(timed["spread"]),
-                            "reference_spread": float(reference["spread"]), "repetitions": int(timed["repetitions"]),
-                            "calls_per_sample": calls, "inputs": mode, "checked_calls": checked,
-                            "own_kernel_ms": own_ms})  # fmt: skip
+                # a reused figure: the reference's results, untimed, with the device shared
+                if answer.reference is None:
+                    answer.reference = self.ask_reference(self.time_reference(answer, timed=False))
+                    answer.checked = self.judge_timed(answer)
+                self.spot_check(staged, answer.kept, answer.calls)
+            reference_ms, reference_spread = (
+                (answer.reused.median_ms, answer.reused.spread) if answer.reused is not None
+                else (float(answer.reference["median_ms"]), float(answer.reference["spread"]))
+            )  # fmt: skip
+            timings.append({"case": staged.case.name, "candidate_ms": float(answer.timed["median_ms"]),
+                            "reference_ms": reference_ms, "candidate_spread": float(answer.timed["spread"]),
+                            "reference_spread": reference_spread, "repetitions": int(answer.timed["repetitions"]),
+                            "calls_per_sample": answer.calls, "inputs": self.job.timing_inputs,
+                            "checked_calls": answer.checked, "own_kernel_ms": _own_kernel_ms(answer.timed),
+                            "reference_timing": "reused" if answer.reused is not None else "timed"})  # fmt: skip
         return timings
+
+    def time_reference(self, answer: _TimedCase, timed: bool) -> TimeReference:
+        """The reference's run of the values the candidate's timed calls ran (`timed` False: without the clock)."""
+        staged, case = answer.staged, answer.staged.case
+        return TimeReference(
+            **self._task_fields(), case=case.name, overrides=case.overrides, weight_seed=staged.weight_seed,
+            repetitions=self.job.repetitions, warmup=self.job.warmup, timing_seed=staged.timing_seed,
+            keep=answer.kept, calls_per_sample=answer.calls, inputs=self.job.timing_inputs,  # type: ignore[arg-type]
+            atol=self.job.atol, rtol=self.job.rtol, timed=timed)  # fmt: skip
+
+    def judge_timed(self, answer: _TimedCase) -> int:
+        """The timed run against the reference's run of the same values: every call's checksums first (a cached
+        result is named as one), then whether right results were still the work the watched sample did, launched
+        the same way and not much faster than its device work (`own_work`). How many calls were compared."""
+        assert answer.reference is not None
+        timed = answer.timed
+        checked = self.compare_timed(timed, answer.reference) if self.job.timing_inputs == "fresh" else 0
+        unwatched = launch_shortfall(*_launches(timed)) or speed_shortfall(float(timed["median_ms"]),
+                                                                           _own_kernel_ms(timed))  # fmt: skip
+        if unwatched is not None:
+            fail("integrity_reject", unwatched)
+        return checked
+
+    def reference_key(self, case: TaskCase, calls: int) -> ReferenceKey | None:
+        """What a reused reference figure of this case must match (`toolchain.reference_times`); None where
+        figures are not reused: no policy, or a protocol without checksums (the reference's run is what
+        checks the candidate's timed results)."""
+        if self.job.reference_reuse is None or self.job.timing_inputs != "fresh":
+            return None
+        env = self.reference.env
+        device = env.get("CUDA_VISIBLE_DEVICES") or env.get("HIP_VISIBLE_DEVICES")
+        return ReferenceKey(
+            self.job.task_id, case.name, f"{self.job.setup.platform}:{device or 'default'}", toolchain_versions(),
+            (self.job.repetitions, self.job.warmup, calls, self.job.input_sets, self.job.sample_ms,
+             self.job.timing_inputs),
+        )  # fmt: skip
 
     def compare_timed(self, timed: dict[str, Any], reference: dict[str, Any]) -> int:
         """Every timed call's checksums against the reference's (`timed_values.compare_checksums`); how many calls
@@ -589,6 +642,20 @@ class _StagedCase:
     files: list[dict[str, Any]]  # per input set: its inputs file
     fresh: bool
     megabytes: float
+
+
+@dataclass
+class _TimedCase:
+    """A staged case once its candidate was timed: what the rest of its turn, and the judging after it, need."""
+
+    staged: _StagedCase
+    timed: dict[str, Any]  # the candidate's timed run's reply (untrusted data)
+    calls: int
+    kept: list[int]
+    key: ReferenceKey | None
+    reused: ReferenceFigure | None = None  # the reference figure compared with, instead of a timing
+    reference: dict[str, Any] | None = None  # the reference's run of the same values
+    checked: int = 0
 
 
 class _Part:

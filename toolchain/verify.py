@@ -58,6 +58,7 @@ from kernelvault.toolchain.optimisation import (
     baseline_failure,
 )
 from kernelvault.toolchain.platforms import AMD_WAVEFRONT, PlatformChoice, detect_platform, run_environment
+from kernelvault.toolchain.reference_times import ReferenceReuse
 from kernelvault.toolchain.reward import DEFAULT_REWARD, RewardConfig, graded_reward, task_speedup
 from kernelvault.toolchain.sandbox import SandboxLimits, SandboxResult
 from kernelvault.toolchain.sandboxed.timing import DEFAULT_GPU_SAMPLE_MS, TIMING_INPUTS
@@ -102,6 +103,10 @@ class VerifyConfig:
     # "rotate", the protocol before it (a few fixed input sets, two outputs spot-checked, no checksums), which
     # a cache can answer: only for side-by-side fidelity benchmarks (bench/small_case_spread.py).
     timing_inputs: str = "fresh"
+    # The reference's timed figure of a case reused by later verifications of it on the same device and protocol,
+    # within limits and with a drift check (`toolchain.reference_times`): the reward path's setting, where a GRPO
+    # batch verifies many completions of few tasks. None (the corpus): the reference is timed in every verification.
+    reference_reuse: ReferenceReuse | None = None
     reward: RewardConfig = field(default_factory=lambda: DEFAULT_REWARD)
     python: str = sys.executable
     keep_workdir: bool = False
@@ -587,6 +592,7 @@ class Verifier:
             shared_outputs=self.shares_outputs(),
             turn_staged_mb=self.config.turn_staged_mb,
             timing_inputs=self.config.timing_inputs,
+            reference_reuse=self.config.reference_reuse,
         )
 
     def shares_outputs(self) -> bool:
@@ -731,7 +737,8 @@ class Verifier:
             speedup, unbound_note = credited_speedup(self.choice.platform, timings)
             stages.add("time", "passed", timed_seconds, "; ".join(
                 f"{t.case}: {t.candidate_ms:.4f} ms vs reference {t.reference_ms:.4f} ms ({t.repetitions} reps"
-                + (f" of {t.calls_per_sample} calls)" if t.calls_per_sample > 1 else ")")
+                + (f" of {t.calls_per_sample} calls" if t.calls_per_sample > 1 else "")
+                + (", the reference's figure reused)" if t.reference_timing == "reused" else ")")
                 for t in timings) + f"; {_protocol(timings)}" + (f"; {unbound_note}" if unbound_note else ""))  # fmt: skip
         return self._finish(
             stages, task, code, target=target, compiled=launched and not compile_failed, correct=kind is None,

@@ -14,6 +14,7 @@ from typing import Literal
 
 from kernelvault.contracts import TaskCase
 from kernelvault.toolchain.jail import Isolation
+from kernelvault.toolchain.reference_times import ReferenceReuse
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,8 @@ class CheckJob:
     )
     turn_staged_mb: float = 4096.0  # staged inputs one turn alone on the device times (`VerifyConfig`)
     timing_inputs: str = "fresh"  # the timing protocol (`VerifyConfig.timing_inputs`)
+    # the reference's timed figures reused across jobs (`toolchain.reference_times`); None: timed every job
+    reference_reuse: ReferenceReuse | None = None
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     serve.add_argument(
         "--timeout", type=float, default=60.0, help="wall-clock seconds per candidate (default 60)"
     )
+    serve.add_argument(
+        "--time-every-reference", action="store_true",
+        help="time the task's reference in every verification, as the corpus does (default: reuse a case's "
+        "reference figure up to 32 times or 5 minutes, re-timed with a drift check)",
+    )  # fmt: skip
     serve.set_defaults(handler=cmd_rl_serve)
 
     tiny = sub.add_parser(
@@ -235,6 +240,7 @@ def cmd_rl_serve(args: argparse.Namespace) -> int:
 
     from kernelvault.rl.reward_service import TOKEN_ENV, RewardService, ServiceConfig
     from kernelvault.toolchain.lane_pool import LanePool, pool_lanes
+    from kernelvault.toolchain.reference_times import REWARD_REFERENCE_REUSE
     from kernelvault.toolchain.verify import (
         UnjailedModelOutput,
         Verifier,
@@ -243,7 +249,10 @@ def cmd_rl_serve(args: argparse.Namespace) -> int:
     )
 
     try:
-        verifier = Verifier(VerifyConfig(platform=args.platform, timeout_s=args.timeout))
+        reuse = None if args.time_every_reference else REWARD_REFERENCE_REUSE
+        verifier = Verifier(
+            VerifyConfig(platform=args.platform, timeout_s=args.timeout, reference_reuse=reuse)
+        )
         require_jail_for_model_output(
             verifier
         )  # it serves rewards for model output (KV_ALLOW_UNJAILED=1 opts in)

@@ -64,6 +64,7 @@ from kernelvault.toolchain.sandboxed.timing import (
     PILOT_SAMPLES,
     harness_replaced,
     prepare_device,
+    run_staged_untimed,
     time_staged,
 )
 from kernelvault.toolchain.task_calls import function_module
@@ -309,10 +310,16 @@ class ReferenceHost:
         staged = self.staged.pop(request.case, None)  # one timing per staging: the inputs are freed after it
         if staged is None:
             return {"failure_kind": "infrastructure_error", "failure_message": "time before stage_time"}
-        stats = time_staged(_runner(staged), staged.input_sets, repetitions=request.repetitions, warmup=request.warmup,
-                            device=device, calls_per_sample=request.calls_per_sample, inputs=request.inputs,
-                            timing_seed=request.timing_seed, keep=request.keep,
-                            tolerance=Tolerance(request.atol, request.rtol))  # fmt: skip
+        if not request.timed and request.inputs == "fresh":
+            stats = run_staged_untimed(_runner(staged), staged.input_sets, repetitions=request.repetitions,
+                                       device=device, calls_per_sample=request.calls_per_sample,
+                                       timing_seed=request.timing_seed, keep=request.keep,
+                                       tolerance=Tolerance(request.atol, request.rtol))  # fmt: skip
+        else:
+            stats = time_staged(_runner(staged), staged.input_sets, repetitions=request.repetitions,
+                                warmup=request.warmup, device=device, calls_per_sample=request.calls_per_sample,
+                                inputs=request.inputs, timing_seed=request.timing_seed, keep=request.keep,
+                                tolerance=Tolerance(request.atol, request.rtol))  # fmt: skip
         replaced = harness_replaced()
         if replaced:  # a task module patched the timing: this process times nothing more (`serve` retires it)
             return {"failure_kind": "infrastructure_error", "retire": "harness_replaced",

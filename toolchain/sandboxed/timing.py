@@ -261,6 +261,19 @@ def time_staged(run: Callable[[Sequence[object]], object], input_sets: Sequence[
                           calls_per_sample=calls_per_sample, checks=checks, watched=watched)  # fmt: skip
 
 
+def run_staged_untimed(run: Callable[[Sequence[object]], object], input_sets: Sequence[Sequence[object]], *,
+                       repetitions: int, device: torch.device, calls_per_sample: int, timing_seed: int,
+                       keep: Collection[int], tolerance: Tolerance | None) -> TimingStats:  # fmt: skip
+    """The fresh protocol's timed calls without their clock: the same values (`timing_seed`), every output
+    checksummed and the `keep` samples' outputs kept, as `time_staged` would, but no flush, no events and no
+    warm-up. For a reference whose timed figure is reused (`toolchain.reference_times`): its results are still
+    each call's own, and it needs no turn alone on the device. The reply's times are the host's wall clock and
+    say nothing about the device."""
+    source = FreshInputs(input_sets, calls_per_sample, timing_seed, device)
+    checks = OutputChecks(ChecksumWeights(timing_seed, device), tolerance, strict=False)
+    return _time_on_host(run, source, repetitions, 0, keep, max(1, calls_per_sample), checks)
+
+
 def time_on_device(
     run: Callable[[Sequence[object]], object],
     inputs: InputSource | Sequence[Sequence[object]],

@@ -1,0 +1,151 @@
+"""The reference's timed figures reused across verifications (`toolchain.reference_times`), the reward path's setting.
+
+A reused figure saves the reference's clock, never its results: the reference still runs every timed call's
+values and the candidate's outputs are checksummed against it. A figure stands for a bounded number of uses; the
+re-timing after them catches a reference whose timing drifted, drops the device's figures and says so in the log.
+The CPU runs the protocol through the interpreter (`VerifyConfig.time_on_cpu`), as CI does for every timing test.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import pytest
+import small_tasks
+from test_cpu_timing import REPLAYS_WHILE_TIMED
+
+from kernelvault.contracts import Candidate, Task
+from kernelvault.toolchain.lane_pool import verify_once
+from kernelvault.toolchain.reference_times import (
+    REFERENCE_TIMES,
+    ReferenceFigure,
+    ReferenceKey,
+    ReferenceReuse,
+    ReferenceTimes,
+    drift_bound,
+)
+from kernelvault.toolchain.tasks import load_task_file
+from kernelvault.toolchain.verify import Verifier, VerifyConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+RELU = (ROOT / "examples" / "triton" / "relu.py").read_text()
+KEY = ReferenceKey("task", "p0", "cuda:0", "torch 2.13.0, triton 3.9.0", (100, 10, 1, 4, 0.5, "fresh"))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_figure_stands_for_its_uses_and_its_age_then_the_reference_is_timed_again() -> None:
+    clock = Clock()
+    times, policy = ReferenceTimes(clock), ReferenceReuse(max_uses=2, max_age_s=60.0)
+    assert times.reuse(KEY, policy) is None  # nothing timed yet
+    assert times.record(KEY, 1.0, 0.01, policy) is None
+    assert [times.reuse(KEY, policy).uses for _ in range(2)] == [1, 2]
+    assert times.reuse(KEY, policy) is None  # used up: time it again
+    times.record(KEY, 1.01, 0.01, policy)  # within the spread: no drift, a fresh figure
+    assert times.reuse(KEY, policy).median_ms == 1.01
+    clock.now += 60.0
+    assert times.reuse(KEY, policy) is None  # too old, whatever its uses
+    # another device, another protocol or another toolchain is another figure
+    for other in (
+        ReferenceKey(KEY.task_id, KEY.case, "cuda:1", KEY.versions, KEY.protocol),
+        ReferenceKey(KEY.task_id, KEY.case, KEY.device, "torch 2.14.0, triton 3.9.0", KEY.protocol),
+        ReferenceKey(KEY.task_id, KEY.case, KEY.device, KEY.versions, (100, 10, 2, 4, 0.5, "fresh")),
+    ):
+        assert times.reuse(other, policy) is None
+    assert (times.reused, times.timed, times.drifts) == (3, 2, 0)
+
+
+def test_a_drift_beyond_the_spread_drops_every_figure_of_the_device_and_is_logged(caplog) -> None:  # noqa: ANN001
+    times, policy = ReferenceTimes(Clock()), ReferenceReuse(max_uses=1)
+    other_case = ReferenceKey(KEY.task_id, "p1", KEY.device, KEY.versions, KEY.protocol)
+    other_device = ReferenceKey(KEY.task_id, KEY.case, "cuda:1", KEY.versions, KEY.protocol)
+    for key in (KEY, other_case, other_device):
+        times.record(key, 1.0, 0.01, policy)
+    # the bound is the two measurements' spread together, never under 3%
+    assert drift_bound(ReferenceFigure(1.0, 0.01, 0.0), 0.01) == pytest.approx(0.03)
+    assert drift_bound(ReferenceFigure(1.0, 0.04, 0.0), 0.02) == pytest.approx(0.06)
+    assert times.record(KEY, 1.025, 0.01, policy) is None  # 2.5%: within
+    with caplog.at_level(logging.WARNING, logger="kernelvault.reference_times"):
+        message = times.record(KEY, 1.2, 0.01, policy)  # 17%: the device changed
+    assert message is not None and "reference timing drift on cuda:0" in message and "+17.1%" in message
+    assert message in caplog.text
+    assert times.reuse(other_case, policy) is None  # the device's other figures went with it
+    assert times.reuse(KEY, policy).median_ms == 1.2  # the new timing stands
+    assert times.reuse(other_device, policy).median_ms == 1.0  # another device's figures stay
+    assert times.drifts == 1
+
+
+# A reference that gets slower the more it runs (its worker's process keeps the count between jobs): the timing
+# of the same case drifts between one verification and a later one, as a device's would when its clocks drop.
+DRIFTING = """
+import sys
+import time
+
+
+def _slower_each_call() -> None:
+    calls = sys.__dict__.setdefault("_kv_reference_calls", [0])
+    calls[0] += 1
+    time.sleep(min(0.05, 0.0002 * calls[0]))
+"""
+
+
+@pytest.fixture(scope="module")
+def drifting_relu(tmp_path_factory: pytest.TempPathFactory) -> Task:
+    task = small_tasks.small_relu(tmp_path_factory.mktemp("task"), small_tasks.TINY_CASES)
+    source = task.source.replace("import torch.nn as nn\n", "import torch.nn as nn\n" + DRIFTING, 1)
+    source = source.replace(
+        "        return torch.relu(x)", "        _slower_each_call()\n        return torch.relu(x)"
+    )
+    assert "_slower_each_call()\n" in source
+    path = tmp_path_factory.mktemp("drifting") / "relu.py"
+    path.write_text(source)
+    return load_task_file(path)
+
+
+def test_the_reward_path_reuses_the_reference_figure_checks_every_timed_call_and_catches_a_drift(
+    drifting_relu: Task, tmp_path: Path, caplog
+) -> None:  # noqa: ANN001
+    # A lane of its own (a memory limit no other test uses): its reference worker counts only this test's calls.
+    verifier = Verifier(VerifyConfig(platform="cpu", time_on_cpu=True, repetitions=6, warmup=1, input_sets=2,
+                                     memory_limit_mb=8191, hip_cache=tmp_path / "hip",
+                                     reference_reuse=ReferenceReuse(max_uses=2)))  # fmt: skip
+    REFERENCE_TIMES.clear()
+    drifts = REFERENCE_TIMES.drifts
+
+    def verify(code: str):  # noqa: ANN202
+        return verify_once(verifier, drifting_relu, Candidate(drifting_relu.task_id, "triton", code, "test"))
+
+    with caplog.at_level(logging.WARNING, logger="kernelvault.reference_times"):
+        verdicts = [verify(RELU) for _ in range(5)]
+    for verdict in verdicts:
+        assert verdict.correct is True, verdict.failure_message
+        # every timed call's output was still checksummed against the reference's run of its values
+        assert all(t.checked_calls == 6 * t.calls_per_sample for t in verdict.timings)
+    timing = [[t.reference_timing for t in verdict.timings] for verdict in verdicts]
+    assert timing == [["timed"] * 2, ["reused"] * 2, ["reused"] * 2, ["timed"] * 2, ["reused"] * 2]
+    first, second, third, retimed, after = verdicts
+    for reused in (second, third):
+        assert [t.reference_ms for t in reused.timings] == [t.reference_ms for t in first.timings]
+    # used up after two reuses: the fourth verification timed the reference again, found it slower than its
+    # figure by more than the two timings' spread, logged the drift and dropped the device's figures
+    assert re.search(r"reference timing drift on cpu:default: p0:\S+ of task \w+ took", caplog.text), (
+        caplog.text
+    )
+    assert REFERENCE_TIMES.drifts > drifts
+    assert all(r.reference_ms > f.reference_ms for r, f in zip(retimed.timings, first.timings, strict=True))
+    # the figure timed after the drift stands for the next verifications
+    assert [t.reference_ms for t in after.timings] == [t.reference_ms for t in retimed.timings]
+    # a candidate that replays its results while the reference's figure is reused is caught by the same checksums:
+    # the reference's untimed run of the timed calls' values is what they are compared with
+    caught = verify(REPLAYS_WHILE_TIMED)
+    assert caught.failure_kind == "integrity_reject", caught.failure_message
+    assert caught.failure_message.startswith("cached_results: timed call 0/0: output: checksum")
+    REFERENCE_TIMES.clear()
