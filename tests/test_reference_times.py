@@ -42,15 +42,17 @@ class Clock:
         return self.now
 
 
-def test_a_figure_stands_for_its_uses_and_its_age_then_the_reference_is_timed_again() -> None:
+def test_a_figure_is_reused_once_two_timings_agree_then_for_its_uses_and_its_age() -> None:
     clock = Clock()
     times, policy = ReferenceTimes(clock), ReferenceReuse(max_uses=2, max_age_s=60.0)
     assert times.reuse(KEY, policy) is None  # nothing timed yet
     assert times.record(KEY, 1.0, 0.01, policy) is None
+    assert times.reuse(KEY, policy) is None  # one timing alone is not reused: it may have been disturbed
+    assert times.record(KEY, 1.01, 0.01, policy) is None  # a second one agrees within the spread
     assert [times.reuse(KEY, policy).uses for _ in range(2)] == [1, 2]
     assert times.reuse(KEY, policy) is None  # used up: time it again
-    times.record(KEY, 1.01, 0.01, policy)  # within the spread: no drift, a fresh figure
-    assert times.reuse(KEY, policy).median_ms == 1.01
+    times.record(KEY, 0.99, 0.01, policy)  # agrees with the figure: it stands again
+    assert times.reuse(KEY, policy).median_ms == 0.99
     clock.now += 60.0
     assert times.reuse(KEY, policy) is None  # too old, whatever its uses
     # another device, another protocol or another toolchain is another figure
@@ -60,7 +62,7 @@ def test_a_figure_stands_for_its_uses_and_its_age_then_the_reference_is_timed_ag
         ReferenceKey(KEY.task_id, KEY.case, KEY.device, KEY.versions, (100, 10, 2, 4, 0.5, "fresh")),
     ):
         assert times.reuse(other, policy) is None
-    assert (times.reused, times.timed, times.drifts) == (3, 2, 0)
+    assert (times.reused, times.timed, times.drifts) == (3, 3, 0)
 
 
 def test_a_drift_beyond_the_spread_drops_every_figure_of_the_device_and_is_logged(caplog) -> None:  # noqa: ANN001
@@ -68,6 +70,7 @@ def test_a_drift_beyond_the_spread_drops_every_figure_of_the_device_and_is_logge
     other_case = ReferenceKey(KEY.task_id, "p1", KEY.device, KEY.versions, KEY.protocol)
     other_device = ReferenceKey(KEY.task_id, KEY.case, "cuda:1", KEY.versions, KEY.protocol)
     for key in (KEY, other_case, other_device):
+        times.record(key, 1.0, 0.01, policy)
         times.record(key, 1.0, 0.01, policy)
     # the bound is the two measurements' spread together, never under 3%
     assert drift_bound(ReferenceFigure(1.0, 0.01, 0.0), 0.01) == pytest.approx(0.03)
@@ -78,22 +81,26 @@ def test_a_drift_beyond_the_spread_drops_every_figure_of_the_device_and_is_logge
     assert message is not None and "reference timing drift on cuda:0" in message and "+17.1%" in message
     assert message in caplog.text
     assert times.reuse(other_case, policy) is None  # the device's other figures went with it
-    assert times.reuse(KEY, policy).median_ms == 1.2  # the new timing stands
+    assert times.reuse(KEY, policy) is None  # and the new timing waits for a second one to agree
+    assert times.record(KEY, 1.21, 0.01, policy) is None
+    assert times.reuse(KEY, policy).median_ms == 1.21
     assert times.reuse(other_device, policy).median_ms == 1.0  # another device's figures stay
     assert times.drifts == 1
 
 
-# A reference that gets slower the more it runs (its worker's process keeps the count between jobs): the timing
-# of the same case drifts between one verification and a later one, as a device's would when its clocks drop.
+# A reference that becomes five times slower after its 90th call (its worker's process keeps the count between
+# jobs): the timing of the same case drifts between one verification and a later one, as a device's would when its
+# clocks drop. A verification makes about 26 calls of the reference, so the step falls between the second and the
+# fifth verification of the test below.
 DRIFTING = """
 import sys
 import time
 
 
-def _slower_each_call() -> None:
+def _slower_after_a_while() -> None:
     calls = sys.__dict__.setdefault("_kv_reference_calls", [0])
     calls[0] += 1
-    time.sleep(min(0.05, 0.0002 * calls[0]))
+    time.sleep(0.002 if calls[0] <= 90 else 0.01)
 """
 
 
@@ -102,9 +109,9 @@ def drifting_relu(tmp_path_factory: pytest.TempPathFactory) -> Task:
     task = small_tasks.small_relu(tmp_path_factory.mktemp("task"), small_tasks.TINY_CASES)
     source = task.source.replace("import torch.nn as nn\n", "import torch.nn as nn\n" + DRIFTING, 1)
     source = source.replace(
-        "        return torch.relu(x)", "        _slower_each_call()\n        return torch.relu(x)"
+        "        return torch.relu(x)", "        _slower_after_a_while()\n        return torch.relu(x)"
     )
-    assert "_slower_each_call()\n" in source
+    assert "_slower_after_a_while()\n" in source
     path = tmp_path_factory.mktemp("drifting") / "relu.py"
     path.write_text(source)
     return load_task_file(path)
@@ -124,28 +131,30 @@ def test_the_reward_path_reuses_the_reference_figure_checks_every_timed_call_and
         return verify_once(verifier, drifting_relu, Candidate(drifting_relu.task_id, "triton", code, "test"))
 
     with caplog.at_level(logging.WARNING, logger="kernelvault.reference_times"):
-        verdicts = [verify(RELU) for _ in range(5)]
+        verdicts = [verify(RELU) for _ in range(7)]
     for verdict in verdicts:
         assert verdict.correct is True, verdict.failure_message
         # every timed call's output was still checksummed against the reference's run of its values
         assert all(t.checked_calls == 6 * t.calls_per_sample for t in verdict.timings)
     timing = [[t.reference_timing for t in verdict.timings] for verdict in verdicts]
-    assert timing == [["timed"] * 2, ["reused"] * 2, ["reused"] * 2, ["timed"] * 2, ["reused"] * 2]
-    first, second, third, retimed, after = verdicts
-    for reused in (second, third):
-        assert [t.reference_ms for t in reused.timings] == [t.reference_ms for t in first.timings]
-    # used up after two reuses: the fourth verification timed the reference again, found it slower than its
-    # figure by more than the two timings' spread, logged the drift and dropped the device's figures
+    # timed until two timings agree, reused twice, timed again: the reference slowed, so its new timing is a
+    # drift and waits for a second one, which agrees; then reused again
+    assert timing == [["timed"] * 2] * 2 + [["reused"] * 2] * 2 + [["timed"] * 2] * 2 + [["reused"] * 2], (
+        timing
+    )
+    reference_ms = [[t.reference_ms for t in verdict.timings] for verdict in verdicts]
+    assert reference_ms[2] == reference_ms[3] == reference_ms[1]
     assert re.search(r"reference timing drift on cpu:default: p0:\S+ of task \w+ took", caplog.text), (
         caplog.text
     )
     assert REFERENCE_TIMES.drifts > drifts
-    assert all(r.reference_ms > f.reference_ms for r, f in zip(retimed.timings, first.timings, strict=True))
-    # the figure timed after the drift stands for the next verifications
-    assert [t.reference_ms for t in after.timings] == [t.reference_ms for t in retimed.timings]
+    assert all(slow > 2 * fast for slow, fast in zip(reference_ms[4], reference_ms[1], strict=True))
+    assert reference_ms[6] == reference_ms[5]  # the figure confirmed after the drift stands
     # a candidate that replays its results while the reference's figure is reused is caught by the same checksums:
     # the reference's untimed run of the timed calls' values is what they are compared with
+    reused = REFERENCE_TIMES.reused
     caught = verify(REPLAYS_WHILE_TIMED)
+    assert REFERENCE_TIMES.reused > reused  # its cases met reused figures
     assert caught.failure_kind == "integrity_reject", caught.failure_message
     assert caught.failure_message.startswith("cached_results: timed call 0/0: output: checksum")
     REFERENCE_TIMES.clear()

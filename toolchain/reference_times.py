@@ -9,11 +9,14 @@ times only the candidate. The reference still runs every timed call's values, un
 candidate's turn alone on the device, so that every timed output is checksummed and spot-checked exactly as
 before (`judge._Check.take_turn`): reuse saves the reference's *clock*, never its *results*.
 
-A figure is reused at most `max_uses` times and for at most `max_age_s` seconds; then the reference is timed
-again and the new figure compared with the old one. A difference beyond the spread the two measurements show
-(`drift_bound`) means the device itself changed (clocks, heat, another tenant): every figure of that device is
-dropped and a warning is logged. The figure a candidate is compared with is thus at most `max_uses`
-verifications or `max_age_s` old, and a drift larger than the protocol's spread is seen at the next re-time.
+A figure is reused only once two timings of the case agree within the spread the two measurements show
+(`drift_bound`): one timing disturbed by whatever shared the device with it (a candidate's leftover work
+included) does not become the figure later candidates are compared with. It is then reused at most `max_uses`
+times and for at most `max_age_s` seconds; then the reference is timed again and the new timing compared with
+the figure. A difference beyond the bound means the device itself changed (clocks, heat, another tenant): every
+figure of that device is dropped, a warning is logged, and the case is timed until two timings agree again.
+The figure a candidate is compared with is thus at most `max_uses` verifications or `max_age_s` old, and a
+drift larger than the protocol's spread is seen at the next re-time.
 
 What this does NOT do: persist figures across processes (the cache lives as long as the run or the service
 that made it), or reuse a figure between devices, toolchain versions or timing protocols. The corpus job keeps
@@ -66,6 +69,7 @@ class ReferenceFigure:
     spread: float  # (p75 - p25) / median
     timed_at: float  # the clock's time of the measurement
     uses: int = 0
+    confirmed: bool = False  # a second timing agreed with it: only then is it reused
 
 
 @functools.cache
@@ -95,34 +99,40 @@ class ReferenceTimes:
         self._figures: dict[ReferenceKey, ReferenceFigure] = {}
         self.reused = 0  # verifications' cases that reused a figure
         self.timed = 0  # reference timings recorded
-        self.drifts = 0  # re-timings that differed beyond `drift_bound` (every figure of the device dropped)
+        self.drifts = (
+            0  # timings that differed from the figure beyond `drift_bound` (the device's figures dropped)
+        )
 
     def reuse(self, key: ReferenceKey, policy: ReferenceReuse) -> ReferenceFigure | None:
         """The figure to compare a candidate with instead of timing the reference, counted as one use; None when
         there is none or it has stood long enough (the reference is then timed, and `record` called)."""
         with self._lock:
             figure = self._figures.get(key)
-            if figure is None or figure.uses >= policy.max_uses:
+            if figure is None or not figure.confirmed or figure.uses >= policy.max_uses:
                 return None
             if self._clock() - figure.timed_at >= policy.max_age_s:
                 return None
             figure.uses += 1
             self.reused += 1
-            return ReferenceFigure(figure.median_ms, figure.spread, figure.timed_at, figure.uses)
+            return ReferenceFigure(
+                figure.median_ms, figure.spread, figure.timed_at, figure.uses, confirmed=True
+            )
 
     def record(
         self, key: ReferenceKey, median_ms: float, spread: float, policy: ReferenceReuse
     ) -> str | None:
-        """Keep a new timing of the reference; the drift message when it differs from the figure it replaces
-        by more than `drift_bound` (then every figure of the device is dropped, this one kept)."""
+        """Keep a new timing of the reference: confirmed where it agrees with the figure it replaces (within
+        `drift_bound`). The drift message where it does not: every figure of the device is then dropped, and this
+        timing waits for a second one to agree with it."""
         with self._lock:
             self.timed += 1
             old = self._figures.get(key)
-            drift = None
+            drift, confirmed = None, False
             if old is not None and old.median_ms > 0:
                 change = (median_ms - old.median_ms) / old.median_ms
                 bound = drift_bound(old, spread, policy.drift_floor)
-                if abs(change) > bound:
+                confirmed = abs(change) <= bound
+                if not confirmed:
                     self.drifts += 1
                     dropped = [other for other in self._figures if other.device == key.device]
                     for other in dropped:
@@ -132,7 +142,7 @@ class ReferenceTimes:
                              f"{median_ms:.4f} ms; its figure, timed {old.uses} use(s) and {age:.0f} s before, "
                              f"{old.median_ms:.4f} ms ({change:+.1%}, beyond the measurements' spread of "
                              f"{bound:.1%}): {len(dropped)} reference figure(s) of this device dropped")  # fmt: skip
-            self._figures[key] = ReferenceFigure(median_ms, spread, self._clock())
+            self._figures[key] = ReferenceFigure(median_ms, spread, self._clock(), confirmed=confirmed)
         if drift is not None:
             LOG.warning(drift)
         return drift
