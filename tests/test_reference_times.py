@@ -100,7 +100,7 @@ import time
 def _slower_after_a_while() -> None:
     calls = sys.__dict__.setdefault("_kv_reference_calls", [0])
     calls[0] += 1
-    time.sleep(0.002 if calls[0] <= 90 else 0.01)
+    time.sleep(0.005 if calls[0] <= 90 else 0.025)
 """
 
 
@@ -121,9 +121,10 @@ def test_the_reward_path_reuses_the_reference_figure_checks_every_timed_call_and
     drifting_relu: Task, tmp_path: Path, caplog
 ) -> None:  # noqa: ANN001
     # A lane of its own (a memory limit no other test uses): its reference worker counts only this test's calls.
+    # A loaded 2-core machine's sleeps jitter by more than the 3% floor: the step here is fivefold, the floor 30%.
     verifier = Verifier(VerifyConfig(platform="cpu", time_on_cpu=True, repetitions=6, warmup=1, input_sets=2,
                                      memory_limit_mb=8191, hip_cache=tmp_path / "hip",
-                                     reference_reuse=ReferenceReuse(max_uses=2)))  # fmt: skip
+                                     reference_reuse=ReferenceReuse(max_uses=2, drift_floor=0.3)))  # fmt: skip
     REFERENCE_TIMES.clear()
     drifts = REFERENCE_TIMES.drifts
 
@@ -156,5 +157,6 @@ def test_the_reward_path_reuses_the_reference_figure_checks_every_timed_call_and
     caught = verify(REPLAYS_WHILE_TIMED)
     assert REFERENCE_TIMES.reused > reused  # its cases met reused figures
     assert caught.failure_kind == "integrity_reject", caught.failure_message
-    assert caught.failure_message.startswith("cached_results: timed call 0/0: output: checksum")
+    assert caught.failure_message.startswith("cached_results: timed call ")
+    assert "not the result of this call's inputs" in caught.failure_message
     REFERENCE_TIMES.clear()
