@@ -47,6 +47,7 @@ TIMING = pa.struct([
     ("checked_calls", pa.int64()),  # timed calls whose outputs' checksums matched the reference's
     ("own_kernel_ms", pa.float64()),  # device time per call of the watched first sample's calls (own_work)
     ("reference_timing", pa.string()),  # "timed" in this verification, or "reused" (toolchain.reference_times)
+    ("timing_profile", pa.string()),  # "full", or "rl": fewer samples where the pilot's spread allowed
 ])  # fmt: skip
 # An assistant message's reasoning (the model's thinking) where TRL, chat templates and vLLM read it.
 MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string()), ("reasoning_content", pa.string())])

@@ -155,6 +155,9 @@ class CaseTiming:
     # timing of the same case on the same device and protocol (`toolchain.reference_times`, the reward path), its
     # results from an untimed run of this verification's values. None: not recorded (rows written before)
     reference_timing: str | None = None
+    # "full": the protocol's samples; "rl": fewer, where the case's pilot spread allowed (the reward path's profile,
+    # `VerifyConfig.timing_profile`). None: not recorded (rows written before)
+    timing_profile: str | None = None
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@ Both give `verify(task, candidate) -> Verdict` (the function the agents use) and
 are obtained on (it picks the agents' prompts: cpu proves compilation for AMD, so it gets the AMD ones).
 Processes started by a framework (verl's reward workers and agent loops) read the choice from the
 environment: KV_REWARD_URL (+ KV_REWARD_TOKEN) for a service, else KV_PLATFORM, KV_VERIFY_TIMEOUT,
-KV_DEVICES (GPU ids, default every visible one), KV_LANES_PER_GPU and KV_REFERENCE_REUSE (0: time the task's
-reference in every verification, as the corpus does; by default a case's reference figure is reused,
-`kernelvault.toolchain.reference_times`).
+KV_DEVICES (GPU ids, default every visible one), KV_LANES_PER_GPU and KV_REWARD_TIMING (`rl`, the default: a
+case's reference figure reused and fewer timed samples where its spread allows; `full`: the corpus's protocol;
+`kernelvault.toolchain.verify.reward_verify_config`).
 
 The local toolchain is a `LanePool` (`kernelvault.toolchain.lane_pool`): persistent lanes on every GPU this
 process may use, one each by default, so a reward function's concurrent verifications spread over the node's
@@ -53,13 +53,9 @@ def verdict_source(reward_url: str | None = None, token: str | None = None, plat
                              f"reward service {reward_url} ({health.get('device')})",
                              max(16, int(health.get("workers", 0) or 0)))  # fmt: skip
     from kernelvault.toolchain.lane_pool import LanePool
-    from kernelvault.toolchain.reference_times import REWARD_REFERENCE_REUSE
-    from kernelvault.toolchain.verify import Verifier, VerifyConfig, require_jail_for_model_output
+    from kernelvault.toolchain.verify import Verifier, require_jail_for_model_output, reward_verify_config
 
-    # A GRPO batch verifies many completions of few tasks: a case's reference figure is reused (with a drift check)
-    # unless KV_REFERENCE_REUSE=0 asks for the corpus's protocol, the reference timed in every verification.
-    reuse = None if os.environ.get("KV_REFERENCE_REUSE") == "0" else REWARD_REFERENCE_REUSE
-    verifier = Verifier(VerifyConfig(platform=platform, timeout_s=timeout_s, reference_reuse=reuse))
+    verifier = Verifier(reward_verify_config(platform, timeout_s, os.environ.get("KV_REWARD_TIMING", "rl")))
     require_jail_for_model_output(
         verifier
     )  # GRPO's completions are model output (KV_ALLOW_UNJAILED=1 opts in)

@@ -466,11 +466,11 @@ class _Check:
         for staged in group:  # the lane's turn alone on the device starts at the first timed request
             case = staged.case
             with self.part(f"time {case.name}"):
-                asked = self.calls_per_sample(case, staged.weight_seed)
-                timed = self.ask_candidate(Time(self.job.repetitions, self.job.warmup, staged.timing_seed, asked,
+                plan = self.case_plan(case, staged.weight_seed)
+                timed = self.ask_candidate(Time(plan.repetitions, self.job.warmup, staged.timing_seed, plan.calls,
                                                 case=case.name, inputs=self.job.timing_inputs))  # fmt: skip
-                calls, kept = _timed_run(timed, asked, self.job.repetitions)
-                answer = _TimedCase(staged, timed, calls, kept, self.reference_key(case, calls))
+                calls, kept = _timed_run(timed, plan.calls, plan.repetitions)
+                answer = _TimedCase(staged, timed, calls, kept, plan, self.reference_key(case, calls, plan))
                 policy = self.job.reference_reuse
                 if answer.key is not None and policy is not None:
                     answer.reused = REFERENCE_TIMES.reuse(answer.key, policy)
@@ -505,7 +505,8 @@ class _Check:
                             "reference_spread": reference_spread, "repetitions": int(answer.timed["repetitions"]),
                             "calls_per_sample": answer.calls, "inputs": self.job.timing_inputs,
                             "checked_calls": answer.checked, "own_kernel_ms": _own_kernel_ms(answer.timed),
-                            "reference_timing": "reused" if answer.reused is not None else "timed"})  # fmt: skip
+                            "reference_timing": "reused" if answer.reused is not None else "timed",
+                            "timing_profile": answer.plan.profile})  # fmt: skip
         return timings
 
     def time_reference(self, answer: _TimedCase, timed: bool) -> TimeReference:
@@ -513,7 +514,7 @@ class _Check:
         staged, case = answer.staged, answer.staged.case
         return TimeReference(
             **self._task_fields(), case=case.name, overrides=case.overrides, weight_seed=staged.weight_seed,
-            repetitions=self.job.repetitions, warmup=self.job.warmup, timing_seed=staged.timing_seed,
+            repetitions=answer.plan.repetitions, warmup=self.job.warmup, timing_seed=staged.timing_seed,
             keep=answer.kept, calls_per_sample=answer.calls, inputs=self.job.timing_inputs,  # type: ignore[arg-type]
             atol=self.job.atol, rtol=self.job.rtol, timed=timed)  # fmt: skip
 
@@ -530,7 +531,7 @@ class _Check:
             fail("integrity_reject", unwatched)
         return checked
 
-    def reference_key(self, case: TaskCase, calls: int) -> ReferenceKey | None:
+    def reference_key(self, case: TaskCase, calls: int, plan: CasePlan) -> ReferenceKey | None:
         """What a reused reference figure of this case must match (`toolchain.reference_times`); None where
         figures are not reused: no policy, or a protocol without checksums (the reference's run is what
         checks the candidate's timed results)."""
@@ -540,7 +541,7 @@ class _Check:
         device = env.get("CUDA_VISIBLE_DEVICES") or env.get("HIP_VISIBLE_DEVICES")
         return ReferenceKey(
             self.job.task_id, case.name, f"{self.job.setup.platform}:{device or 'default'}", toolchain_versions(),
-            (self.job.repetitions, self.job.warmup, calls, self.job.input_sets, self.job.sample_ms,
+            (plan.repetitions, self.job.warmup, calls, self.job.input_sets, self.job.sample_ms,
              self.job.timing_inputs),
         )  # fmt: skip
 
@@ -573,26 +574,49 @@ class _Check:
                 fail("integrity_reject",
                      f"cached_results: timed call {sample}/{calls - 1} returned a wrong result ({check.message})")  # fmt: skip
 
-    def calls_per_sample(self, case: TaskCase, weight_seed: int) -> int:
-        """The case's calls per timed sample (`timing.calls_for`): from a pilot of the reference the first time a
-        task's case is timed in this process, then the same for every candidate and baseline of it, so that
-        their times share one regime (a GRPO group's speeds, an optimisation task's speedup over its baseline).
-        `job.sample_ms` 0: one call per sample, no pilot."""
-        if self.job.sample_ms <= 0:
-            return 1
-        key = (self.job.task_id, case.name, self.job.sample_ms)
-        if key not in _CALLS_PER_SAMPLE:
+    def case_plan(self, case: TaskCase, weight_seed: int) -> CasePlan:
+        """The case's calls per timed sample (`timing.calls_for`) and timed samples (`timing_profile`): from a pilot
+        of the reference the first time a task's case is timed in this process, then the same for every candidate
+        and baseline of it, so that their times share one regime (a GRPO group's speeds, an optimisation task's
+        speedup over its baseline). No pilot where neither is chosen by it (`job.sample_ms` 0 and the full
+        profile): one call per sample, the job's repetitions."""
+        profile = self.job.timing_profile
+        if self.job.sample_ms <= 0 and profile == "full":
+            return CasePlan(1, self.job.repetitions, profile)
+        key = (self.job.task_id, case.name, self.job.sample_ms, profile, self.job.repetitions)
+        if key not in _CASE_PLANS:
             pilot = self.ask_reference(PilotReference(
                 **self._task_fields(), case=case.name, overrides=case.overrides, weight_seed=weight_seed,
                 warmup=self.job.warmup))  # fmt: skip
+            median, spread = float(pilot["median_ms"]), float(pilot.get("spread", math.inf))
+            calls = calls_for(median, self.job.sample_ms) if self.job.sample_ms > 0 else 1
+            short = profile == "rl" and spread <= RL_PILOT_SPREAD
+            repetitions = min(self.job.repetitions, RL_REPETITIONS) if short else self.job.repetitions
             # another lane may have piloted it while this one waited for its turn: the first choice stays
-            _CALLS_PER_SAMPLE.setdefault(key, calls_for(float(pilot["median_ms"]), self.job.sample_ms))
-        return _CALLS_PER_SAMPLE[key]
+            _CASE_PLANS.setdefault(key, CasePlan(calls, repetitions, "rl" if short else "full"))
+        return _CASE_PLANS[key]
 
 
-# Calls per sample by (task id, case, sample_ms), for this parent process's lifetime: every lane of a pool times
-# a task's case the same way.
-_CALLS_PER_SAMPLE: dict[tuple[str, str, float], int] = {}
+@dataclass(frozen=True)
+class CasePlan:
+    """How a performance case is timed, the same for every candidate of its task in this process."""
+
+    calls: int  # calls per timed sample
+    repetitions: int  # timed samples
+    profile: str  # "full", or "rl": fewer samples, where the pilot's spread allows (`RL_PILOT_SPREAD`)
+
+
+# The RL timing profile (`VerifyConfig.timing_profile`): a median of n samples of relative spread s (p75 - p25 over
+# the median) is uncertain by about 0.93 s / sqrt(n) (the median's standard error, 1.25 sigma / sqrt(n), with
+# sigma about s / 1.35 for a normal spread); a speedup is a ratio of two such medians. At n = 30 and s <= 0.05 that
+# is at most 0.85% a side, 1.2% for the ratio: inside the 3% the reward's speed term must stay faithful to. A case
+# whose pilot (one-call samples of the reference, noisier than a timed sample of several calls) spreads wider keeps
+# the full count.
+RL_REPETITIONS = 30
+RL_PILOT_SPREAD = 0.05
+# Case plans by (task id, case, sample_ms, profile, repetitions), for this parent process's lifetime: every lane of a
+# pool times a task's case the same way.
+_CASE_PLANS: dict[tuple[str, str, float, str, int], CasePlan] = {}
 SPOT_CHECKS = 2  # kept timed outputs judged in full per performance case
 
 
@@ -652,6 +676,7 @@ class _TimedCase:
     timed: dict[str, Any]  # the candidate's timed run's reply (untrusted data)
     calls: int
     kept: list[int]
+    plan: CasePlan
     key: ReferenceKey | None
     reused: ReferenceFigure | None = None  # the reference figure compared with, instead of a timing
     reference: dict[str, Any] | None = None  # the reference's run of the same values

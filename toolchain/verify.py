@@ -58,7 +58,7 @@ from kernelvault.toolchain.optimisation import (
     baseline_failure,
 )
 from kernelvault.toolchain.platforms import AMD_WAVEFRONT, PlatformChoice, detect_platform, run_environment
-from kernelvault.toolchain.reference_times import ReferenceReuse
+from kernelvault.toolchain.reference_times import REWARD_REFERENCE_REUSE, ReferenceReuse
 from kernelvault.toolchain.reward import DEFAULT_REWARD, RewardConfig, graded_reward, task_speedup
 from kernelvault.toolchain.sandbox import SandboxLimits, SandboxResult
 from kernelvault.toolchain.sandboxed.timing import DEFAULT_GPU_SAMPLE_MS, TIMING_INPUTS
@@ -67,6 +67,7 @@ from kernelvault.toolchain.static_wall import check_candidate
 from kernelvault.toolchain.worker_jobs import CheckJob, CompileJob, HipBuild, WorkerSetup
 from kernelvault.toolchain.worker_lane import WorkerLane
 
+TIMING_PROFILES = ("full", "rl")  # `VerifyConfig.timing_profile`
 LOG_LIMIT = 4000  # characters of compiler/runtime log kept per stage (the agents' feedback reads it)
 
 
@@ -107,6 +108,10 @@ class VerifyConfig:
     # within limits and with a drift check (`toolchain.reference_times`): the reward path's setting, where a GRPO
     # batch verifies many completions of few tasks. None (the corpus): the reference is timed in every verification.
     reference_reuse: ReferenceReuse | None = None
+    # "full": every performance case timed over `repetitions` samples. "rl" (the reward path): 30 samples where the
+    # pilot of the case's reference spreads by at most 5%, the full count elsewhere (`judge.RL_REPETITIONS`; the
+    # arithmetic is there); each timing records the profile it was taken under.
+    timing_profile: str = "full"
     reward: RewardConfig = field(default_factory=lambda: DEFAULT_REWARD)
     python: str = sys.executable
     keep_workdir: bool = False
@@ -141,6 +146,21 @@ def trim(text: str, limit: int = LOG_LIMIT) -> str:
 
 
 _WARNED: set[str] = set()
+
+
+REWARD_TIMINGS = ("rl", "full")
+
+
+def reward_verify_config(platform: str | None, timeout_s: float, timing: str = "rl") -> VerifyConfig:
+    """The reward path's verifier (`kernelvault rl serve`, a trainer's local lanes). `timing` "rl": a case's
+    reference figure reused (`toolchain.reference_times`) and the RL timing profile (`timing_profile`), where a
+    GRPO batch verifies many completions of few tasks; "full": the corpus's protocol."""
+    if timing not in REWARD_TIMINGS:
+        raise ValueError(f"the reward's timing is one of {REWARD_TIMINGS}, not {timing!r}")
+    if timing == "full":
+        return VerifyConfig(platform=platform, timeout_s=timeout_s)
+    return VerifyConfig(platform=platform, timeout_s=timeout_s, reference_reuse=REWARD_REFERENCE_REUSE,
+                        timing_profile="rl")  # fmt: skip
 
 
 def resolve_isolation(choice: str, python: str) -> Isolation:
@@ -297,6 +317,9 @@ class Verifier:
         if self.config.timing_inputs not in TIMING_INPUTS:
             choice = self.config.timing_inputs
             raise ValueError(f"timing_inputs must be one of {TIMING_INPUTS}, not {choice!r}")
+        if self.config.timing_profile not in TIMING_PROFILES:
+            choice = self.config.timing_profile
+            raise ValueError(f"timing_profile must be one of {TIMING_PROFILES}, not {choice!r}")
         self.choice: PlatformChoice = detect_platform(self.config.platform, self.config.arch)
         self.isolation: Isolation = resolve_isolation(self.config.isolation, self.config.python)
         self.environment: RunEnvironment = dataclasses.replace(run_environment(self.choice),
@@ -593,6 +616,7 @@ class Verifier:
             turn_staged_mb=self.config.turn_staged_mb,
             timing_inputs=self.config.timing_inputs,
             reference_reuse=self.config.reference_reuse,
+            timing_profile=self.config.timing_profile,
         )
 
     def shares_outputs(self) -> bool:

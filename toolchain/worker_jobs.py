@@ -76,6 +76,7 @@ class CheckJob:
     timing_inputs: str = "fresh"  # the timing protocol (`VerifyConfig.timing_inputs`)
     # the reference's timed figures reused across jobs (`toolchain.reference_times`); None: timed every job
     reference_reuse: ReferenceReuse | None = None
+    timing_profile: str = "full"  # "rl": fewer timed samples where the pilot's spread allows (`VerifyConfig`)
 
 
 @dataclass(frozen=True)

@@ -98,9 +98,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--timeout", type=float, default=60.0, help="wall-clock seconds per candidate (default 60)"
     )
     serve.add_argument(
-        "--time-every-reference", action="store_true",
-        help="time the task's reference in every verification, as the corpus does (default: reuse a case's "
-        "reference figure up to 32 times or 5 minutes, re-timed with a drift check)",
+        "--timing", choices=["rl", "full"], default="rl",
+        help="rl (default): a case's reference figure reused up to 32 times or 5 minutes (re-timed with a drift "
+        "check) and 30 timed samples where the case's spread allows; full: the corpus's protocol",
     )  # fmt: skip
     serve.set_defaults(handler=cmd_rl_serve)
 
@@ -240,19 +240,15 @@ def cmd_rl_serve(args: argparse.Namespace) -> int:
 
     from kernelvault.rl.reward_service import TOKEN_ENV, RewardService, ServiceConfig
     from kernelvault.toolchain.lane_pool import LanePool, pool_lanes
-    from kernelvault.toolchain.reference_times import REWARD_REFERENCE_REUSE
     from kernelvault.toolchain.verify import (
         UnjailedModelOutput,
         Verifier,
-        VerifyConfig,
         require_jail_for_model_output,
+        reward_verify_config,
     )
 
     try:
-        reuse = None if args.time_every_reference else REWARD_REFERENCE_REUSE
-        verifier = Verifier(
-            VerifyConfig(platform=args.platform, timeout_s=args.timeout, reference_reuse=reuse)
-        )
+        verifier = Verifier(reward_verify_config(args.platform, args.timeout, args.timing))
         require_jail_for_model_output(
             verifier
         )  # it serves rewards for model output (KV_ALLOW_UNJAILED=1 opts in)

@@ -335,7 +335,7 @@ class ReferenceHost:
             return {"failure_kind": "infrastructure_error", "failure_message": "pilot before stage_time"}
         stats = time_staged(_runner(staged), staged.input_sets, repetitions=PILOT_SAMPLES, warmup=request.warmup,
                             device=device, inputs=request.inputs, timing_seed=secrets.randbits(63))  # fmt: skip
-        return {"ok": True, "median_ms": stats.median_ms}
+        return {"ok": True, "median_ms": stats.median_ms, "spread": stats.spread}
 
     def _write_kept(self, request: WriteKeptReference, device: torch.device) -> dict[str, Any]:
         """The kept outputs the parent drew (the expected outputs of its full checks), then dropped."""

@@ -71,7 +71,10 @@ _ASSUMED_CLOCK_HZ = 2.0e9  # for sizing the spin-wait; a slower real clock only 
 # example took a 37 µs sample beside a 5x slower reference: 3.7%); at 0.5 ms all 26 did (worst 2.0%).
 DEFAULT_GPU_SAMPLE_MS = 0.5
 MAX_CALLS_PER_SAMPLE = 128  # a 4 µs kernel at a 0.5 ms sample; the host's enqueueing bounds what is useful
-PILOT_SAMPLES = 5  # one-call samples that `calls_for`'s estimate is taken from
+# One-call samples that `calls_for`'s estimate and the RL profile's spread (`judge.case_plan`) are taken from: with
+# eleven, one sample disturbed by another process moves neither the median nor the quartiles (with five, it moved
+# the upper quartile halfway to itself). Taken once per case per process.
+PILOT_SAMPLES = 11
 KEPT_SAMPLES = 8  # samples whose last output the candidate's worker keeps for the parent's full checks
 KEPT_BYTES = 1 << 30  # ... within this much memory (fewer samples where the output is large; at least one)
 TIMING_INPUTS = ("fresh", "rotate")

@@ -1,4 +1,5 @@
-"""The reference's timed figures reused across verifications (`toolchain.reference_times`), the reward path's setting.
+"""The reward path's timing (`reward_verify_config`): the reference's timed figures reused across verifications
+(`toolchain.reference_times`) and the RL timing profile (fewer samples where a case's spread allows).
 
 A reused figure saves the reference's clock, never its results: the reference still runs every timed call's
 values and the candidate's outputs are checksummed against it. A figure stands for a bounded number of uses; the
@@ -8,6 +9,7 @@ The CPU runs the protocol through the interpreter (`VerifyConfig.time_on_cpu`), 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from pathlib import Path
@@ -17,6 +19,7 @@ import small_tasks
 from test_cpu_timing import REPLAYS_WHILE_TIMED
 
 from kernelvault.contracts import Candidate, Task
+from kernelvault.toolchain.judge import RL_REPETITIONS
 from kernelvault.toolchain.lane_pool import verify_once
 from kernelvault.toolchain.reference_times import (
     REFERENCE_TIMES,
@@ -27,7 +30,7 @@ from kernelvault.toolchain.reference_times import (
     drift_bound,
 )
 from kernelvault.toolchain.tasks import load_task_file
-from kernelvault.toolchain.verify import Verifier, VerifyConfig
+from kernelvault.toolchain.verify import Verifier, VerifyConfig, reward_verify_config
 
 ROOT = Path(__file__).resolve().parents[1]
 RELU = (ROOT / "examples" / "triton" / "relu.py").read_text()
@@ -160,3 +163,40 @@ def test_the_reward_path_reuses_the_reference_figure_checks_every_timed_call_and
     assert caught.failure_message.startswith("cached_results: timed call ")
     assert "not the result of this call's inputs" in caught.failure_message
     REFERENCE_TIMES.clear()
+
+
+# Per case: the first (batch 4) sleeps a steady 20 ms, the second a random 1 to 10 ms.
+STEADY_OR_NOT = """
+import random
+import time
+
+
+def _steady_or_not(x) -> None:
+    time.sleep(0.02 if x.shape[0] == 4 else random.uniform(0.001, 0.01))
+"""
+
+
+def test_the_rl_profile_times_fewer_samples_only_where_the_pilot_spread_is_small(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    task = small_tasks.small_relu(tmp_path_factory.mktemp("task"), small_tasks.TINY_CASES)
+    source = task.source.replace("import torch.nn as nn\n", "import torch.nn as nn\n" + STEADY_OR_NOT, 1)
+    source = source.replace(
+        "        return torch.relu(x)", "        _steady_or_not(x)\n        return torch.relu(x)"
+    )
+    path = tmp_path_factory.mktemp("steady") / "relu.py"
+    path.write_text(source)
+    task = load_task_file(path)
+    config = reward_verify_config("cpu", 60.0, "rl")
+    verifier = Verifier(dataclasses.replace(config, time_on_cpu=True, repetitions=40, warmup=1, input_sets=2,
+                                            hip_cache=tmp_path_factory.mktemp("hip")))  # fmt: skip
+    verdict = verify_once(verifier, task, Candidate(task.task_id, "triton", RELU, "test"))
+    assert verdict.correct is True, verdict.failure_message
+    steady, noisy = verdict.timings
+    assert (steady.timing_profile, steady.repetitions) == ("rl", RL_REPETITIONS)
+    assert (noisy.timing_profile, noisy.repetitions) == ("full", 40)
+    # fewer samples, every one still checked
+    assert [t.checked_calls for t in verdict.timings] == [RL_REPETITIONS, 40]
+    assert reward_verify_config("cpu", 60.0, "full").timing_profile == "full"
+    with pytest.raises(ValueError, match="one of"):
+        reward_verify_config("cpu", 60.0, "fast")
