@@ -199,6 +199,8 @@ class _Check:
     reference_dir: Path = Path()
     candidate_dir: Path = Path()
     inbox: Path = Path()
+    # the reference's timings of this job, for `REFERENCE_TIMES` once the job has passed
+    reference_figures: list[tuple[ReferenceKey, float, float]] = field(default_factory=list)
 
     # -- requests ------------------------------------------------------------------------------------
 
@@ -479,10 +481,6 @@ class _Check:
                     # values, the same calls per sample (one, where the candidate's outputs shared memory), the
                     # same kept samples.
                     answer.reference = self.ask_reference(self.time_reference(answer, timed=True))
-                    # the reference's figure is kept whatever the candidate's verdict
-                    if answer.key is not None and policy is not None:
-                        REFERENCE_TIMES.record(answer.key, float(answer.reference["median_ms"]),
-                                               float(answer.reference["spread"]), policy)  # fmt: skip
                     answer.checked = self.judge_timed(answer)
             answers.append(answer)
         if self.hold is not None:
@@ -500,6 +498,10 @@ class _Check:
                 (answer.reused.median_ms, answer.reused.spread) if answer.reused is not None
                 else (float(answer.reference["median_ms"]), float(answer.reference["spread"]))
             )  # fmt: skip
+            if (
+                answer.reused is None and answer.key is not None
+            ):  # kept once the whole job has passed (`run_check`)
+                self.reference_figures.append((answer.key, reference_ms, reference_spread))
             timings.append({"case": staged.case.name, "candidate_ms": float(answer.timed["median_ms"]),
                             "reference_ms": reference_ms, "candidate_spread": float(answer.timed["spread"]),
                             "reference_spread": reference_spread, "repetitions": int(answer.timed["repetitions"]),
@@ -778,4 +780,8 @@ def run_check(job: CheckJob, module_name: str, reference: PersistentWorker, cand
     result["protocol_costs"] = state.costs
     if died is not None:
         return died, None
+    # A rejected or failed job's reference timing is never reused: whatever the candidate did may have disturbed it.
+    if result["failure_kind"] is None and job.reference_reuse is not None:
+        for key, median_ms, spread in state.reference_figures:
+            REFERENCE_TIMES.record(key, median_ms, spread, job.reference_reuse)
     return None, result

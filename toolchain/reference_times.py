@@ -9,14 +9,16 @@ times only the candidate. The reference still runs every timed call's values, un
 candidate's turn alone on the device, so that every timed output is checksummed and spot-checked exactly as
 before (`judge._Check.take_turn`): reuse saves the reference's *clock*, never its *results*.
 
-A figure is reused only once two timings of the case agree within the spread the two measurements show
-(`drift_bound`): one timing disturbed by whatever shared the device with it (a candidate's leftover work
-included) does not become the figure later candidates are compared with. It is then reused at most `max_uses`
-times and for at most `max_age_s` seconds; then the reference is timed again and the new timing compared with
-the figure. A difference beyond the bound means the device itself changed (clocks, heat, another tenant): every
-figure of that device is dropped, a warning is logged, and the case is timed until two timings agree again.
-The figure a candidate is compared with is thus at most `max_uses` verifications or `max_age_s` old, and a
-drift larger than the protocol's spread is seen at the next re-time.
+A figure is reused only once two timings of the case agree within twice its spread (`drift_bound`), and only
+timings of verifications that passed count: one timing disturbed by whatever shared the device with it (a
+candidate's leftover work included) does not become the figure later candidates are compared with. It is then
+reused at most `max_uses` times and for at most `max_age_s` seconds; then the reference is timed again and the
+new timing compared with the figure, which stays as it is where they agree (a re-time never nudges it), and is
+set aside where its samples spread far wider than the figure's (`disturbed`). A difference beyond the bound means
+the device itself changed (clocks, heat, another tenant): every figure of that device is dropped, a warning is
+logged, and the case is timed until two timings agree again. The figure a candidate is compared with is thus at
+most `max_uses` verifications or `max_age_s` old, and a drift beyond twice the figure's spread is seen at the
+next re-time.
 
 What this does NOT do: persist figures across processes (the cache lives as long as the run or the service
 that made it), or reuse a figure between devices, toolchain versions or timing protocols. The corpus job keeps
@@ -25,6 +27,7 @@ the full protocol: `VerifyConfig.reference_reuse` is None there.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.metadata
 import logging
@@ -84,10 +87,17 @@ def toolchain_versions() -> str:
     return ", ".join(found)
 
 
-def drift_bound(old: ReferenceFigure, new_spread: float, floor: float = DRIFT_FLOOR) -> float:
-    """The largest relative difference between two timings of one case that is not a drift: the spread of the
-    two measurements together (each median is uncertain by about its own spread), at least `floor`."""
-    return max(floor, old.spread + new_spread)
+def drift_bound(figure: ReferenceFigure, floor: float = DRIFT_FLOOR) -> float:
+    """The largest relative difference between a figure and a new timing of its case that is not a drift: twice
+    the figure's own spread (the two medians are each uncertain by about that much), at least `floor`. The new
+    timing's spread does not widen it: a disturbance that slows some of its samples widens exactly that."""
+    return max(floor, 2 * figure.spread)
+
+
+def disturbed(figure: ReferenceFigure, spread: float, floor: float = DRIFT_FLOOR) -> bool:
+    """A new timing whose samples spread far wider than the figure's (more than twice, and beyond `floor`): something
+    shared the device with part of it. It neither confirms nor replaces a figure, nor counts as a drift."""
+    return spread > max(floor, 2 * figure.spread)
 
 
 class ReferenceTimes:
@@ -99,9 +109,8 @@ class ReferenceTimes:
         self._figures: dict[ReferenceKey, ReferenceFigure] = {}
         self.reused = 0  # verifications' cases that reused a figure
         self.timed = 0  # reference timings recorded
-        self.drifts = (
-            0  # timings that differed from the figure beyond `drift_bound` (the device's figures dropped)
-        )
+        self.drifts = 0  # timings beyond `drift_bound` of their figure (the device's figures dropped)
+        self.disturbed = 0  # timings set aside as `disturbed`
 
     def reuse(self, key: ReferenceKey, policy: ReferenceReuse) -> ReferenceFigure | None:
         """The figure to compare a candidate with instead of timing the reference, counted as one use; None when
@@ -114,37 +123,50 @@ class ReferenceTimes:
                 return None
             figure.uses += 1
             self.reused += 1
-            return ReferenceFigure(
-                figure.median_ms, figure.spread, figure.timed_at, figure.uses, confirmed=True
-            )
+            return dataclasses.replace(figure)
 
     def record(
         self, key: ReferenceKey, median_ms: float, spread: float, policy: ReferenceReuse
     ) -> str | None:
-        """Keep a new timing of the reference: confirmed where it agrees with the figure it replaces (within
-        `drift_bound`). The drift message where it does not: every figure of the device is then dropped, and this
-        timing waits for a second one to agree with it."""
+        """Keep a new timing of the reference, taken in a verification that passed (a rejected one's timing is
+        never recorded: `judge.run_check`). Against the case's figure:
+
+        - within `drift_bound`: a confirmed figure stays as it is and stands again (uses and age reset), so that a
+          timing nudged by a disturbance never becomes the figure, and a slow drift adds up until it is seen; an
+          unconfirmed one is confirmed, as the smaller of the two medians (a disturbance only slows a reference:
+          the smaller is the one that did not overpay a candidate);
+        - `disturbed` (spread far wider than the figure's): set aside, the figure unchanged;
+        - beyond the bound: a drift; every figure of the device is dropped, a warning logged (its text returned),
+          and this timing waits, unconfirmed, for a second one to agree with it."""
         with self._lock:
             self.timed += 1
             old = self._figures.get(key)
-            drift, confirmed = None, False
-            if old is not None and old.median_ms > 0:
-                change = (median_ms - old.median_ms) / old.median_ms
-                bound = drift_bound(old, spread, policy.drift_floor)
-                confirmed = abs(change) <= bound
-                if not confirmed:
-                    self.drifts += 1
-                    dropped = [other for other in self._figures if other.device == key.device]
-                    for other in dropped:
-                        del self._figures[other]
-                    age = self._clock() - old.timed_at
-                    drift = (f"reference timing drift on {key.device}: {key.case} of task {key.task_id[:12]} took "
-                             f"{median_ms:.4f} ms; its figure, timed {old.uses} use(s) and {age:.0f} s before, "
-                             f"{old.median_ms:.4f} ms ({change:+.1%}, beyond the measurements' spread of "
-                             f"{bound:.1%}): {len(dropped)} reference figure(s) of this device dropped")  # fmt: skip
-            self._figures[key] = ReferenceFigure(median_ms, spread, self._clock(), confirmed=confirmed)
-        if drift is not None:
-            LOG.warning(drift)
+            now = self._clock()
+            if old is None or old.median_ms <= 0:
+                self._figures[key] = ReferenceFigure(median_ms, spread, now)
+                return None
+            if disturbed(old, spread, policy.drift_floor):
+                self.disturbed += 1
+                return None
+            change = (median_ms - old.median_ms) / old.median_ms
+            bound = drift_bound(old, policy.drift_floor)
+            if abs(change) <= bound:
+                if old.confirmed:
+                    self._figures[key] = ReferenceFigure(old.median_ms, old.spread, now, confirmed=True)
+                else:
+                    kept = min((old.median_ms, old.spread), (median_ms, spread))
+                    self._figures[key] = ReferenceFigure(kept[0], kept[1], now, confirmed=True)
+                return None
+            self.drifts += 1
+            dropped = [other for other in self._figures if other.device == key.device]
+            for other in dropped:
+                del self._figures[other]
+            self._figures[key] = ReferenceFigure(median_ms, spread, now)
+            drift = (f"reference timing drift on {key.device}: {key.case} of task {key.task_id[:12]} took "
+                     f"{median_ms:.4f} ms; its figure, timed {old.uses} use(s) and {now - old.timed_at:.0f} s before, "
+                     f"{old.median_ms:.4f} ms ({change:+.1%}, beyond twice its spread, {bound:.1%}): {len(dropped)} "
+                     "reference figure(s) of this device dropped")  # fmt: skip
+        LOG.warning(drift)
         return drift
 
     def clear(self) -> None:
