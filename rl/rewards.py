@@ -5,7 +5,8 @@ There is no reward arithmetic here. The toolchain's `verify` (a local lane pool'
 by `kernelvault.toolchain.reward.graded_reward`; the binary reward shown beside it is `kernelvault.toolchain.reward.binary_reward`.
 
 - `ExecutionReward` (single turn): verifies every completion of a batch concurrently (a thread per
-  verification, each running its candidate in a sandboxed worker process; at most `concurrency` at once;
+  verification, each running its candidate in a sandboxed worker process; at most `concurrency` at once, by
+  default what the lane pool behind `verify` keeps busy;
   identical completions of one task are verified once) and returns the graded totals. A plain call returns
   the list of floats, so GRPOTrainer runs it as a synchronous reward function; `acall` is the same, awaitable,
   for callers with an event loop of their own. `kernelvault.rl.verifiers.execution_reward("hub:ORG/NAME@vX.Y.Z")`
@@ -43,6 +44,9 @@ from kernelvault.toolchain.reward import binary_reward
 from kernelvault.toolchain.tasks import parse_task
 
 VerifyFunction = Callable[[Task, Candidate], Verdict]
+REMOTE_IN_FLIGHT = (
+    16  # verifications in flight when the verifier's own capacity is not known (a reward service)
+)
 
 
 class TaskBook:
@@ -161,7 +165,7 @@ class ExecutionReward:
         self,
         verify: VerifyFunction,
         target: str = "triton",
-        concurrency: int = 4,
+        concurrency: int | None = None,
         group_size: int | None = None,
         log_dir: Path | None = None,
         threshold: float = DEFAULT_THRESHOLD,
@@ -170,7 +174,10 @@ class ExecutionReward:
         self.__name__ = "execution"  # TRL names its metrics after the function: rewards/execution/mean
         self.verify = verify
         self.target = target
-        self.concurrency = concurrency
+        # None: what the verifier can keep busy, the lane pool's `slots` where `verify` is a pool's (a whole GRPO
+        # batch goes out at once and the pool's lanes take it), else REMOTE_IN_FLIGHT
+        owner_slots = getattr(getattr(verify, "__self__", None), "slots", None)
+        self.concurrency = concurrency or (owner_slots if isinstance(owner_slots, int) else REMOTE_IN_FLIGHT)
         self.model_name = model_name
         self.tasks = TaskBook()
         self.reporter = RewardReporter(group_size, log_dir, threshold)

@@ -93,6 +93,22 @@ def test_execution_reward_verifies_a_batch_and_logs_each_component(tmp_path: Pat
     assert lines[0]["binary"] == 1.0 and lines[2]["failure_kind"] == "static_reject"
 
 
+def test_a_batch_goes_out_as_wide_as_the_lane_pool_behind_the_reward() -> None:
+    """No fixed small in-flight limit: by default a pool's reward keeps every one of its slots busy."""
+
+    class Pool:
+        slots = 24
+
+        def verify(self, task: Task, candidate: Candidate) -> Verdict:
+            raise AssertionError("not called")
+
+    assert ExecutionReward(Pool().verify).concurrency == 24
+    assert (
+        ExecutionReward(lambda task, candidate: None).concurrency == 16
+    )  # a service's: its own queue decides
+    assert ExecutionReward(Pool().verify, concurrency=3).concurrency == 3
+
+
 def test_execution_reward_runs_verifications_concurrently() -> None:
     started: list[float] = []
 
