@@ -498,9 +498,8 @@ class _Check:
                 (answer.reused.median_ms, answer.reused.spread) if answer.reused is not None
                 else (float(answer.reference["median_ms"]), float(answer.reference["spread"]))
             )  # fmt: skip
-            if (
-                answer.reused is None and answer.key is not None
-            ):  # kept once the whole job has passed (`run_check`)
+            # a timing of the reference is kept once the whole job has passed (`run_check`)
+            if answer.reused is None and answer.key is not None:
                 self.reference_figures.append((answer.key, reference_ms, reference_spread))
             timings.append({"case": staged.case.name, "candidate_ms": float(answer.timed["median_ms"]),
                             "reference_ms": reference_ms, "candidate_spread": float(answer.timed["spread"]),
