@@ -29,9 +29,18 @@ SECRETS = {"OPENAI_API_KEY": "sk-kv-gpu-adversarial", "HF_TOKEN": "hf_kv_gpu_adv
 NOT_ON_GPU = ("unbounded_alloc",)
 
 
+# "i/n": this run takes every n-th file from the i-th (0-based), so that the suite fits in device calls of 600 s
+# (on an H100 the every-layer run of all 180 files did not: bench/results/2026-12-07-h100-timing-suite-18527dd.md)
+SHARD = os.environ.get("KV_GPU_SHARD")
+
+
 def suite_files() -> list[Path]:
     files = sorted((SUITE / "hostile").glob("*.py")) + sorted((SUITE / "honest").glob("*.py"))
-    return [f for f in files if not any(marker in f.name for marker in NOT_ON_GPU)]
+    files = [f for f in files if not any(marker in f.name for marker in NOT_ON_GPU)]
+    if SHARD:
+        index, count = (int(part) for part in SHARD.split("/"))
+        files = files[index::count]
+    return files
 
 
 def _task_name(path: Path) -> str:
@@ -99,6 +108,8 @@ def _write_table(label: str, files: list[Path], rows: dict[str, dict]) -> None:
             f"| {path.name} | {want} | {got} | {row['reward']:.1f} | {row['isolation']} | {message} |"
         )
     name = "gpu_adversarial.md" if label == "every layer" else "gpu_adversarial_behind_wall.md"
+    if SHARD:
+        name = name.replace(".md", f"-{SHARD.replace('/', '-of-')}.md")
     Path(results, name).write_text("\n".join(lines) + "\n")
 
 
@@ -131,7 +142,7 @@ def behind_the_wall(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]
 def test_hostile_candidates_get_no_correctness_credit_on_the_device(every_layer: dict[str, dict]) -> None:
     rows = every_layer
     hostile = [f for f in suite_files() if f.parent.name == "hostile"]
-    assert len(hostile) >= 50
+    assert len(hostile) >= (50 if not SHARD else 1)
     wrong = []
     for path in hostile:
         row = rows[path.name]
