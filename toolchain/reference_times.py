@@ -53,6 +53,8 @@ class ReferenceReuse:
 # The reward path's setting (`kernelvault rl serve`, a trainer's local lane pool): a GRPO step's completions of one
 # task share a figure; a figure older than its uses or five minutes is timed again.
 REWARD_REFERENCE_REUSE = ReferenceReuse()
+# The reward path's timings (`verify.reward_verify_config`): "rl", reuse and the RL timing profile; "full", the corpus's.
+REWARD_TIMINGS = ("rl", "full")
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ class ReferenceKey:
     case: str  # the performance case (its sizes and dtypes are the task's, named by the case)
     device: str  # the platform and the device the lane times on
     versions: str  # torch and Triton
-    protocol: tuple[object, ...]  # repetitions, warm-up, calls per sample, input sets, the inputs protocol
+    protocol: tuple[object, ...]  # samples, warm-up, calls per sample, input sets, sample_ms, inputs
 
 
 @dataclass

@@ -58,7 +58,7 @@ from kernelvault.toolchain.optimisation import (
     baseline_failure,
 )
 from kernelvault.toolchain.platforms import AMD_WAVEFRONT, PlatformChoice, detect_platform, run_environment
-from kernelvault.toolchain.reference_times import REWARD_REFERENCE_REUSE, ReferenceReuse
+from kernelvault.toolchain.reference_times import REWARD_REFERENCE_REUSE, REWARD_TIMINGS, ReferenceReuse
 from kernelvault.toolchain.reward import DEFAULT_REWARD, RewardConfig, graded_reward, task_speedup
 from kernelvault.toolchain.sandbox import SandboxLimits, SandboxResult
 from kernelvault.toolchain.sandboxed.timing import DEFAULT_GPU_SAMPLE_MS, TIMING_INPUTS
@@ -146,9 +146,6 @@ def trim(text: str, limit: int = LOG_LIMIT) -> str:
 
 
 _WARNED: set[str] = set()
-
-
-REWARD_TIMINGS = ("rl", "full")
 
 
 def reward_verify_config(platform: str | None, timeout_s: float, timing: str = "rl") -> VerifyConfig:

@@ -27,6 +27,7 @@ from pathlib import Path
 from kernelvault.cli.common import UsageError
 from kernelvault.config_file import field_help
 from kernelvault.contracts import PLATFORMS
+from kernelvault.toolchain.reference_times import REWARD_TIMINGS
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -98,7 +99,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--timeout", type=float, default=60.0, help="wall-clock seconds per candidate (default 60)"
     )
     serve.add_argument(
-        "--timing", choices=["rl", "full"], default="rl",
+        "--timing", choices=REWARD_TIMINGS, default="rl",
         help="rl (default): a case's reference figure reused up to 32 times or 5 minutes (re-timed with a drift "
         "check) and 30 timed samples where the case's spread allows; full: the corpus's protocol",
     )  # fmt: skip
